@@ -1,0 +1,2 @@
+//! The `pisess` binary.
+fn main() {}

@@ -1,0 +1,2 @@
+//! Integration tests of the pisess CLI.
+#![allow(clippy::unwrap_used)]

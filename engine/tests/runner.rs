@@ -1,0 +1,2 @@
+//! Integration tests of pisess-engine.
+#![allow(clippy::unwrap_used)]

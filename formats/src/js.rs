@@ -1,0 +1,251 @@
+//! JSON text exactly as JavaScript's `JSON.stringify` writes it.
+//!
+//! pi writes every line with `JSON.stringify(obj)`: compact, keys in insertion order, strings
+//! escaped only where ECMAScript requires it, numbers in ECMAScript `Number::toString` form.
+//! Everything pisess writes (migrated lines, new entries, forks) goes through this module so
+//! that the bytes are the ones pi would have written for the same object.
+//!
+//! Invariants:
+//! - [`write_str`] escapes `"` `\\` and U+0000..U+001F only (`\b \f \n \r \t` by name, the rest as
+//!   lower-case `\u00xx`); everything else, including U+2028/U+2029 and U+007F, is literal.
+//! - [`write_f64`] gives the shortest digits that round-trip (as ECMAScript requires) and the
+//!   ECMAScript layout: plain decimals for exponents in `-7 < e < 21`, else `de±x`; `-0` prints
+//!   `0`; NaN and infinities print `null`.
+//! - [`write_value`] keeps object keys in the order of the map (serde_json's `preserve_order`),
+//!   and prints every number as JavaScript would after `JSON.parse` (integers beyond 2^53 lose
+//!   precision exactly as they do in pi).
+
+use serde_json::Value;
+
+/// Appends `s` as a JSON string literal, escaped as `JSON.stringify` escapes it.
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => {
+                out.extend_from_slice(&bytes[start..i]);
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 0xf) as usize]);
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(esc);
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Appends `v` formatted as ECMAScript `Number.prototype.toString()` (and `JSON.stringify`).
+pub fn write_f64(out: &mut Vec<u8>, v: f64) {
+    if !v.is_finite() {
+        out.extend_from_slice(b"null");
+        return;
+    }
+    if v == 0.0 {
+        out.push(b'0');
+        return;
+    }
+    // Rust's `{:e}` yields the shortest round-trip digits, e.g. "-1.2345e-7".
+    let sci = format!("{v:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (neg, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mantissa),
+    };
+    let digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
+    let k = digits.len() as i32;
+    // ECMAScript: value = 0.d1d2…dk × 10^n  (n = exp + 1).
+    let n = exp + 1;
+    if neg {
+        out.push(b'-');
+    }
+    if k <= n && n <= 21 {
+        out.extend_from_slice(&digits);
+        out.extend(std::iter::repeat_n(b'0', (n - k) as usize));
+    } else if 0 < n && n <= 21 {
+        out.extend_from_slice(&digits[..n as usize]);
+        out.push(b'.');
+        out.extend_from_slice(&digits[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        out.extend_from_slice(b"0.");
+        out.extend(std::iter::repeat_n(b'0', (-n) as usize));
+        out.extend_from_slice(&digits);
+    } else {
+        out.push(digits[0]);
+        if k > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        out.push(b'e');
+        let e = n - 1;
+        out.push(if e < 0 { b'-' } else { b'+' });
+        out.extend_from_slice(e.unsigned_abs().to_string().as_bytes());
+    }
+}
+
+/// Appends a serde_json number as JavaScript prints the `Number` that `JSON.parse` makes of it.
+pub fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
+    if let Some(u) = n.as_u64()
+        && u <= (1u64 << 53)
+    {
+        out.extend_from_slice(u.to_string().as_bytes());
+        return;
+    }
+    if let Some(i) = n.as_i64()
+        && (-(1i64 << 53)..=(1i64 << 53)).contains(&i)
+    {
+        out.extend_from_slice(i.to_string().as_bytes());
+        return;
+    }
+    write_f64(out, n.as_f64().unwrap_or(f64::NAN));
+}
+
+/// Appends `v` as `JSON.stringify(v)` would write it.
+pub fn write_value(out: &mut Vec<u8>, v: &Value) {
+    // An explicit stack keeps deeply nested input from overflowing the call stack.
+    enum Step<'a> {
+        Value(&'a Value),
+        Raw(&'static [u8]),
+        Key(&'a str),
+    }
+    let mut stack = vec![Step::Value(v)];
+    while let Some(step) = stack.pop() {
+        match step {
+            Step::Raw(b) => out.extend_from_slice(b),
+            Step::Key(k) => {
+                write_str(out, k);
+                out.push(b':');
+            }
+            Step::Value(v) => match v {
+                Value::Null => out.extend_from_slice(b"null"),
+                Value::Bool(true) => out.extend_from_slice(b"true"),
+                Value::Bool(false) => out.extend_from_slice(b"false"),
+                Value::Number(n) => write_number(out, n),
+                Value::String(s) => write_str(out, s),
+                Value::Array(items) => {
+                    out.push(b'[');
+                    stack.push(Step::Raw(b"]"));
+                    for (i, item) in items.iter().enumerate().rev() {
+                        stack.push(Step::Value(item));
+                        if i > 0 {
+                            stack.push(Step::Raw(b","));
+                        }
+                    }
+                }
+                Value::Object(map) => {
+                    out.push(b'{');
+                    stack.push(Step::Raw(b"}"));
+                    let entries: Vec<_> = map.iter().collect();
+                    for (i, (k, item)) in entries.into_iter().enumerate().rev() {
+                        stack.push(Step::Value(item));
+                        stack.push(Step::Key(k));
+                        if i > 0 {
+                            stack.push(Step::Raw(b","));
+                        }
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// `JSON.stringify(v)` as a `String`.
+pub fn to_string(v: &Value) -> String {
+    let mut out = Vec::new();
+    write_value(&mut out, v);
+    // Only whole UTF-8 strings and ASCII punctuation were written.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn num(v: f64) -> String {
+        let mut out = Vec::new();
+        write_f64(&mut out, v);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn numbers_follow_ecmascript() {
+        // Expected strings are what node prints for String(x).
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "0"),
+            (1.0, "1"),
+            (100.0, "100"),
+            (1.5, "1.5"),
+            (-2.25, "-2.25"),
+            (0.1, "0.1"),
+            (0.000001, "0.000001"),
+            (0.0000001, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (123456789012345680000.0, "123456789012345680000"),
+            (1e21, "1e+21"),
+            (1.2345e22, "1.2345e+22"),
+            (1766006435055.0, "1766006435055"),
+            (0.0123, "0.0123"),
+            (3.0000000000000004, "3.0000000000000004"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+        ];
+        for &(v, want) in cases {
+            assert_eq!(num(v), want, "formatting {v:e}");
+        }
+    }
+
+    #[test]
+    fn strings_escape_like_json_stringify() {
+        let mut out = Vec::new();
+        write_str(
+            &mut out,
+            "a\"b\\c\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f}é😀\u{2028}/",
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001f\u{7f}é😀\u{2028}/\""
+        );
+    }
+
+    #[test]
+    fn values_keep_key_order_and_js_numbers() {
+        let v: Value = serde_json::from_str(
+            r#"{"z":1,"a":[1.50,1e2,-0,{"k":null}],"m":true,"big":9007199254740993}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            to_string(&v),
+            r#"{"z":1,"a":[1.5,100,0,{"k":null}],"m":true,"big":9007199254740992}"#
+        );
+    }
+
+    #[test]
+    fn deep_nesting_does_not_recurse() {
+        let depth = 100_000;
+        let mut v = Value::Null;
+        for _ in 0..depth {
+            v = Value::Array(vec![v]);
+        }
+        let s = to_string(&v);
+        assert_eq!(s.len(), depth * 2 + 4);
+        // serde_json's own drop of the nested Value recurses; leak it in the test.
+        std::mem::forget(v);
+    }
+}

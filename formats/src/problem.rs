@@ -1,0 +1,308 @@
+//! Problems found while reading a session file, each with its exact location.
+//!
+//! A [`Problem`] never stops a read on its own: the reader reports it and goes on where that is
+//! safe (a bad line is skipped, a glued line is split). Whether a problem is worth a non-zero exit
+//! is its [`Severity`]: notes describe harmless oddities pi also accepts (CRLF, a BOM, blank
+//! lines); warnings are data pi would lose or misread; errors make the file unreadable as a
+//! session.
+
+use std::fmt;
+
+/// How serious a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Harmless; pi reads the file the same way.
+    Note,
+    /// Something pi drops, misreads or cannot follow; pisess recovers or reports it.
+    Warning,
+    /// The file cannot be read as a pi session (or not as a supported version).
+    Error,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Note => "note",
+            Self::Warning => "warning",
+            Self::Error => "error",
+        })
+    }
+}
+
+/// What is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProblemKind {
+    /// The file starts with a UTF-8 byte order mark (skipped).
+    Bom,
+    /// The line ends in `\r\n` (the `\r` is ignored, as `JSON.parse` ignores it).
+    Crlf,
+    /// The line is empty or white space only (skipped, as pi skips it).
+    BlankLine,
+    /// The line is not valid UTF-8 (skipped).
+    InvalidUtf8 {
+        /// Bytes of the line that are valid before the first bad one.
+        valid_up_to: usize,
+    },
+    /// The line is not valid JSON (skipped; pi skips it silently).
+    Malformed {
+        /// serde_json's description of the error.
+        message: String,
+        /// 1-based column (in bytes) where parsing failed.
+        column: usize,
+    },
+    /// The last line has no newline and is not valid JSON: a write was cut short (skipped).
+    PartialLastLine,
+    /// The last line is complete but has no final newline (pi appends one when it opens the file).
+    MissingFinalNewline,
+    /// The line holds a JSON value that is not an object.
+    NonObject {
+        /// `array`, `number`, `string`, `true`, `false` or `null`.
+        found: &'static str,
+        /// Whether pi keeps the value as an entry (truthy) or drops it (falsy).
+        kept: bool,
+    },
+    /// Two or more JSON records on one line; every record was recovered.
+    Glued {
+        /// How many records the line held.
+        records: usize,
+        /// Bytes of unparsable text that were skipped between or before records.
+        skipped_bytes: usize,
+    },
+    /// Lines before the header that are not JSON (skipped, as pi skips them).
+    JunkBeforeHeader {
+        /// Number of skipped lines.
+        lines: u64,
+    },
+    /// The first JSON value of the file is not a session header.
+    NotASession {
+        /// What was found instead.
+        found: String,
+    },
+    /// The file has no JSON value at all.
+    Empty,
+    /// The header is pi's v4 format (`"kind":"header"`), which pisess does not read yet.
+    V4Header,
+    /// The header's `version` is newer than 3 (read as v3, as pi does).
+    FutureVersion {
+        /// The version found, as written.
+        version: String,
+    },
+    /// An entry field has the wrong JSON type or shape.
+    BadField {
+        /// The entry type (or `?`).
+        entry_type: String,
+        /// What serde_json reported.
+        message: String,
+    },
+    /// An entry of a v2/v3 file has no string `id`.
+    MissingId,
+    /// An id that an earlier entry already has (pi's index keeps the later one).
+    DuplicateId {
+        /// The id.
+        id: String,
+        /// Line of the earlier entry.
+        first_line: u64,
+    },
+    /// An entry whose `parentId` names no entry of the file (pi treats it as a root).
+    Orphan {
+        /// The entry's id.
+        id: String,
+        /// The missing parent.
+        parent_id: String,
+    },
+    /// Entries whose parents form a loop (pi's path walk never ends on these).
+    Cycle {
+        /// Ids on the loop, in parent order (at most 8 are listed).
+        ids: Vec<String>,
+        /// Length of the loop.
+        length: usize,
+    },
+    /// More than one entry has `parentId: null`.
+    MultipleRoots {
+        /// Number of roots.
+        count: usize,
+    },
+}
+
+impl ProblemKind {
+    /// The severity of this kind of problem.
+    pub fn severity(&self) -> Severity {
+        match self {
+            Self::Bom | Self::Crlf | Self::BlankLine | Self::MissingFinalNewline => Severity::Note,
+            Self::MultipleRoots { .. } => Severity::Note,
+            Self::NotASession { .. } | Self::Empty | Self::V4Header => Severity::Error,
+            _ => Severity::Warning,
+        }
+    }
+
+    /// A short stable name for JSON output and tests.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Bom => "bom",
+            Self::Crlf => "crlf",
+            Self::BlankLine => "blank-line",
+            Self::InvalidUtf8 { .. } => "invalid-utf8",
+            Self::Malformed { .. } => "malformed",
+            Self::PartialLastLine => "partial-last-line",
+            Self::MissingFinalNewline => "missing-final-newline",
+            Self::NonObject { .. } => "non-object",
+            Self::Glued { .. } => "glued",
+            Self::JunkBeforeHeader { .. } => "junk-before-header",
+            Self::NotASession { .. } => "not-a-session",
+            Self::Empty => "empty",
+            Self::V4Header => "v4-header",
+            Self::FutureVersion { .. } => "future-version",
+            Self::BadField { .. } => "bad-field",
+            Self::MissingId => "missing-id",
+            Self::DuplicateId { .. } => "duplicate-id",
+            Self::Orphan { .. } => "orphan",
+            Self::Cycle { .. } => "cycle",
+            Self::MultipleRoots { .. } => "multiple-roots",
+        }
+    }
+}
+
+impl fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Bom => write!(
+                f,
+                "UTF-8 byte order mark at the start of the file (ignored)"
+            ),
+            Self::Crlf => write!(f, "line ends in CRLF (the CR is ignored)"),
+            Self::BlankLine => write!(f, "blank line (skipped)"),
+            Self::InvalidUtf8 { valid_up_to } => {
+                write!(
+                    f,
+                    "invalid UTF-8 after byte {valid_up_to} of the line (line skipped)"
+                )
+            }
+            Self::Malformed { message, column } => {
+                write!(
+                    f,
+                    "not valid JSON at column {column}: {message} (line skipped)"
+                )
+            }
+            Self::PartialLastLine => {
+                write!(
+                    f,
+                    "last line is cut short: no newline and not valid JSON (skipped)"
+                )
+            }
+            Self::MissingFinalNewline => {
+                write!(
+                    f,
+                    "file does not end with a newline (pi appends one when it opens it)"
+                )
+            }
+            Self::NonObject { found, kept } => {
+                if *kept {
+                    write!(
+                        f,
+                        "JSON {found} where an object was expected (pi keeps it as an entry without type or id)"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "JSON {found} where an object was expected (skipped, as pi skips it)"
+                    )
+                }
+            }
+            Self::Glued {
+                records,
+                skipped_bytes,
+            } => {
+                write!(
+                    f,
+                    "{records} JSON records glued on one line; all recovered (pi drops the whole line)"
+                )?;
+                if *skipped_bytes > 0 {
+                    write!(
+                        f,
+                        "; {skipped_bytes} bytes of broken text between them skipped"
+                    )?;
+                }
+                Ok(())
+            }
+            Self::JunkBeforeHeader { lines } => {
+                write!(f, "{lines} unparsable line(s) before the header (skipped)")
+            }
+            Self::NotASession { found } => {
+                write!(
+                    f,
+                    "not a pi session: the first JSON value is {found}, not a session header"
+                )
+            }
+            Self::Empty => write!(f, "no JSON value in the file"),
+            Self::V4Header => write!(
+                f,
+                "pi v4 session header (\"kind\":\"header\"): this format is not supported yet"
+            ),
+            Self::FutureVersion { version } => {
+                write!(
+                    f,
+                    "session version {version} is newer than 3 (read as version 3, as pi does)"
+                )
+            }
+            Self::BadField {
+                entry_type,
+                message,
+            } => {
+                write!(f, "{entry_type} entry has a bad field: {message}")
+            }
+            Self::MissingId => write!(f, "entry has no string id"),
+            Self::DuplicateId { id, first_line } => {
+                write!(
+                    f,
+                    "duplicate id {id:?} (first seen on line {first_line}; pi keeps this later one)"
+                )
+            }
+            Self::Orphan { id, parent_id } => {
+                write!(
+                    f,
+                    "entry {id:?} has parentId {parent_id:?}, which is not in the file (treated as a root)"
+                )
+            }
+            Self::Cycle { ids, length } => {
+                write!(f, "parent cycle of length {length}: {}", ids.join(" -> "))?;
+                if *length > ids.len() {
+                    write!(f, " -> …")?;
+                }
+                write!(f, " (pi hangs on this)")
+            }
+            Self::MultipleRoots { count } => write!(f, "{count} root entries (parentId null)"),
+        }
+    }
+}
+
+/// A problem and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// 1-based line number.
+    pub line: u64,
+    /// Byte offset of the start of the line (or of the record, for glued lines).
+    pub offset: u64,
+    /// What is wrong.
+    pub kind: ProblemKind,
+}
+
+impl Problem {
+    /// The problem's severity.
+    pub fn severity(&self) -> Severity {
+        self.kind.severity()
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {} (byte {}): {}: {}",
+            self.line,
+            self.offset,
+            self.severity(),
+            self.kind
+        )
+    }
+}

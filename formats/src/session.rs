@@ -1,0 +1,530 @@
+//! Reading a whole session file: header detection, entry indices, and tree checks.
+//!
+//! [`SessionReader`] streams a file chunk by chunk and calls back with the header, each
+//! [`Record`] and each [`Problem`], in file order. It never holds more than one chunk.
+//!
+//! Invariants (pi's loader, spec §5.1, except where noted):
+//! - the header is the first truthy JSON value of the file; lines before it that do not parse are
+//!   skipped and reported once as junk; if that value is not an object with `type: "session"` and
+//!   a string `id`, the file is not a session and nothing else is read;
+//! - a v4 header (`"kind":"header"`) is detected and refused as unsupported;
+//! - a record's `index` is its position in pi's entry list, the header being index 0; every kept
+//!   value counts, non-objects too, and recovered glued records count where pi drops them;
+//! - [`TreeCheck`] reports duplicate ids, orphans, parent cycles and multiple roots without
+//!   recursion, in time linear in the number of entries.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use serde_json::{Map, Value};
+
+use crate::entry::Entry;
+use crate::line::{Piece, parse_line};
+use crate::problem::{Problem, ProblemKind};
+use crate::reader::ChunkReader;
+
+/// The session header line (spec §2), with every field kept in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    /// The header object as parsed (unknown fields and key order kept).
+    pub fields: Map<String, Value>,
+    /// The header's exact JSON text.
+    pub json: String,
+    /// 1-based line number.
+    pub line: u64,
+    /// Byte offset of the header in the file.
+    pub offset: u64,
+}
+
+impl Header {
+    /// The session id.
+    pub fn id(&self) -> &str {
+        self.fields
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+    /// The `version` field, `None` when absent (which pi reads as 1).
+    pub fn version_field(&self) -> Option<f64> {
+        self.fields.get("version").and_then(Value::as_f64)
+    }
+    /// The format version as pi decides it: `version`, or 1 when absent.
+    pub fn version(&self) -> f64 {
+        self.version_field().unwrap_or(1.0)
+    }
+    /// The working directory the session ran in (may be empty on old files).
+    pub fn cwd(&self) -> &str {
+        self.fields
+            .get("cwd")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+    /// The creation time as written.
+    pub fn timestamp(&self) -> &str {
+        self.fields
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+    /// The file this session was forked or cloned from.
+    pub fn parent_session(&self) -> Option<&str> {
+        self.fields.get("parentSession").and_then(Value::as_str)
+    }
+}
+
+/// One entry record of a session file.
+pub type Record<'a> = Piece<'a>;
+
+/// What the reader reports, in file order.
+#[derive(Debug)]
+pub enum Event<'r, 'a> {
+    /// The header (once, before any record).
+    Header(&'r Header),
+    /// An entry record and its position in pi's entry list (header = 0).
+    Record(&'r Record<'a>, u64),
+    /// A problem.
+    Problem(&'r Problem),
+}
+
+/// Totals of a read.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// The header, if one was found.
+    pub header: Option<Header>,
+    /// Records after the header.
+    pub records: u64,
+    /// Lines in the file.
+    pub lines: u64,
+    /// Bytes in the file.
+    pub bytes: u64,
+    /// Whether the file ended with a newline (or was empty).
+    pub ends_with_newline: bool,
+    /// Whether the read stopped because the file is not a (supported) session.
+    pub rejected: bool,
+}
+
+/// Streams a session file and reports its header, records and problems.
+#[derive(Debug)]
+pub struct SessionReader<R> {
+    chunks: ChunkReader<R>,
+}
+
+impl<R: Read> SessionReader<R> {
+    /// A reader over `src`.
+    pub fn new(src: R) -> Self {
+        Self {
+            chunks: ChunkReader::new(src),
+        }
+    }
+
+    /// A reader with a given chunk size (tests use small ones to cross chunk boundaries).
+    pub fn with_chunk_size(src: R, chunk_size: usize) -> Self {
+        Self {
+            chunks: ChunkReader::with_chunk_size(src, chunk_size),
+        }
+    }
+
+    /// Reads everything, calling `f` for each event. Stops early if `f` returns an error.
+    pub fn read<E, F>(mut self, mut f: F) -> Result<Summary, ReadError<E>>
+    where
+        F: FnMut(Event<'_, '_>) -> Result<(), E>,
+    {
+        let mut summary = Summary {
+            ends_with_newline: true,
+            ..Summary::default()
+        };
+        let mut problems = Vec::new();
+        let mut junk_lines = 0u64;
+        let mut index = 0u64;
+        let mut first = true;
+        while let Some(chunk) = self.chunks.next_chunk().map_err(ReadError::Io)? {
+            if first {
+                first = false;
+                if self.chunks.had_bom() {
+                    let p = Problem {
+                        line: 1,
+                        offset: 0,
+                        kind: ProblemKind::Bom,
+                    };
+                    f(Event::Problem(&p)).map_err(ReadError::Stopped)?;
+                }
+            }
+            summary.bytes = chunk.offset() + chunk.len() as u64;
+            for line in chunk.lines() {
+                summary.lines = line.number;
+                summary.ends_with_newline = line.terminated;
+                let mut result: Result<(), E> = Ok(());
+                let mut line_problems_before_header = false;
+                let mut late = Vec::new();
+                parse_line(&line, &mut problems, |piece| {
+                    if result.is_err() || summary.rejected {
+                        return;
+                    }
+                    if summary.header.is_none() {
+                        match header_of(&piece) {
+                            Ok(h) => {
+                                if junk_lines > 0 {
+                                    late.push(Problem {
+                                        line: piece.line,
+                                        offset: piece.offset,
+                                        kind: ProblemKind::JunkBeforeHeader { lines: junk_lines },
+                                    });
+                                }
+                                if h.version_field().is_some_and(|v| v > 3.0) {
+                                    let version = h
+                                        .fields
+                                        .get("version")
+                                        .map(Value::to_string)
+                                        .unwrap_or_default();
+                                    late.push(Problem {
+                                        line: piece.line,
+                                        offset: piece.offset,
+                                        kind: ProblemKind::FutureVersion { version },
+                                    });
+                                }
+                                result = f(Event::Header(&h));
+                                summary.header = Some(h);
+                            }
+                            Err(kind) => {
+                                late.push(Problem {
+                                    line: piece.line,
+                                    offset: piece.offset,
+                                    kind,
+                                });
+                                summary.rejected = true;
+                            }
+                        }
+                        return;
+                    }
+                    index += 1;
+                    summary.records += 1;
+                    result = f(Event::Record(&piece, index));
+                });
+                result.map_err(ReadError::Stopped)?;
+                problems.append(&mut late);
+                if summary.header.is_none() && !summary.rejected {
+                    // Lines before the header that yielded nothing are junk pi skips.
+                    let skipped = problems.iter().any(|p| {
+                        matches!(
+                            p.kind,
+                            ProblemKind::Malformed { .. }
+                                | ProblemKind::InvalidUtf8 { .. }
+                                | ProblemKind::PartialLastLine
+                        )
+                    });
+                    if skipped {
+                        junk_lines += 1;
+                        line_problems_before_header = true;
+                    }
+                }
+                for p in problems.drain(..) {
+                    if line_problems_before_header
+                        && matches!(p.kind, ProblemKind::Malformed { .. })
+                    {
+                        continue;
+                    }
+                    f(Event::Problem(&p)).map_err(ReadError::Stopped)?;
+                }
+                if summary.rejected {
+                    return Ok(summary);
+                }
+            }
+        }
+        if summary.header.is_none() {
+            summary.rejected = true;
+            let kind = if junk_lines > 0 {
+                ProblemKind::NotASession {
+                    found: format!("no JSON value in {junk_lines} line(s)"),
+                }
+            } else {
+                ProblemKind::Empty
+            };
+            let p = Problem {
+                line: summary.lines.max(1),
+                offset: 0,
+                kind,
+            };
+            f(Event::Problem(&p)).map_err(ReadError::Stopped)?;
+        } else if !summary.ends_with_newline {
+            let p = Problem {
+                line: summary.lines,
+                offset: summary.bytes,
+                kind: ProblemKind::MissingFinalNewline,
+            };
+            f(Event::Problem(&p)).map_err(ReadError::Stopped)?;
+        }
+        Ok(summary)
+    }
+}
+
+/// Decides whether the first value of a file is a session header.
+fn header_of(piece: &Piece<'_>) -> Result<Header, ProblemKind> {
+    let value: Value = serde_json::from_str(piece.json).map_err(|e| ProblemKind::NotASession {
+        found: format!("unreadable JSON ({e})"),
+    })?;
+    let Value::Object(fields) = value else {
+        return Err(ProblemKind::NotASession {
+            found: format!("a JSON {}", crate::value::raw_kind(piece.json)),
+        });
+    };
+    if fields.get("kind").and_then(Value::as_str) == Some("header") {
+        return Err(ProblemKind::V4Header);
+    }
+    let ty = fields.get("type").and_then(Value::as_str);
+    if ty != Some("session") || !fields.get("id").is_some_and(Value::is_string) {
+        let found = match ty {
+            Some("session") => "a session header without a string id".to_owned(),
+            Some(t) => format!("an object of type {t:?}"),
+            None => "an object without a type".to_owned(),
+        };
+        return Err(ProblemKind::NotASession { found });
+    }
+    Ok(Header {
+        fields,
+        json: piece.json.to_owned(),
+        line: piece.line,
+        offset: piece.offset,
+    })
+}
+
+/// Why a read stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError<E> {
+    /// The source could not be read.
+    #[error("read failed: {0}")]
+    Io(#[source] std::io::Error),
+    /// The callback asked to stop.
+    #[error("stopped")]
+    Stopped(E),
+}
+
+/// Checks the tree structure of a file's entries: duplicate and missing ids, orphans, cycles,
+/// roots. Feed it every record in file order, then call [`TreeCheck::finish`].
+#[derive(Debug, Default)]
+pub struct TreeCheck {
+    ids: HashMap<String, u32>,
+    nodes: Vec<Node>,
+    require_ids: bool,
+    roots: usize,
+    problems: Vec<Problem>,
+}
+
+#[derive(Debug)]
+struct Node {
+    id: String,
+    parent: Option<String>,
+    line: u64,
+    offset: u64,
+}
+
+impl TreeCheck {
+    /// A check for a file of the given format version (v1 files have no ids to check).
+    pub fn new(version: f64) -> Self {
+        Self {
+            require_ids: version >= 2.0,
+            ..Self::default()
+        }
+    }
+
+    /// Adds one record.
+    pub fn add(&mut self, record: &Record<'_>) {
+        let Ok(entry) = &record.entry else { return };
+        self.add_entry(entry, record.line, record.offset);
+    }
+
+    /// Adds one parsed entry found at `line`/`offset`.
+    pub fn add_entry(&mut self, entry: &Entry<'_>, line: u64, offset: u64) {
+        let Some(id) = entry.id() else {
+            if self.require_ids {
+                self.problems.push(Problem {
+                    line,
+                    offset,
+                    kind: ProblemKind::MissingId,
+                });
+            }
+            return;
+        };
+        if entry.parent_id.is_present() && entry.parent_id().is_none() {
+            self.roots += 1;
+        }
+        let n = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
+        if let Some(prev) = self.ids.insert(id.to_owned(), n) {
+            let first_line = self.nodes.get(prev as usize).map_or(0, |p| p.line);
+            self.problems.push(Problem {
+                line,
+                offset,
+                kind: ProblemKind::DuplicateId {
+                    id: id.to_owned(),
+                    first_line,
+                },
+            });
+        }
+        self.nodes.push(Node {
+            id: id.to_owned(),
+            parent: entry.parent_id().map(str::to_owned),
+            line,
+            offset,
+        });
+    }
+
+    /// Finishes the check and returns its problems (orphans and cycles after the others).
+    pub fn finish(mut self) -> Vec<Problem> {
+        // Parent of each node, by pi's id index (a later duplicate wins), or None for a root.
+        let parent: Vec<Option<u32>> = self
+            .nodes
+            .iter()
+            .map(|n| n.parent.as_ref().and_then(|p| self.ids.get(p).copied()))
+            .collect();
+        for n in &self.nodes {
+            if let Some(p) = &n.parent
+                && !p.is_empty()
+                && p != &n.id
+                && !self.ids.contains_key(p)
+            {
+                self.problems.push(Problem {
+                    line: n.line,
+                    offset: n.offset,
+                    kind: ProblemKind::Orphan {
+                        id: n.id.clone(),
+                        parent_id: p.clone(),
+                    },
+                });
+            }
+        }
+        // Cycle detection: walk up from each unvisited node, stamping nodes with the walk number.
+        const UNSEEN: u32 = u32::MAX;
+        let mut stamp = vec![UNSEEN; self.nodes.len()];
+        for start in 0..self.nodes.len() {
+            if stamp[start] != UNSEEN {
+                continue;
+            }
+            let walk = start as u32;
+            let mut cur = Some(start as u32);
+            while let Some(c) = cur {
+                let c = c as usize;
+                if stamp[c] == walk {
+                    self.report_cycle(c, &parent);
+                    break;
+                }
+                if stamp[c] != UNSEEN {
+                    break;
+                }
+                stamp[c] = walk;
+                cur = parent[c];
+            }
+        }
+        if self.roots > 1 {
+            self.problems.push(Problem {
+                line: 0,
+                offset: 0,
+                kind: ProblemKind::MultipleRoots { count: self.roots },
+            });
+        }
+        self.problems
+    }
+
+    fn report_cycle(&mut self, at: usize, parent: &[Option<u32>]) {
+        let mut ids = Vec::new();
+        let mut length = 0;
+        let mut cur = at;
+        loop {
+            if ids.len() < 8 {
+                ids.push(self.nodes[cur].id.clone());
+            }
+            length += 1;
+            match parent[cur] {
+                Some(p) if p as usize != at => cur = p as usize,
+                _ => break,
+            }
+        }
+        let n = &self.nodes[at];
+        self.problems.push(Problem {
+            line: n.line,
+            offset: n.offset,
+            kind: ProblemKind::Cycle { ids, length },
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(src: &str) -> (Option<Header>, Vec<(u64, String)>, Vec<String>) {
+        let mut records = Vec::new();
+        let mut problems = Vec::new();
+        let summary = SessionReader::with_chunk_size(src.as_bytes(), 4096)
+            .read(|ev| {
+                match ev {
+                    Event::Header(_) => {}
+                    Event::Record(r, i) => records.push((i, r.json.to_owned())),
+                    Event::Problem(p) => problems.push(p.kind.code().to_owned()),
+                }
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        (summary.header, records, problems)
+    }
+
+    #[test]
+    fn header_then_records_with_indices() {
+        let (h, r, p) = read(
+            "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n{\"type\":\"a\"}\n[1]\n{\"type\":\"b\"}\n",
+        );
+        assert_eq!(h.unwrap().id(), "s");
+        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(p, ["non-object"]);
+    }
+
+    #[test]
+    fn junk_before_header_is_skipped_and_reported_once() {
+        let (h, r, p) =
+            read("garbage\n{oops\n{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"a\"}");
+        assert!(h.is_some());
+        assert_eq!(r.len(), 1);
+        assert_eq!(p, ["junk-before-header", "missing-final-newline"]);
+    }
+
+    #[test]
+    fn non_sessions_and_v4_are_rejected() {
+        assert_eq!(read("{\"type\":\"message\"}\n").2, ["not-a-session"]);
+        assert_eq!(
+            read("{\"kind\":\"header\",\"version\":4}\n").2,
+            ["v4-header"]
+        );
+        assert_eq!(read("").2, ["empty"]);
+        assert_eq!(read("\n\n").2, ["blank-line", "blank-line", "empty"]);
+    }
+
+    #[test]
+    fn tree_check_finds_everything() {
+        let lines = [
+            r#"{"type":"x","id":"a","parentId":null}"#,
+            r#"{"type":"x","id":"b","parentId":"a"}"#,
+            r#"{"type":"x","id":"b","parentId":"a"}"#,
+            r#"{"type":"x","id":"c","parentId":"zzz"}"#,
+            r#"{"type":"x","id":"d","parentId":"e"}"#,
+            r#"{"type":"x","id":"e","parentId":"d"}"#,
+            r#"{"type":"x","id":"f","parentId":"f"}"#,
+            r#"{"type":"x","id":"g","parentId":null}"#,
+            r#"{"type":"x","parentId":null}"#,
+        ];
+        let mut check = TreeCheck::new(3.0);
+        for (i, l) in lines.iter().enumerate() {
+            let e = Entry::parse(l).unwrap();
+            check.add_entry(&e, i as u64 + 2, 0);
+        }
+        let codes: Vec<_> = check
+            .finish()
+            .into_iter()
+            .map(|p| p.kind.to_string())
+            .collect();
+        assert_eq!(codes.len(), 6, "{codes:#?}");
+        assert!(codes[0].contains("duplicate id \"b\""));
+        assert!(codes[1].contains("no string id"));
+        assert!(codes[2].contains("\"zzz\""));
+        assert!(codes[3].contains("cycle of length 2: d -> e"));
+        assert!(codes[4].contains("cycle of length 1: f"));
+        assert!(codes[5].contains("2 root entries"));
+    }
+}

@@ -1,0 +1,181 @@
+//! Small borrowed building blocks of the typed view: [`Str`], [`Field`] and raw JSON.
+//!
+//! Invariants:
+//! - [`Str`] borrows from the input line whenever the JSON string has no escapes, and owns the
+//!   decoded text otherwise; its value is always the decoded string.
+//! - [`Field`] distinguishes a missing key from an explicit `null`, because pi's
+//!   `JSON.stringify` omits `undefined` but writes `null`, and pisess writes back what it read.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, Visitor};
+use serde_json::value::RawValue;
+
+/// A JSON string value, borrowed from the line when possible.
+#[derive(Clone, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct Str<'a>(pub Cow<'a, str>);
+
+impl<'a> Str<'a> {
+    /// The decoded string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+    /// An owned copy that no longer borrows the line.
+    pub fn into_owned(self) -> Str<'static> {
+        Str(Cow::Owned(self.0.into_owned()))
+    }
+}
+
+impl fmt::Debug for Str<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Str<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// An object field that may be missing, `null`, or hold a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Field<T> {
+    /// The key is absent.
+    #[default]
+    Missing,
+    /// The key is present with `null`.
+    Null,
+    /// The key is present with a value.
+    Value(T),
+}
+
+impl<T> Field<T> {
+    /// The value, if present and not null.
+    pub fn get(&self) -> Option<&T> {
+        match self {
+            Self::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+    /// The value, if present and not null, by value.
+    pub fn into_option(self) -> Option<T> {
+        match self {
+            Self::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+    /// Whether the key is present (even as `null`).
+    pub fn is_present(&self) -> bool {
+        !matches!(self, Self::Missing)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Field<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Option::<T>::deserialize(d)? {
+            None => Self::Null,
+            Some(v) => Self::Value(v),
+        })
+    }
+}
+
+/// Any JSON value, kept as the exact text of the line.
+pub type Raw<'a> = &'a RawValue;
+
+/// Whether a raw JSON value is JavaScript-truthy as a parsed value (pi skips falsy lines).
+pub fn raw_is_truthy(raw: &str) -> bool {
+    !matches!(raw.trim(), "null" | "false" | "0" | "\"\"" | "-0") && !is_zero_number(raw.trim())
+}
+
+fn is_zero_number(s: &str) -> bool {
+    let first = s.as_bytes().first().copied();
+    if !matches!(first, Some(b'-' | b'0'..=b'9')) {
+        return false;
+    }
+    s.parse::<f64>().map(|v| v == 0.0).unwrap_or(false)
+}
+
+/// The JSON kind of a raw value, for messages (`object`, `array`, `string`, …).
+pub fn raw_kind(raw: &str) -> &'static str {
+    match raw.trim_start().as_bytes().first() {
+        Some(b'{') => "object",
+        Some(b'[') => "array",
+        Some(b'"') => "string",
+        Some(b't') => "true",
+        Some(b'f') => "false",
+        Some(b'n') => "null",
+        _ => "number",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn str_borrows_without_escapes() {
+        let s: Str<'_> = serde_json::from_str("\"abc\"").unwrap();
+        assert!(matches!(s.0, Cow::Borrowed("abc")));
+        let s: Str<'_> = serde_json::from_str("\"a\\nb\"").unwrap();
+        assert_eq!(s.as_str(), "a\nb");
+    }
+
+    #[test]
+    fn field_tells_missing_from_null() {
+        #[derive(serde::Deserialize)]
+        struct T {
+            #[serde(default)]
+            a: Field<f64>,
+            #[serde(default)]
+            b: Field<f64>,
+            #[serde(default)]
+            c: Field<f64>,
+        }
+        let t: T = serde_json::from_str(r#"{"a":null,"b":2}"#).unwrap();
+        assert_eq!(
+            (t.a, t.b, t.c),
+            (Field::Null, Field::Value(2.0), Field::Missing)
+        );
+    }
+
+    #[test]
+    fn truthiness_matches_javascript() {
+        for falsy in ["null", "false", "0", "\"\"", "-0", "0.0", "0e5"] {
+            assert!(!raw_is_truthy(falsy), "{falsy}");
+        }
+        for truthy in ["1", "[]", "{}", "\"0\"", "true", "-1e-9"] {
+            assert!(raw_is_truthy(truthy), "{truthy}");
+        }
+    }
+}

@@ -1,0 +1,2 @@
+//! Integration tests of pisess-migrate.
+#![allow(clippy::unwrap_used)]
