@@ -1,2 +1,4 @@
-//! The `pisess` binary.
-fn main() {}
+//! The `pisess` binary: everything happens in the library.
+fn main() -> std::process::ExitCode {
+    pisess_cli::main()
+}

@@ -13,6 +13,7 @@
 
 pub mod entry;
 pub mod js;
+pub mod layout;
 pub mod line;
 pub mod problem;
 pub mod reader;

@@ -229,10 +229,7 @@ impl fmt::Display for ProblemKind {
                 write!(f, "{lines} unparsable line(s) before the header (skipped)")
             }
             Self::NotASession { found } => {
-                write!(
-                    f,
-                    "not a pi session: the first JSON value is {found}, not a session header"
-                )
+                write!(f, "not a pi session: {found}")
             }
             Self::Empty => write!(f, "no JSON value in the file"),
             Self::V4Header => write!(

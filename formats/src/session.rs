@@ -264,7 +264,10 @@ fn header_of(piece: &Piece<'_>) -> Result<Header, ProblemKind> {
     })?;
     let Value::Object(fields) = value else {
         return Err(ProblemKind::NotASession {
-            found: format!("a JSON {}", crate::value::raw_kind(piece.json)),
+            found: format!(
+                "the first JSON value is a JSON {}, not a session header",
+                crate::value::raw_kind(piece.json)
+            ),
         });
     };
     if fields.get("kind").and_then(Value::as_str) == Some("header") {
@@ -273,9 +276,13 @@ fn header_of(piece: &Piece<'_>) -> Result<Header, ProblemKind> {
     let ty = fields.get("type").and_then(Value::as_str);
     if ty != Some("session") || !fields.get("id").is_some_and(Value::is_string) {
         let found = match ty {
-            Some("session") => "a session header without a string id".to_owned(),
-            Some(t) => format!("an object of type {t:?}"),
-            None => "an object without a type".to_owned(),
+            Some("session") => "the session header has no string id".to_owned(),
+            Some(t) => {
+                format!("the first JSON value is an object of type {t:?}, not a session header")
+            }
+            None => {
+                "the first JSON value is an object without a type, not a session header".to_owned()
+            }
         };
         return Err(ProblemKind::NotASession { found });
     }
@@ -306,6 +313,7 @@ pub struct TreeCheck {
     nodes: Vec<Node>,
     require_ids: bool,
     roots: usize,
+    second_root: Option<(u64, u64)>,
     problems: Vec<Problem>,
 }
 
@@ -346,6 +354,9 @@ impl TreeCheck {
         };
         if entry.parent_id.is_present() && entry.parent_id().is_none() {
             self.roots += 1;
+            if self.roots == 2 {
+                self.second_root = Some((line, offset));
+            }
         }
         let n = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
         if let Some(prev) = self.ids.insert(id.to_owned(), n) {
@@ -413,10 +424,10 @@ impl TreeCheck {
                 cur = parent[c];
             }
         }
-        if self.roots > 1 {
+        if let Some((line, offset)) = self.second_root {
             self.problems.push(Problem {
-                line: 0,
-                offset: 0,
+                line,
+                offset,
                 kind: ProblemKind::MultipleRoots { count: self.roots },
             });
         }

@@ -1,0 +1,39 @@
+//! Root arguments shared by every command.
+
+use clap::{Parser, ValueEnum};
+
+use crate::commands::Command;
+
+/// pisess: inspect, query, migrate, prune and share pi coding-agent session trees.
+#[derive(Debug, Parser)]
+#[command(name = "pisess", version, about, max_term_width = 100)]
+pub struct Args {
+    /// Options every command takes.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, clap::Args)]
+pub struct GlobalArgs {
+    /// Print machine-readable JSON (JSON Lines for listings) instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// When to colour the output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// When to colour the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and `NO_COLOR` is not set.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}

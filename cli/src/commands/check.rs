@@ -1,0 +1,202 @@
+//! `pisess check`: read session files and report every problem, with file, line and byte.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use pisess_formats::{Event, Problem, SessionReader, Severity, TreeCheck};
+use serde_json::json;
+
+use crate::command_error::{CommandResult, Outcome};
+use crate::commands::util::{Source, default_inputs, session_files};
+use crate::ui::{Ui, safe};
+
+/// Read session files and report every problem found, with its location.
+///
+/// Problems are glued records (recovered), malformed or partial lines, invalid UTF-8,
+/// non-object lines, junk before the header, files that are not sessions, v4 headers, future
+/// versions, bad field types, missing and duplicate ids, orphans, parent cycles. Notes (CRLF,
+/// BOM, blank lines, several roots, no final newline) are shown but do not count as problems.
+///
+/// Exit status: 0 when every file is clean, 1 when problems were found, 2 when a file could
+/// not be read at all.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Session files or folders (searched for *.jsonl). Default: pi's session folder.
+    pub paths: Vec<PathBuf>,
+    /// Show at most this many problems of one kind per file (0: all).
+    #[arg(long, default_value_t = 20)]
+    pub max_per_kind: usize,
+}
+
+/// Counts of one file's read.
+#[derive(Debug, Default)]
+struct FileReport {
+    version: Option<f64>,
+    entries: u64,
+    problems: Vec<Problem>,
+}
+
+/// Reads one file and collects its problems, tree problems included.
+fn check_file(path: &Path) -> std::io::Result<FileReport> {
+    let file = File::open(path)?;
+    let mut report = FileReport::default();
+    let mut tree: Option<TreeCheck> = None;
+    let summary = SessionReader::new(file).read(|ev| {
+        match ev {
+            Event::Header(h) => {
+                report.version = Some(h.version());
+                tree = Some(TreeCheck::new(h.version()));
+            }
+            Event::Record(r, _) => {
+                report.entries += 1;
+                if let Err(msg) = &r.entry
+                    && r.is_object()
+                {
+                    let entry_type = serde_json::from_str::<serde_json::Value>(r.json)
+                        .ok()
+                        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+                        .unwrap_or_else(|| "?".into());
+                    report.problems.push(Problem {
+                        line: r.line,
+                        offset: r.offset,
+                        kind: pisess_formats::ProblemKind::BadField {
+                            entry_type,
+                            message: msg.clone(),
+                        },
+                    });
+                }
+                if let Some(t) = &mut tree {
+                    t.add(r);
+                }
+            }
+            Event::Problem(p) => report.problems.push(p.clone()),
+        }
+        Ok::<(), std::convert::Infallible>(())
+    });
+    match summary {
+        Ok(_) => {}
+        Err(pisess_formats::ReadError::Io(e)) => return Err(e),
+        Err(pisess_formats::ReadError::Stopped(never)) => match never {},
+    }
+    if let Some(t) = tree {
+        report.problems.extend(t.finish());
+    }
+    Ok(report)
+}
+
+/// Runs `pisess check`.
+pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
+    let (inputs, source) = default_inputs(&args.paths);
+    match &source {
+        Source::PiSessions(p) => eprintln!("checking pi's session folder {}", p.display()),
+        Source::Samples(p) => eprintln!(
+            "no pi session folder on this machine; checking the sample sessions in {}",
+            p.display()
+        ),
+        Source::Given => {}
+    }
+    let (files, dir_errors) = session_files(&inputs);
+    let mut failed = dir_errors.len();
+    for (dir, e) in &dir_errors {
+        eprintln!("error: cannot read folder {}: {e}", dir.display());
+    }
+    let (mut clean, mut with_problems) = (0usize, 0usize);
+    let mut totals: HashMap<Severity, usize> = HashMap::new();
+    for path in &files {
+        let report = match check_file(path) {
+            Ok(r) => r,
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: cannot read {}: {e}", path.display());
+                if ui.json {
+                    ui.json_line(
+                        &json!({"type": "error", "file": path, "message": e.to_string()}),
+                    )?;
+                }
+                continue;
+            }
+        };
+        let worst = report.problems.iter().map(Problem::severity).max();
+        if worst.is_some_and(|s| s >= Severity::Warning) {
+            with_problems += 1;
+        } else {
+            clean += 1;
+        }
+        for p in &report.problems {
+            *totals.entry(p.severity()).or_default() += 1;
+        }
+        if ui.json {
+            for p in &report.problems {
+                ui.json_line(&json!({
+                    "type": "problem",
+                    "file": path,
+                    "line": p.line,
+                    "offset": p.offset,
+                    "severity": p.severity().to_string(),
+                    "code": p.kind.code(),
+                    "message": p.kind.to_string(),
+                }))?;
+            }
+            ui.json_line(&json!({
+                "type": "file",
+                "file": path,
+                "version": report.version,
+                "entries": report.entries,
+                "problems": report.problems.iter().filter(|p| p.severity() >= Severity::Warning).count(),
+                "notes": report.problems.iter().filter(|p| p.severity() == Severity::Note).count(),
+            }))?;
+            continue;
+        }
+        let mut shown: HashMap<&'static str, usize> = HashMap::new();
+        for p in &report.problems {
+            let n = shown.entry(p.kind.code()).or_default();
+            *n += 1;
+            if args.max_per_kind == 0 || *n <= args.max_per_kind {
+                let sev = p.severity().to_string();
+                let sev = match p.severity() {
+                    Severity::Error => ui.paint("1;31", &sev),
+                    Severity::Warning => ui.paint("33", &sev),
+                    Severity::Note => ui.paint("36", &sev),
+                };
+                let line = format!(
+                    "{}:{}: {sev}: {} (byte {})",
+                    path.display(),
+                    p.line,
+                    safe(&p.kind.to_string()),
+                    p.offset
+                );
+                writeln!(ui.out(), "{line}")?;
+            }
+        }
+        for (code, n) in &shown {
+            if args.max_per_kind > 0 && *n > args.max_per_kind {
+                writeln!(
+                    ui.out(),
+                    "{}: … and {} more {code}",
+                    path.display(),
+                    n - args.max_per_kind
+                )?;
+            }
+        }
+    }
+    if !ui.json {
+        writeln!(
+            ui.out(),
+            "checked {} file(s): {clean} clean, {with_problems} with problems, {failed} unreadable \
+             ({} errors, {} warnings, {} notes)",
+            files.len(),
+            totals.get(&Severity::Error).unwrap_or(&0),
+            totals.get(&Severity::Warning).unwrap_or(&0),
+            totals.get(&Severity::Note).unwrap_or(&0),
+        )?;
+    }
+    Ok(if failed > 0 {
+        Outcome::PartialFailure
+    } else if with_problems > 0 {
+        Outcome::Negative
+    } else {
+        Outcome::Success
+    })
+}

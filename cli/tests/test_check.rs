@@ -1,0 +1,141 @@
+//! `pisess check` on the edge cases and the genuine files.
+
+use crate::common::{TestEnv, fixture, realdata};
+
+fn check(args: &[&std::path::Path]) -> (String, String, i32) {
+    let env = TestEnv::new();
+    let out = env.pisess().arg("check").args(args).output().unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.code().unwrap(),
+    )
+}
+
+#[test]
+fn clean_file_exits_zero() {
+    let (out, _, code) = check(&[&fixture("edge/unicode.jsonl")]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("checked 1 file(s): 1 clean"), "{out}");
+}
+
+#[test]
+fn every_edge_problem_is_located() {
+    let cases = [
+        (
+            "edge/cycle-parent-CRASHES-context.jsonl",
+            ":2: warning: parent cycle of length 2",
+        ),
+        (
+            "edge/duplicate-ids.jsonl",
+            ":4: warning: duplicate id \"u1\" (first seen on line 2",
+        ),
+        ("edge/garbage.jsonl", ":1: error: not a pi session"),
+        (
+            "edge/header-not-first.jsonl",
+            "error: not a pi session: the first JSON value is an object of type \"message\"",
+        ),
+        (
+            "edge/leading-malformed-then-header.jsonl",
+            ":2: warning: 1 unparsable line(s) before the header",
+        ),
+        (
+            "edge/malformed-and-blank-lines.jsonl",
+            ":5: warning: not valid JSON at column 2",
+        ),
+        (
+            "edge/orphan-parent.jsonl",
+            "parentId \"missing0\", which is not in the file",
+        ),
+        (
+            "edge/partial-last-line.jsonl",
+            ":4: warning: last line is cut short",
+        ),
+        (
+            "edge/v2-missing-ids-tail.jsonl",
+            ":3: warning: entry has no string id",
+        ),
+        (
+            "edge/version-99-future.jsonl",
+            ":1: warning: session version 99 is newer than 3",
+        ),
+        ("edge/empty.jsonl", "error: no JSON value in the file"),
+    ];
+    for (file, want) in cases {
+        let (out, _, code) = check(&[&fixture(file)]);
+        assert_eq!(code, 1, "{file}: {out}");
+        assert!(out.contains(want), "{file}: expected {want:?} in\n{out}");
+    }
+}
+
+#[test]
+fn notes_alone_do_not_fail() {
+    for file in [
+        "edge/crlf.jsonl",
+        "edge/multi-root.jsonl",
+        "edge/no-final-newline.jsonl",
+    ] {
+        let (out, _, code) = check(&[&fixture(file)]);
+        assert_eq!(code, 0, "{file}: {out}");
+        assert!(out.contains(": note: "), "{file}: {out}");
+    }
+}
+
+#[test]
+fn glued_lines_in_genuine_files_are_reported() {
+    let (out, _, code) = check(&[&realdata()]);
+    assert_eq!(code, 1);
+    assert!(out.contains("root-compact.v1.concat-line.jsonl:1013: warning: 2 JSON records glued on one line; all recovered"), "{out}");
+    assert!(
+        out.contains("root-session.v1.concat-line.jsonl:440: warning: 2 JSON records glued"),
+        "{out}"
+    );
+    assert!(out.contains("checked 7 file(s)"), "{out}");
+}
+
+#[test]
+fn json_output_is_json_lines() {
+    let env = TestEnv::new();
+    let out = env
+        .pisess()
+        .args(["check", "--json"])
+        .arg(fixture("edge/duplicate-ids.jsonl"))
+        .output()
+        .unwrap();
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.last().unwrap()["type"], "file");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["code"] == "duplicate-id" && l["line"] == 4)
+    );
+}
+
+#[test]
+fn unreadable_file_exits_two_after_the_others() {
+    let (out, err, code) = check(&[
+        std::path::Path::new("/nonexistent/x.jsonl"),
+        &fixture("edge/unicode.jsonl"),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read /nonexistent/x.jsonl"), "{err}");
+    assert!(out.contains("1 clean"), "{out}");
+}
+
+#[test]
+fn input_files_are_not_changed() {
+    let file = fixture("edge/no-final-newline.jsonl");
+    let before = std::fs::read(&file).unwrap();
+    check(&[&file]);
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}
+
+#[test]
+fn no_input_panics() {
+    let (_, err, _) = check(&[&fixture("edge"), &fixture("sessions"), &realdata()]);
+    assert!(!err.contains("panicked"), "{err}");
+}
