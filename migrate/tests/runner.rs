@@ -1,2 +1,8 @@
-//! Integration tests of pisess-migrate.
+//! Integration tests of pisess-migrate (one binary; modules by topic).
 #![allow(clippy::unwrap_used)]
+mod arb;
+mod common;
+mod test_fixtures;
+mod test_oracle;
+mod test_props;
+mod test_units;
