@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
 use crate::js;
-use crate::value::{Field, Raw, Str};
+use crate::value::{Field, Raw, RawStr, Str};
 
 /// The entry types pi defines (spec §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,7 +125,7 @@ pub struct Entry<'a> {
     pub timestamp: Field<Str<'a>>,
     // message
     #[serde(borrow)]
-    pub message: Field<Message<'a>>,
+    pub message: Field<Box<Message<'a>>>,
     // thinking_level_change
     #[serde(borrow)]
     pub thinking_level: Field<Str<'a>>,
@@ -139,12 +139,12 @@ pub struct Entry<'a> {
     #[serde(borrow)]
     pub model: Field<Str<'a>>,
     #[serde(borrow)]
-    pub usage: Field<Usage<'a>>,
+    pub usage: Field<Box<Usage<'a>>>,
     #[serde(borrow)]
     pub note: Field<Str<'a>>,
     // compaction, branch_summary
     #[serde(borrow)]
-    pub summary: Field<Str<'a>>,
+    pub summary: Field<RawStr<'a>>,
     #[serde(borrow)]
     pub first_kept_entry_id: Field<Str<'a>>,
     pub first_kept_entry_index: Field<f64>,
@@ -153,7 +153,7 @@ pub struct Entry<'a> {
     pub details: Field<Raw<'a>>,
     pub from_hook: Field<bool>,
     #[serde(borrow)]
-    pub system_message: Field<Message<'a>>,
+    pub system_message: Field<Box<Message<'a>>>,
     #[serde(borrow)]
     pub from_id: Field<Str<'a>>,
     // custom, custom_message
@@ -168,7 +168,7 @@ pub struct Entry<'a> {
     #[serde(borrow)]
     pub target_id: Field<Str<'a>>,
     #[serde(borrow)]
-    pub replacement: Field<Replacement<'a>>,
+    pub replacement: Field<Box<Replacement<'a>>>,
     #[serde(borrow)]
     pub label: Field<Str<'a>>,
     // session_info
@@ -210,7 +210,7 @@ pub struct Message<'a> {
     #[serde(borrow)]
     pub provider_thinking_level: Field<Raw<'a>>,
     #[serde(borrow)]
-    pub usage: Field<Usage<'a>>,
+    pub usage: Field<Box<Usage<'a>>>,
     #[serde(borrow)]
     pub stop_reason: Field<Str<'a>>,
     #[serde(borrow)]
@@ -232,12 +232,12 @@ pub struct Message<'a> {
     pub details: Field<Raw<'a>>,
     pub is_error: Field<bool>,
     #[serde(borrow)]
-    pub nested_calls: Field<NestedCalls<'a>>,
+    pub nested_calls: Field<Box<NestedCalls<'a>>>,
     // bashExecution
     #[serde(borrow)]
     pub command: Field<Str<'a>>,
     #[serde(borrow)]
-    pub output: Field<Str<'a>>,
+    pub output: Field<RawStr<'a>>,
     pub exit_code: Field<f64>,
     pub cancelled: Field<bool>,
     pub truncated: Field<bool>,
@@ -257,7 +257,7 @@ pub struct Message<'a> {
     pub tools_removed: Field<Vec<ToolRef<'a>>>,
     // branchSummary / compactionSummary (context only)
     #[serde(borrow)]
-    pub summary: Field<Str<'a>>,
+    pub summary: Field<RawStr<'a>>,
     #[serde(borrow)]
     pub from_id: Field<Str<'a>>,
     pub tokens_before: Field<f64>,
@@ -391,15 +391,15 @@ pub struct Block<'a> {
     #[serde(rename = "type", borrow)]
     pub type_name: Field<Str<'a>>,
     #[serde(borrow)]
-    pub text: Field<Str<'a>>,
+    pub text: Field<RawStr<'a>>,
     #[serde(borrow)]
     pub text_signature: Field<Str<'a>>,
     #[serde(borrow)]
-    pub data: Field<Str<'a>>,
+    pub data: Field<RawStr<'a>>,
     #[serde(borrow)]
     pub mime_type: Field<Str<'a>>,
     #[serde(borrow)]
-    pub thinking: Field<Str<'a>>,
+    pub thinking: Field<RawStr<'a>>,
     #[serde(borrow)]
     pub thinking_signature: Field<Str<'a>>,
     pub redacted: Field<bool>,
@@ -440,7 +440,7 @@ impl<'a> Entry<'a> {
 
     /// The message's role, for `message` entries.
     pub fn role(&self) -> Option<Role> {
-        self.message.get().map(Message::role)
+        self.message.get().map(|m| m.role())
     }
 
     /// Writes the entry as pi writes it: compact JSON, pi's key order (spec §3).
@@ -529,18 +529,21 @@ impl Message<'_> {
             .map_or(Role::Unknown, |r| Role::from_name(r))
     }
 
-    /// The text blocks (or string content) of the message, in order.
-    pub fn texts(&self) -> impl Iterator<Item = &str> {
+    /// The text blocks (or string content) of the message, in order, decoded.
+    pub fn texts(&self) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
         let (single, blocks): (Option<&str>, &[Block<'_>]) = match self.content.get() {
             Some(Content::Text(s)) => (Some(s.as_str()), &[]),
             Some(Content::Blocks(b)) => (None, b.as_slice()),
             None => (None, &[]),
         };
-        single.into_iter().chain(blocks.iter().filter_map(|b| {
-            (b.type_name.get().map(Str::as_str) == Some("text"))
-                .then(|| b.text.get().map(Str::as_str))
-                .flatten()
-        }))
+        single
+            .map(std::borrow::Cow::Borrowed)
+            .into_iter()
+            .chain(blocks.iter().filter_map(|b| {
+                (b.type_name.get().map(Str::as_str) == Some("text"))
+                    .then(|| b.text.get().map(RawStr::decode))
+                    .flatten()
+            }))
     }
 }
 
@@ -563,6 +566,16 @@ impl WriteJs for f64 {
 impl WriteJs for bool {
     fn write_js(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(if *self { b"true" } else { b"false" });
+    }
+}
+impl WriteJs for RawStr<'_> {
+    fn write_js(&self, out: &mut Vec<u8>) {
+        self.write_js_string(out);
+    }
+}
+impl<T: WriteJs> WriteJs for Box<T> {
+    fn write_js(&self, out: &mut Vec<u8>) {
+        (**self).write_js(out);
     }
 }
 impl WriteJs for Raw<'_> {

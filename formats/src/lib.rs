@@ -23,7 +23,7 @@ pub mod value;
 pub use entry::{Block, Content, Entry, EntryType, Message, Role, Usage};
 pub use problem::{Problem, ProblemKind, Severity};
 pub use session::{Event, Header, ReadError, Record, SessionReader, Summary, TreeCheck};
-pub use value::{Field, Str};
+pub use value::{Field, RawStr, Str};
 
 /// The session format version pisess reads and writes natively.
 pub const CURRENT_VERSION: u32 = 3;

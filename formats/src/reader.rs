@@ -161,20 +161,14 @@ impl<R: Read> ChunkReader<R> {
         loop {
             // Read until `want` bytes are buffered or the source ends.
             while buf.len() < want && !self.eof {
-                let len = buf.len();
-                let grow = (want - len).max(64 << 10);
-                buf.resize(len + grow, 0);
-                match self.src.read(&mut buf[len..]) {
-                    Ok(0) => {
-                        buf.truncate(len);
-                        self.eof = true;
-                    }
-                    Ok(n) => buf.truncate(len + n),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
-                    Err(e) => {
-                        buf.truncate(len);
-                        return Err(e);
-                    }
+                let grow = (want - buf.len()).max(64 << 10);
+                // `take` + `read_to_end` fills spare capacity without zeroing it first, and
+                // only stops short of `grow` at the end of the source.
+                match (&mut self.src).take(grow as u64).read_to_end(&mut buf) {
+                    Ok(n) if n < grow => self.eof = true,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
                 }
             }
             if !self.started {

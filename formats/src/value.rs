@@ -68,6 +68,73 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     }
 }
 
+/// A JSON string kept as its raw text (quotes and escapes included) and decoded on demand.
+///
+/// Used for the large fields of a line (message text, thinking, tool output, image data,
+/// summaries): parsing only scans them, with no copy and no allocation.
+#[derive(Clone, Copy)]
+pub struct RawStr<'a>(&'a RawValue);
+
+impl<'a> RawStr<'a> {
+    /// The raw JSON text, quotes included.
+    pub fn raw_json(&self) -> &'a str {
+        self.0.get()
+    }
+
+    /// The decoded string (borrowed when the JSON text has no escapes).
+    pub fn decode(&self) -> Cow<'a, str> {
+        let raw = self.0.get();
+        let inner = &raw[1..raw.len() - 1];
+        if !inner.contains('\\') {
+            return Cow::Borrowed(inner);
+        }
+        // The text was validated as a JSON string when the line was parsed.
+        Cow::Owned(serde_json::from_str::<String>(raw).unwrap_or_default())
+    }
+
+    /// Length in UTF-16 code units of the decoded string (JavaScript's `length`).
+    pub fn utf16_len(&self) -> usize {
+        self.decode().encode_utf16().count()
+    }
+
+    /// Appends the string as `JSON.stringify` writes it: the raw text when its escapes are
+    /// already the ones JavaScript uses (no `\u` escapes, no `\/`), else decoded and re-escaped.
+    pub fn write_js_string(&self, out: &mut Vec<u8>) {
+        let raw = self.0.get();
+        if !raw.contains("\\u") && !raw.contains("\\/") {
+            out.extend_from_slice(raw.as_bytes());
+        } else {
+            crate::js::write_str(out, &self.decode());
+        }
+    }
+}
+
+impl fmt::Debug for RawStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.decode(), f)
+    }
+}
+
+impl PartialEq for RawStr<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.decode() == other.decode()
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&'de RawValue>::deserialize(d)?;
+        if raw.get().starts_with('"') {
+            Ok(RawStr(raw))
+        } else {
+            Err(de::Error::invalid_type(
+                de::Unexpected::Other(raw_kind(raw.get())),
+                &"a string",
+            ))
+        }
+    }
+}
+
 /// An object field that may be missing, `null`, or hold a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Field<T> {
@@ -149,6 +216,21 @@ mod tests {
         assert!(matches!(s.0, Cow::Borrowed("abc")));
         let s: Str<'_> = serde_json::from_str("\"a\\nb\"").unwrap();
         assert_eq!(s.as_str(), "a\nb");
+    }
+
+    #[test]
+    fn raw_str_decodes_and_rewrites_like_javascript() {
+        let s: RawStr<'_> = serde_json::from_str(r#""a\nb\u00e9\/""#).unwrap();
+        assert_eq!(s.decode(), "a\nbé/");
+        let mut out = Vec::new();
+        s.write_js_string(&mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), r#""a\nbé/""#);
+        let plain: RawStr<'_> = serde_json::from_str(r#""x\"y""#).unwrap();
+        assert!(matches!(plain.decode(), Cow::Owned(_)));
+        let mut out = Vec::new();
+        plain.write_js_string(&mut out);
+        assert_eq!(out, br#""x\"y""#);
+        assert!(serde_json::from_str::<RawStr<'_>>("5").is_err());
     }
 
     #[test]
