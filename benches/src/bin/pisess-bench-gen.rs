@@ -1,0 +1,70 @@
+//! Writes a realistic, deterministic v3 pi session of a given size.
+//!
+//! `pisess-bench-gen --out FILE --bytes N [--seed S]`; `N` takes a `K`, `M` or `G` suffix
+//! (powers of 1024). Prints what it wrote and how fast.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+
+fn parse_size(s: &str) -> anyhow::Result<u64> {
+    let (num, mult) = match s.as_bytes().last() {
+        Some(b'k' | b'K') => (&s[..s.len() - 1], 1u64 << 10),
+        Some(b'm' | b'M') => (&s[..s.len() - 1], 1 << 20),
+        Some(b'g' | b'G') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    let n: u64 = num.parse().with_context(|| format!("bad size {s:?}"))?;
+    n.checked_mul(mult).context("size overflows")
+}
+
+fn run() -> anyhow::Result<()> {
+    let mut out = None;
+    let mut bytes = None;
+    let mut seed = 1u64;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--out" => out = Some(PathBuf::from(value()?)),
+            "--bytes" => bytes = Some(parse_size(&value()?)?),
+            "--seed" => seed = value()?.parse().context("bad --seed")?,
+            "-h" | "--help" => {
+                println!("usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S]");
+                return Ok(());
+            }
+            other => bail!("unknown argument {other:?} (try --help)"),
+        }
+    }
+    let (Some(out), Some(bytes)) = (out, bytes) else {
+        bail!("usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S]");
+    };
+    let start = Instant::now();
+    let stats = pisess_benches::generate_file(&out, bytes, seed)
+        .with_context(|| format!("writing {}", out.display()))?;
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "wrote {} bytes, {} lines ({} tool calls, {} long outputs, {} branches) to {} in {:.2} s: {:.0} MB/s",
+        stats.bytes,
+        stats.lines,
+        stats.tool_calls,
+        stats.long_outputs,
+        stats.branches,
+        out.display(),
+        secs,
+        stats.bytes as f64 / secs / 1e6,
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pisess-bench-gen: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,1059 @@
+//! A deterministic generator of realistic v3 pi session files of any size.
+//!
+//! [`generate`] writes a session header followed by message entries the way pi writes them
+//! (compact JSON, pi's key order): user prompts, assistant turns with thinking, text and tool
+//! calls (`read`, `edit`, `write`, `bash` with file paths), one `toolResult` per call, some long
+//! tool outputs (whole files, long build logs), and now and then a branch (a `branch_summary`
+//! back to an earlier turn, often followed by a `label`).
+//!
+//! Invariants:
+//! - the output depends only on `(target_bytes, seed)`: same arguments, same bytes;
+//! - every line is one JSON object that pisess's typed view parses and writes back byte for byte
+//!   (so the key order and number format are pi's), ids are unique and every `parentId` names an
+//!   earlier entry;
+//! - writing stops at the first line end at or after `target_bytes`, and the file ends with `\n`;
+//! - memory is bounded by one line (at most a few hundred KiB) plus the output buffer, whatever
+//!   the size asked for; text is copied from small pre-escaped pools, so it runs at several
+//!   hundred MB/s.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+/// What [`generate`] wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GenStats {
+    /// Bytes written.
+    pub bytes: u64,
+    /// Lines written (the header included).
+    pub lines: u64,
+    /// Tool calls (each has a `toolResult` unless the file ended first).
+    pub tool_calls: u64,
+    /// Tool outputs longer than 16 KiB.
+    pub long_outputs: u64,
+    /// Branches (`branch_summary` entries).
+    pub branches: u64,
+}
+
+/// Writes a session of about `target_bytes` bytes (at least one line) to `out`.
+pub fn generate<W: Write>(out: W, target_bytes: u64, seed: u64) -> io::Result<GenStats> {
+    let mut g = Gen::new(out, seed);
+    g.run(target_bytes)?;
+    g.out.flush()?;
+    Ok(g.stats)
+}
+
+/// [`generate`] into a new file at `path` (replaced if it exists).
+pub fn generate_file(path: &Path, target_bytes: u64, seed: u64) -> io::Result<GenStats> {
+    let file = File::create(path)?;
+    let stats = generate(BufWriter::with_capacity(1 << 20, file), target_bytes, seed)?;
+    Ok(stats)
+}
+
+/// wyrand: small, fast, good enough for synthetic text.
+#[derive(Debug, Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0xa076_1d64_78bd_642f);
+        let t = u128::from(self.0) * u128::from(self.0 ^ 0xe703_7ed1_a0b4_28db);
+        ((t >> 64) as u64) ^ (t as u64)
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+    /// Uniform in `lo..=hi`.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+    /// True with probability `num / den`.
+    fn chance(&mut self, num: u64, den: u64) -> bool {
+        self.below(den) < num
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const WORDS: &[&str] = &[
+    "the",
+    "the",
+    "the",
+    "config",
+    "router",
+    "pool",
+    "borrow",
+    "lifetime",
+    "async",
+    "retry",
+    "fixture",
+    "migration",
+    "handler",
+    "endpoints",
+    "timeout",
+    "serde",
+    "trait",
+    "clone",
+    "orders",
+    "users",
+    "request",
+    "value",
+    "pagination",
+    "middleware",
+    "compile",
+    "check",
+    "error",
+    "refactor",
+    "tests",
+    "should",
+    "before",
+    "because",
+    "with",
+    "from",
+    "when",
+    "here",
+    "and",
+    "is",
+    "it",
+    "to",
+    "to",
+    "in",
+    "on",
+    "we",
+    "so",
+    "an",
+    "list",
+    "task",
+    "log",
+    "env",
+    "ci",
+    "id",
+    "short",
+    "block",
+    "calls",
+    "returns",
+    "loads",
+    "creates",
+    "moves",
+    "matters",
+    "exist",
+    "share",
+    "bound",
+    "checker",
+    "complains",
+    "unwrap",
+    "reference",
+    "backoff",
+    "exhausted",
+    "spawning",
+    "versions",
+    "fields",
+    "rename",
+    "add",
+    "fail",
+    "mutable",
+    "camelCase",
+    "issue",
+];
+
+const UNICODE: &[&str] = &[
+    "naïve café",
+    "中文注释",
+    "😀 done",
+    "→ résumé",
+    "日本語のテスト",
+    "Ωmega ∑",
+    "emoji 🚀✨",
+];
+
+const PATHS: &[&str] = &[
+    "src/main.rs",
+    "src/lib.rs",
+    "src/config.rs",
+    "src/error.rs",
+    "src/telemetry.rs",
+    "src/db/mod.rs",
+    "src/db/pool.rs",
+    "src/http/router.rs",
+    "src/http/handlers/users.rs",
+    "src/http/handlers/orders.rs",
+    "src/models/user.rs",
+    "src/models/order.rs",
+    "tests/api_users.rs",
+    "tests/api_orders.rs",
+    "tests/common/mod.rs",
+    "migrations/0001_init.sql",
+    "migrations/0002_orders.sql",
+    "docs/architecture.md",
+    "README.md",
+    "Cargo.toml",
+    "web/src/App.tsx",
+    "web/src/api/client.ts",
+    "web/src/components/OrderTable.tsx",
+    "../shared/proto/orders.proto",
+];
+
+const IDENTS: &[&str] = &[
+    "req", "ctx", "pool", "conn", "user", "order", "tx", "cfg", "id", "page",
+];
+
+const COMMANDS: &[&str] = &[
+    "cargo test --workspace",
+    "cargo build --release 2>&1 | tail -40",
+    "cargo clippy --all-targets -- -D warnings",
+    "git status --short && git diff --stat",
+    "rg -n \\\"get_conn\\\" src/",
+    "npm test -- --watch=false",
+    "ls -la src/http/handlers",
+    "sqlx migrate run",
+];
+
+/// A pool of pre-escaped JSON string lines (each ends with the two bytes `\n`).
+#[derive(Debug)]
+struct Pool {
+    text: Vec<u8>,
+    starts: Vec<usize>,
+}
+
+impl Pool {
+    fn build(rng: &mut Rng, lines: usize, mut line: impl FnMut(&mut Rng, &mut Vec<u8>)) -> Self {
+        let mut text = Vec::with_capacity(lines * 48);
+        let mut starts = Vec::with_capacity(lines + 1);
+        for _ in 0..lines {
+            starts.push(text.len());
+            line(rng, &mut text);
+            text.extend_from_slice(b"\\n");
+        }
+        starts.push(text.len());
+        Self { text, starts }
+    }
+
+    fn lines(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Copies `count` consecutive lines starting at a random one (wrapping around), without
+    /// the final `\n` escape. Returns the bytes copied.
+    fn copy(&self, rng: &mut Rng, count: usize, out: &mut Vec<u8>) -> usize {
+        let before = out.len();
+        let n = self.lines();
+        let mut at = rng.below(n as u64) as usize;
+        let mut left = count.max(1);
+        while left > 0 {
+            let take = left.min(n - at);
+            out.extend_from_slice(&self.text[self.starts[at]..self.starts[at + take]]);
+            left -= take;
+            at = 0;
+        }
+        out.truncate(out.len() - 2);
+        out.len() - before
+    }
+}
+
+fn code_line(rng: &mut Rng, out: &mut Vec<u8>) {
+    let indent = rng.below(4) as usize * 4;
+    out.extend(std::iter::repeat_n(b' ', indent));
+    let a = *rng.pick(IDENTS);
+    let b = *rng.pick(IDENTS);
+    let c = *rng.pick(IDENTS);
+    match rng.below(9) {
+        0 | 1 => {
+            for s in ["let ", a, " = ", b, ".get_", c, "().await?;"] {
+                out.extend_from_slice(s.as_bytes());
+            }
+        }
+        2 => {
+            for s in [
+                "if ",
+                a,
+                ".is_empty() { return Err(Error::Empty(\\\"",
+                b,
+                "\\\")); }",
+            ] {
+                out.extend_from_slice(s.as_bytes());
+            }
+        }
+        3 => {
+            for s in [a, ".push(", b, ".clone());"] {
+                out.extend_from_slice(s.as_bytes());
+            }
+        }
+        4 => {
+            for s in ["pub fn ", a, "_", b, "(&self, ", a, ": &"] {
+                out.extend_from_slice(s.as_bytes());
+            }
+            out.extend(a.bytes().map(|x| x.to_ascii_uppercase()));
+            out.extend_from_slice(b") -> Result<(), Error> {");
+        }
+        5 | 6 => out.push(b'}'),
+        7 => {
+            out.extend_from_slice(b"// ");
+            prose_words(rng, out, 3, 8, false);
+        }
+        _ => {
+            out.extend_from_slice(b"\\tlog::debug!(\\\"");
+            out.extend_from_slice(c.as_bytes());
+            out.extend_from_slice(b"={:?}\\\", ");
+            out.extend_from_slice(c.as_bytes());
+            out.extend_from_slice(b");");
+        }
+    }
+}
+
+fn bash_line(rng: &mut Rng, out: &mut Vec<u8>) {
+    match rng.below(7) {
+        0 => {
+            out.extend_from_slice(b"test ");
+            out.extend_from_slice(rng.pick(IDENTS).as_bytes());
+            out.extend_from_slice(b"::");
+            out.extend_from_slice(rng.pick(WORDS).as_bytes());
+            out.extend_from_slice(b"_");
+            out.extend_from_slice(rng.pick(WORDS).as_bytes());
+            out.extend_from_slice(if rng.chance(1, 8) {
+                b" ... FAILED"
+            } else {
+                b" ... ok"
+            });
+        }
+        1 => {
+            out.extend_from_slice(b"warning: ");
+            prose_words(rng, out, 2, 7, false);
+        }
+        2 => {
+            out.extend_from_slice(b"error[E0");
+            push_num(out, rng.range(100, 799));
+            out.extend_from_slice(b"]: ");
+            prose_words(rng, out, 3, 8, false);
+        }
+        3 | 4 => {
+            out.extend_from_slice(b"  --> ");
+            out.extend_from_slice(rng.pick(PATHS).as_bytes());
+            out.push(b':');
+            push_num(out, rng.range(1, 400));
+            out.push(b':');
+            push_num(out, rng.range(1, 90));
+        }
+        5 => {
+            out.extend_from_slice(b"   Compiling ");
+            out.extend_from_slice(rng.pick(WORDS).as_bytes());
+            out.extend_from_slice(b" v0.");
+            push_num(out, rng.range(1, 30));
+            out.push(b'.');
+            push_num(out, rng.range(0, 9));
+        }
+        _ => {
+            out.extend_from_slice(b" M ");
+            out.extend_from_slice(rng.pick(PATHS).as_bytes());
+        }
+    }
+}
+
+/// Writes `lo..=hi` words of prose (JSON-safe, no escapes needed), capitalising the first one
+/// when `sentence` is set and ending it with a period.
+fn prose_words(rng: &mut Rng, out: &mut Vec<u8>, lo: u64, hi: u64, sentence: bool) {
+    let n = rng.range(lo, hi);
+    for i in 0..n {
+        if i > 0 {
+            out.push(b' ');
+        }
+        let w = rng.pick(WORDS).as_bytes();
+        if i == 0 && sentence {
+            out.push(w[0].to_ascii_uppercase());
+            out.extend_from_slice(&w[1..]);
+        } else {
+            out.extend_from_slice(w);
+        }
+    }
+    if rng.chance(1, 12) {
+        out.push(b' ');
+        out.extend_from_slice(rng.pick(UNICODE).as_bytes());
+    }
+    if sentence {
+        out.push(b'.');
+    }
+}
+
+/// Writes `sentences` sentences separated by spaces.
+fn prose(rng: &mut Rng, out: &mut Vec<u8>, sentences: u64) {
+    for i in 0..sentences {
+        if i > 0 {
+            out.push(b' ');
+        }
+        prose_words(rng, out, 4, 20, true);
+    }
+}
+
+fn push_num(out: &mut Vec<u8>, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// Writes `micros / 1e6` the way JavaScript prints it (no trailing zeros).
+fn push_micros(out: &mut Vec<u8>, micros: u64) {
+    push_num(out, micros / 1_000_000);
+    let frac = micros % 1_000_000;
+    if frac != 0 {
+        let mut digits = [0u8; 6];
+        let mut f = frac;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (f % 10) as u8;
+            f /= 10;
+        }
+        let len = 6 - digits.iter().rev().take_while(|&&d| d == b'0').count();
+        out.push(b'.');
+        out.extend_from_slice(&digits[..len]);
+    }
+}
+
+fn push_hex(out: &mut Vec<u8>, v: u64, digits: u32) {
+    for i in (0..digits).rev() {
+        out.push(b"0123456789abcdef"[((v >> (i * 4)) & 0xf) as usize]);
+    }
+}
+
+/// A bijection on `u32` that looks random: entry ids are unique for up to 2^32 entries.
+fn mix32(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^= x >> 16;
+    x
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` for a Unix time in milliseconds.
+fn push_iso(out: &mut Vec<u8>, ms: u64) {
+    let days = (ms / 86_400_000) as i64;
+    let in_day = ms % 86_400_000;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let two = |out: &mut Vec<u8>, v: u64| {
+        out.push(b'0' + (v / 10) as u8);
+        out.push(b'0' + (v % 10) as u8);
+    };
+    push_num(out, y as u64);
+    out.push(b'-');
+    two(out, m as u64);
+    out.push(b'-');
+    two(out, d as u64);
+    out.push(b'T');
+    two(out, in_day / 3_600_000);
+    out.push(b':');
+    two(out, in_day / 60_000 % 60);
+    out.push(b':');
+    two(out, in_day / 1000 % 60);
+    out.push(b'.');
+    let ms3 = in_day % 1000;
+    out.push(b'0' + (ms3 / 100) as u8);
+    two(out, ms3 % 100);
+    out.push(b'Z');
+}
+
+type Id = [u8; 8];
+
+/// Tool calls an assistant message makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    Read,
+    Edit,
+    Write,
+    Bash,
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Edit => "edit",
+            Self::Write => "write",
+            Self::Bash => "bash",
+        }
+    }
+}
+
+struct Call {
+    id: [u8; 29],
+    tool: Tool,
+    path: &'static str,
+    blocks: u64,
+}
+
+struct Gen<W: Write> {
+    out: W,
+    rng: Rng,
+    line: Vec<u8>,
+    code: Pool,
+    logs: Pool,
+    stats: GenStats,
+    id_key: u32,
+    entries: u32,
+    now_ms: u64,
+    leaf: Option<Id>,
+    /// Parents of recent user prompts: where a branch can go back to.
+    turn_starts: Vec<Id>,
+    stop_at: u64,
+}
+
+/// Why the generator stopped.
+enum Stop {
+    /// The target size was reached.
+    Full,
+    /// Writing failed.
+    Io(io::Error),
+}
+
+impl<W: Write> Gen<W> {
+    fn new(out: W, seed: u64) -> Self {
+        let mut rng = Rng(seed ^ 0x5eed_0f91_55e5_5a11);
+        let code = Pool::build(&mut rng, 4096, code_line);
+        let logs = Pool::build(&mut rng, 2048, bash_line);
+        let id_key = rng.next() as u32;
+        Self {
+            out,
+            rng,
+            line: Vec::with_capacity(1 << 20),
+            code,
+            logs,
+            stats: GenStats::default(),
+            id_key,
+            entries: 0,
+            // 2026-04-30T09:00:00.000Z
+            now_ms: 1_777_539_600_000,
+            leaf: None,
+            turn_starts: Vec::new(),
+            stop_at: 0,
+        }
+    }
+
+    fn run(&mut self, target_bytes: u64) -> io::Result<()> {
+        self.stop_at = target_bytes;
+        match self.body() {
+            Ok(()) | Err(Stop::Full) => Ok(()),
+            Err(Stop::Io(e)) => Err(e),
+        }
+    }
+
+    /// Writes lines until the target size is reached.
+    fn body(&mut self) -> Result<(), Stop> {
+        self.header();
+        self.emit()?;
+        self.entry_head("model_change");
+        self.line
+            .extend_from_slice(br#","provider":"anthropic","modelId":"claude-sonnet-4-5"}"#);
+        self.emit()?;
+        self.entry_head("thinking_level_change");
+        self.line.extend_from_slice(br#","thinkingLevel":"high"}"#);
+        self.emit()?;
+        let mut turn = 0u64;
+        loop {
+            turn += 1;
+            if turn > 4 && self.rng.chance(1, 60) && self.branch_summary() {
+                self.emit()?;
+                if self.rng.chance(1, 2) {
+                    self.label(turn);
+                    self.emit()?;
+                }
+            }
+            if let Some(parent) = self.leaf {
+                if self.turn_starts.len() >= 256 {
+                    self.turn_starts.swap_remove(self.rng.below(256) as usize);
+                }
+                self.turn_starts.push(parent);
+            }
+            self.user();
+            self.emit()?;
+            let steps = self.rng.range(1, 6);
+            for step in 1..=steps {
+                let calls = if step == steps {
+                    Vec::new()
+                } else {
+                    (0..self.rng.range(1, 3)).map(|_| self.call()).collect()
+                };
+                self.assistant(&calls);
+                self.emit()?;
+                for call in &calls {
+                    self.tool_result(call);
+                    self.emit()?;
+                }
+            }
+        }
+    }
+
+    /// Ends the current line and writes it; stops once the target size is reached.
+    fn emit(&mut self) -> Result<(), Stop> {
+        self.line.push(b'\n');
+        self.out.write_all(&self.line).map_err(Stop::Io)?;
+        self.stats.bytes += self.line.len() as u64;
+        self.stats.lines += 1;
+        self.line.clear();
+        if self.stats.bytes >= self.stop_at {
+            return Err(Stop::Full);
+        }
+        Ok(())
+    }
+
+    fn header(&mut self) {
+        let l = &mut self.line;
+        l.extend_from_slice(br#"{"type":"session","version":3,"id":""#);
+        let (a, b) = (self.rng.next(), self.rng.next());
+        push_hex(l, a >> 32, 8);
+        l.push(b'-');
+        push_hex(l, a >> 16, 4);
+        l.extend_from_slice(b"-7");
+        push_hex(l, a, 3);
+        l.push(b'-');
+        push_hex(l, 0x8000 | (b >> 48 & 0x3fff), 4);
+        l.push(b'-');
+        push_hex(l, b, 12);
+        l.extend_from_slice(br#"","timestamp":""#);
+        push_iso(l, self.now_ms);
+        l.extend_from_slice(br#"","cwd":"/home/dev/projects/acme-api"}"#);
+    }
+
+    fn new_id(&mut self) -> Id {
+        let v = mix32(self.entries.wrapping_add(self.id_key));
+        self.entries += 1;
+        let mut id = [0u8; 8];
+        for (i, d) in id.iter_mut().enumerate() {
+            *d = b"0123456789abcdef"[(v >> (28 - 4 * i) & 0xf) as usize];
+        }
+        id
+    }
+
+    /// `{"type":…,"id":…,"parentId":…,"timestamp":…` (no closing brace); the new entry becomes
+    /// the leaf.
+    fn entry_head(&mut self, ty: &str) -> Id {
+        self.entry_head_at(ty, self.leaf)
+    }
+
+    fn entry_head_at(&mut self, ty: &str, parent: Option<Id>) -> Id {
+        self.now_ms += self.rng.range(300, 30_000);
+        let id = self.new_id();
+        let l = &mut self.line;
+        l.extend_from_slice(br#"{"type":""#);
+        l.extend_from_slice(ty.as_bytes());
+        l.extend_from_slice(br#"","id":""#);
+        l.extend_from_slice(&id);
+        match parent {
+            Some(p) => {
+                l.extend_from_slice(br#"","parentId":""#);
+                l.extend_from_slice(&p);
+                l.extend_from_slice(br#"","timestamp":""#);
+            }
+            None => l.extend_from_slice(br#"","parentId":null,"timestamp":""#),
+        }
+        push_iso(l, self.now_ms);
+        l.push(b'"');
+        self.leaf = Some(id);
+        id
+    }
+
+    fn message_head(&mut self, role: &str) {
+        self.entry_head("message");
+        self.line.extend_from_slice(br#","message":{"role":""#);
+        self.line.extend_from_slice(role.as_bytes());
+        self.line.push(b'"');
+    }
+
+    fn message_tail(&mut self) {
+        self.line.extend_from_slice(br#","timestamp":"#);
+        push_num(&mut self.line, self.now_ms);
+        self.line.extend_from_slice(b"}}");
+    }
+
+    fn user(&mut self) {
+        self.message_head("user");
+        let l = &mut self.line;
+        l.extend_from_slice(br#","content":[{"type":"text","text":""#);
+        let n = self.rng.range(1, 4);
+        prose(&mut self.rng, l, n);
+        if self.rng.chance(1, 2) {
+            l.extend_from_slice(b" See ");
+            l.extend_from_slice(self.rng.pick(PATHS).as_bytes());
+            l.push(b'.');
+        }
+        if self.rng.chance(1, 10) {
+            l.extend_from_slice(b"\\n\\n```\\n");
+            let n = self.rng.range(3, 30) as usize;
+            self.logs.copy(&mut self.rng, n, l);
+            l.extend_from_slice(b"\\n```");
+        }
+        l.extend_from_slice(br#""}]"#);
+        self.message_tail();
+    }
+
+    fn call(&mut self) -> Call {
+        let tool = match self.rng.below(20) {
+            0..=7 => Tool::Read,
+            8..=12 => Tool::Edit,
+            13..=15 => Tool::Write,
+            _ => Tool::Bash,
+        };
+        let mut id = *b"call_000000000000000000000000";
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let mut bits = self.rng.next();
+        for (i, c) in id[5..].iter_mut().enumerate() {
+            if i == 10 {
+                bits = self.rng.next();
+            }
+            *c = alphabet[(bits % 62) as usize];
+            bits /= 62;
+        }
+        Call {
+            id,
+            tool,
+            path: self.rng.pick::<&str>(PATHS),
+            blocks: self.rng.range(1, 3),
+        }
+    }
+
+    fn assistant(&mut self, calls: &[Call]) {
+        self.message_head("assistant");
+        let l = &mut self.line;
+        l.extend_from_slice(br#","content":["#);
+        let mut first = true;
+        let mut sep = |l: &mut Vec<u8>| {
+            if !std::mem::take(&mut first) {
+                l.push(b',');
+            }
+        };
+        if self.rng.chance(3, 5) {
+            sep(l);
+            l.extend_from_slice(br#"{"type":"thinking","thinking":""#);
+            let n = self.rng.range(1, 4);
+            prose(&mut self.rng, l, n);
+            l.extend_from_slice(br#"","thinkingSignature":"sig_"#);
+            push_hex(l, self.rng.next(), 16);
+            l.extend_from_slice(br#""}"#);
+        }
+        if calls.is_empty() || self.rng.chance(7, 10) {
+            sep(l);
+            l.extend_from_slice(br#"{"type":"text","text":""#);
+            let n = self.rng.range(1, if calls.is_empty() { 8 } else { 3 });
+            prose(&mut self.rng, l, n);
+            if calls.is_empty() && self.rng.chance(1, 3) {
+                l.extend_from_slice(b"\\n\\n```rust\\n");
+                let n = self.rng.range(4, 40) as usize;
+                self.code.copy(&mut self.rng, n, l);
+                l.extend_from_slice(b"\\n```");
+            }
+            l.extend_from_slice(br#""}"#);
+        }
+        for call in calls {
+            sep(l);
+            l.extend_from_slice(br#"{"type":"toolCall","id":""#);
+            l.extend_from_slice(&call.id);
+            l.extend_from_slice(br#"","name":""#);
+            l.extend_from_slice(call.tool.name().as_bytes());
+            l.extend_from_slice(br#"","arguments":{"#);
+            match call.tool {
+                Tool::Read => {
+                    l.extend_from_slice(br#""path":""#);
+                    l.extend_from_slice(call.path.as_bytes());
+                    l.push(b'"');
+                    if self.rng.chance(1, 4) {
+                        l.extend_from_slice(br#","offset":"#);
+                        push_num(l, self.rng.range(1, 300));
+                        l.extend_from_slice(br#","limit":"#);
+                        push_num(l, self.rng.range(20, 200));
+                    }
+                }
+                Tool::Edit => {
+                    l.extend_from_slice(br#""path":""#);
+                    l.extend_from_slice(call.path.as_bytes());
+                    l.extend_from_slice(br#"","edits":["#);
+                    for b in 0..call.blocks {
+                        if b > 0 {
+                            l.push(b',');
+                        }
+                        l.extend_from_slice(br#"{"oldText":""#);
+                        let n = self.rng.range(1, 6) as usize;
+                        self.code.copy(&mut self.rng, n, l);
+                        l.extend_from_slice(br#"","newText":""#);
+                        let n = self.rng.range(1, 8) as usize;
+                        self.code.copy(&mut self.rng, n, l);
+                        l.extend_from_slice(br#""}"#);
+                    }
+                    l.push(b']');
+                }
+                Tool::Write => {
+                    l.extend_from_slice(br#""path":""#);
+                    l.extend_from_slice(call.path.as_bytes());
+                    l.extend_from_slice(br#"","content":""#);
+                    let n = self.rng.range(10, 150) as usize;
+                    self.code.copy(&mut self.rng, n, l);
+                    l.push(b'"');
+                }
+                Tool::Bash => {
+                    l.extend_from_slice(br#""command":""#);
+                    l.extend_from_slice(self.rng.pick(COMMANDS).as_bytes());
+                    l.push(b'"');
+                    if self.rng.chance(1, 3) {
+                        l.extend_from_slice(br#","timeout":"#);
+                        push_num(l, self.rng.range(1, 10) * 60);
+                    }
+                }
+            }
+            l.extend_from_slice(b"}}");
+            self.stats.tool_calls += 1;
+        }
+        l.extend_from_slice(br#"],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","responseId":"msg_"#);
+        push_hex(l, self.rng.next(), 16);
+        push_hex(l, self.rng.next(), 8);
+        l.extend_from_slice(br#"","usage":{"input":"#);
+        let input = self.rng.range(1, 4000);
+        let output = self.rng.range(5, 1500);
+        let cache_read = self.rng.range(0, 150_000);
+        let cache_write = self.rng.range(0, 3000);
+        push_num(l, input);
+        l.extend_from_slice(br#","output":"#);
+        push_num(l, output);
+        l.extend_from_slice(br#","cacheRead":"#);
+        push_num(l, cache_read);
+        l.extend_from_slice(br#","cacheWrite":"#);
+        push_num(l, cache_write);
+        l.extend_from_slice(br#","totalTokens":"#);
+        push_num(l, input + output + cache_read + cache_write);
+        // $3 / $15 / $0.30 / $3.75 per million tokens, in micro-dollars.
+        let costs = [
+            input * 3,
+            output * 15,
+            cache_read * 3 / 10,
+            cache_write * 15 / 4,
+        ];
+        l.extend_from_slice(br#","cost":{"input":"#);
+        push_micros(l, costs[0]);
+        l.extend_from_slice(br#","output":"#);
+        push_micros(l, costs[1]);
+        l.extend_from_slice(br#","cacheRead":"#);
+        push_micros(l, costs[2]);
+        l.extend_from_slice(br#","cacheWrite":"#);
+        push_micros(l, costs[3]);
+        l.extend_from_slice(br#","total":"#);
+        push_micros(l, costs.iter().sum());
+        l.extend_from_slice(br#"}},"stopReason":""#);
+        l.extend_from_slice(if calls.is_empty() {
+            b"stop"
+        } else {
+            b"toolUse"
+        });
+        l.push(b'"');
+        self.message_tail();
+    }
+
+    fn tool_result(&mut self, call: &Call) {
+        self.message_head("toolResult");
+        let l = &mut self.line;
+        l.extend_from_slice(br#","toolCallId":""#);
+        l.extend_from_slice(&call.id);
+        l.extend_from_slice(br#"","toolName":""#);
+        l.extend_from_slice(call.tool.name().as_bytes());
+        l.extend_from_slice(br#"","content":[{"type":"text","text":""#);
+        let mut is_error = false;
+        let mut details = false;
+        let start = l.len();
+        match call.tool {
+            Tool::Read => {
+                // 1 in 25 reads returns a whole large file (~20-150 KB).
+                let n = if self.rng.chance(1, 25) {
+                    self.rng.range(600, 4000)
+                } else {
+                    self.rng.range(8, 120)
+                };
+                self.code.copy(&mut self.rng, n as usize, l);
+            }
+            Tool::Bash => {
+                // 1 in 20 commands prints a long log.
+                let n = if self.rng.chance(1, 20) {
+                    self.rng.range(500, 3000)
+                } else {
+                    self.rng.range(2, 60)
+                };
+                self.logs.copy(&mut self.rng, n as usize, l);
+                if self.rng.chance(1, 6) {
+                    is_error = true;
+                    l.extend_from_slice(b"\\n\\nCommand exited with code 101");
+                }
+            }
+            Tool::Edit => {
+                if self.rng.chance(1, 12) {
+                    is_error = true;
+                    l.extend_from_slice(b"Could not find the exact text in ");
+                    l.extend_from_slice(call.path.as_bytes());
+                    l.extend_from_slice(b". The old text must match exactly.");
+                } else {
+                    details = true;
+                    l.extend_from_slice(b"Successfully replaced ");
+                    push_num(l, call.blocks);
+                    l.extend_from_slice(b" block(s) in ");
+                    l.extend_from_slice(call.path.as_bytes());
+                    l.push(b'.');
+                }
+            }
+            Tool::Write => {
+                l.extend_from_slice(b"Successfully wrote ");
+                push_num(l, self.rng.range(200, 6000));
+                l.extend_from_slice(b" bytes to ");
+                l.extend_from_slice(call.path.as_bytes());
+            }
+        }
+        if l.len() - start > 16 << 10 {
+            self.stats.long_outputs += 1;
+        }
+        l.extend_from_slice(br#""}]"#);
+        if details {
+            let line_no = self.rng.range(1, 400);
+            l.extend_from_slice(br#","details":{"diff":""#);
+            for (sign, lines) in [(b'-', self.rng.range(1, 4)), (b'+', self.rng.range(1, 6))] {
+                l.push(sign);
+                push_num(l, line_no);
+                l.push(b' ');
+                self.code.copy(&mut self.rng, lines as usize, l);
+                if sign == b'-' {
+                    l.extend_from_slice(b"\\n");
+                }
+            }
+            l.extend_from_slice(br#"","firstChangedLine":"#);
+            push_num(l, line_no);
+            l.push(b'}');
+        }
+        l.extend_from_slice(if is_error {
+            br#","isError":true"#
+        } else {
+            br#","isError":false"#
+        });
+        self.message_tail();
+    }
+
+    /// Goes back to the start of an earlier turn, summarising the branch left behind.
+    /// Returns false (and writes nothing) when there is no earlier turn to go back to.
+    fn branch_summary(&mut self) -> bool {
+        let (Some(from), false) = (self.leaf, self.turn_starts.is_empty()) else {
+            return false;
+        };
+        let target = *self.rng.pick(&self.turn_starts);
+        self.entry_head_at("branch_summary", Some(target));
+        let l = &mut self.line;
+        l.extend_from_slice(br#","fromId":""#);
+        l.extend_from_slice(&from);
+        l.extend_from_slice(
+            br#"","summary":"The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n## Goal\n"#,
+        );
+        prose(&mut self.rng, l, 1);
+        l.extend_from_slice(br"\n\n## Progress\n### Done\n- [x] ");
+        prose(&mut self.rng, l, 1);
+        l.extend_from_slice(br"\n\n### In Progress\n- [ ] ");
+        prose(&mut self.rng, l, 1);
+        l.extend_from_slice(br"\n\n<modified-files>\n");
+        l.extend_from_slice(self.rng.pick(PATHS).as_bytes());
+        l.extend_from_slice(br#"\n</modified-files>"}"#);
+        self.stats.branches += 1;
+        true
+    }
+
+    fn label(&mut self, turn: u64) {
+        let target = self.leaf;
+        self.entry_head("label");
+        let l = &mut self.line;
+        l.extend_from_slice(br#","targetId":""#);
+        l.extend_from_slice(&target.unwrap_or(*b"00000000"));
+        l.extend_from_slice(br#"","label":"explored-"#);
+        push_num(l, turn);
+        l.extend_from_slice(br#""}"#);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pisess_formats::{Event, SessionReader, TreeCheck};
+
+    #[test]
+    fn iso_dates_match_javascript() {
+        let mut out = Vec::new();
+        push_iso(&mut out, 1_777_539_627_444);
+        assert_eq!(out, b"2026-04-30T09:00:27.444Z");
+        out.clear();
+        push_iso(&mut out, 951_782_400_000); // leap day
+        assert_eq!(out, b"2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn micros_are_printed_as_javascript_does() {
+        for (v, s) in [
+            (0, "0"),
+            (135, "0.000135"),
+            (1_500_000, "1.5"),
+            (2_000_000, "2"),
+        ] {
+            let mut out = Vec::new();
+            push_micros(&mut out, v);
+            assert_eq!(String::from_utf8(out).unwrap(), s);
+        }
+    }
+
+    #[test]
+    fn output_is_deterministic_and_sized() {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        let mut c = Vec::new();
+        let sa = generate(&mut a, 300_000, 7).unwrap();
+        generate(&mut b, 300_000, 7).unwrap();
+        generate(&mut c, 300_000, 8).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(sa.bytes, a.len() as u64);
+        assert!(a.len() >= 300_000 && a.ends_with(b"\n"));
+        // Tiny sizes still give a header line.
+        let mut t = Vec::new();
+        assert_eq!(generate(&mut t, 1, 1).unwrap().lines, 1);
+    }
+
+    #[test]
+    fn every_line_is_a_clean_entry_written_in_pi_order() {
+        let mut buf = Vec::new();
+        let stats = generate(&mut buf, 6 << 20, 3).unwrap();
+        assert!(stats.branches > 0 && stats.long_outputs > 0, "{stats:?}");
+        let mut tree = TreeCheck::new(3.0);
+        let mut problems = Vec::new();
+        let mut records = 0u64;
+        SessionReader::new(&buf[..])
+            .read(|ev| {
+                match ev {
+                    Event::Header(h) => assert_eq!(h.version(), 3.0),
+                    Event::Record(r, _) => {
+                        let entry = r.entry.as_ref().expect("typed view");
+                        assert_eq!(entry.to_json(), r.json, "line {}", r.line);
+                        tree.add(r);
+                        records += 1;
+                    }
+                    Event::Problem(p) => problems.push(p.kind.to_string()),
+                }
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(records + 1, stats.lines);
+        let tree_problems: Vec<_> = tree.finish().iter().map(|p| p.kind.to_string()).collect();
+        assert!(tree_problems.is_empty(), "{tree_problems:?}");
+    }
+}
