@@ -1,1 +1,34 @@
-//! placeholder
+//! pisess-engine: the store of pi sessions.
+//!
+//! - [`store`] opens the redb store (location, schema version, locking);
+//! - [`schema`] lists every table; [`record`] the rkyv records stored in them;
+//! - [`import`] brings files and folders in, incrementally and in parallel;
+//! - [`graph`] answers tree queries (ancestors, LCA, children, labels) without reading files;
+//! - [`export`] writes sessions back out, byte for byte;
+//! - [`files`] indexes tool calls that read or change files;
+//! - [`verify`] checks the store's consistency.
+//!
+//! Nothing here prints or draws: progress is reported through callbacks.
+#![forbid(unsafe_code)]
+
+pub mod agent;
+pub mod error;
+pub mod export;
+pub mod files;
+pub mod graph;
+pub mod ids;
+pub mod import;
+pub mod record;
+pub mod schema;
+pub mod store;
+pub mod verify;
+
+pub use error::StoreError;
+pub use export::{BranchExport, ExportError};
+pub use files::{FileFilter, FileHit, FileOp, FileQueryError};
+pub use graph::{Lookup, Snapshot};
+pub use ids::{EntryKey, Link, SessionKey};
+pub use import::{FileReport, ImportEvent, ImportOptions, ImportReport, Outcome};
+pub use record::{EntryRecord, RowKind, SessionRecord};
+pub use store::{Store, default_session_dir, default_store_path};
+pub use verify::{Finding, VerifyReport};

@@ -1,2 +1,10 @@
-//! Integration tests of pisess-engine.
+//! Integration tests of pisess-engine (one binary; modules by topic).
 #![allow(clippy::unwrap_used)]
+mod common;
+mod naive;
+mod test_agent;
+mod test_corpus;
+mod test_files;
+mod test_graph;
+mod test_incremental;
+mod test_migrate_import;

@@ -1,0 +1,109 @@
+//! Errors of the store.
+//!
+//! Invariants:
+//! - redb and rkyv errors are kept as sources, never flattened to strings;
+//! - "the store is held by another process" is its own variant ([`StoreError::Busy`]) so callers
+//!   can offer to wait, and a store written by a newer schema is refused with
+//!   [`StoreError::NewerSchema`] before any table is read.
+
+use std::path::PathBuf;
+
+/// What went wrong with the store itself (not with one imported file).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Another process holds the store (an import, usually).
+    #[error("the store is busy: {path} is open in another pisess process")]
+    Busy {
+        /// The store file.
+        path: PathBuf,
+    },
+    /// The store was written by a newer pisess.
+    #[error(
+        "the store {path} has schema version {found}, newer than this pisess understands \
+         ({supported}); upgrade pisess or use another store"
+    )]
+    NewerSchema {
+        /// The store file.
+        path: PathBuf,
+        /// The schema version found in the store.
+        found: u64,
+        /// The newest schema version this build reads.
+        supported: u64,
+    },
+    /// The store was written by an older schema this build cannot migrate.
+    #[error(
+        "the store {path} has schema version {found}, older than this pisess needs \
+         ({supported}); delete it and import again"
+    )]
+    OlderSchema {
+        /// The store file.
+        path: PathBuf,
+        /// The schema version found in the store.
+        found: u64,
+        /// The schema version this build writes.
+        supported: u64,
+    },
+    /// No default location could be worked out.
+    #[error("no location for the store: set PISESS_STORE, XDG_DATA_HOME or HOME")]
+    NoLocation,
+    /// The folder for the store could not be created.
+    #[error("cannot create the store folder {path}")]
+    CreateDir {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A redb operation failed.
+    #[error("store operation failed")]
+    Redb(#[from] redb::Error),
+    /// A stored record does not validate.
+    #[error("corrupt record in table {table} at key {key}")]
+    CorruptRecord {
+        /// The table.
+        table: &'static str,
+        /// The key, as text.
+        key: String,
+        /// What rkyv found.
+        #[source]
+        source: rkyv::rancor::Error,
+    },
+    /// A record could not be serialised.
+    #[error("cannot serialise a record")]
+    Serialize(#[source] rkyv::rancor::Error),
+    /// The tables disagree with each other.
+    #[error("inconsistent store: {0}")]
+    Inconsistent(String),
+}
+
+macro_rules! via_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for StoreError {
+            fn from(e: $t) -> Self {
+                Self::Redb(redb::Error::from(e))
+            }
+        }
+    )*};
+}
+
+via_redb!(
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);
+
+impl StoreError {
+    /// Converts a database-open error, recognising a store held by another process.
+    pub(crate) fn from_open(e: redb::DatabaseError, path: &std::path::Path) -> Self {
+        match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => Self::Busy {
+                path: path.to_path_buf(),
+            },
+            other => Self::Redb(redb::Error::from(other)),
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Writing sessions back out.
+//!
+//! Invariants:
+//! - exporting a v3 session writes the concatenation of its rows' `raw` bytes in file order,
+//!   which is exactly the bytes imported (every physical line is a row, junk included, with its
+//!   terminator and any byte order mark), so export is byte-identical to the source;
+//! - rows are read in place from redb pages (no copy of the line bytes);
+//! - a v1/v2 session's rows are its migrated lines, so its export is the migrated file;
+//! - a branch export is a new valid session: a v3 header, then the path root → entry, each
+//!   entry's `parentId` naming the entry before it (re-chained only where it did not).
+
+use std::io::Write;
+
+use crate::error::StoreError;
+use crate::graph::Snapshot;
+use crate::ids::SessionKey;
+use crate::schema;
+
+/// Why an export failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The output failed.
+    #[error("cannot write the export")]
+    Io(#[from] std::io::Error),
+    /// The session is not in the store.
+    #[error("no session {0} in the store")]
+    NoSession(SessionKey),
+    /// The entry is not a tree node (it has no id).
+    #[error("entry {0} is not a tree node")]
+    NotANode(crate::ids::EntryKey),
+}
+
+impl Snapshot {
+    /// Writes a whole session as JSONL, byte-identical to the imported file. Returns the bytes
+    /// written.
+    pub fn export_session(&self, s: SessionKey, out: &mut dyn Write) -> Result<u64, ExportError> {
+        if self.session(s)?.is_none() {
+            return Err(ExportError::NoSession(s));
+        }
+        let mut n = 0u64;
+        for row in self
+            .session_entries
+            .range((s.0, 0)..=(s.0, u64::MAX))
+            .map_err(StoreError::from)?
+        {
+            let key = row.map_err(StoreError::from)?.1.value();
+            let v = self
+                .entries
+                .get(key)
+                .map_err(StoreError::from)?
+                .ok_or_else(|| StoreError::Inconsistent(format!("row {key} is missing")))?;
+            let rec = v.value();
+            let a = rec.archived().map_err(|source| StoreError::CorruptRecord {
+                table: schema::ENTRIES_NAME,
+                key: key.to_string(),
+                source,
+            })?;
+            let raw = a.raw.as_slice();
+            out.write_all(raw)?;
+            n += raw.len() as u64;
+        }
+        Ok(n)
+    }
+}
+
+/// What [`Snapshot::export_branch`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchExport {
+    /// The new session's id (a UUIDv7).
+    pub session_id: String,
+    /// Entries written after the header.
+    pub entries: u64,
+    /// Entries whose `parentId` had to be rewritten to chain the path.
+    pub rechained: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+impl Snapshot {
+    /// Writes the path root → `entry` as a new pi session: a v3 header with a new UUIDv7 id, the
+    /// time now, the source's `cwd` and `parentSession` = the source file, then each entry of
+    /// the path as stored (its JSON text), one per line. An entry whose `parentId` does not name
+    /// the entry before it (a root that pointed at a missing id, or an entry whose cycle was cut)
+    /// is re-chained: its JSON is re-serialised with the right `parentId` (pi's
+    /// `JSON.stringify` form).
+    pub fn export_branch(
+        &self,
+        s: SessionKey,
+        entry: crate::ids::EntryKey,
+        out: &mut dyn Write,
+    ) -> Result<BranchExport, ExportError> {
+        let Some(rec) = self.session(s)? else {
+            return Err(ExportError::NoSession(s));
+        };
+        if self.link(entry)?.is_none() {
+            return Err(ExportError::NotANode(entry));
+        }
+        let path = self.path_to_root(entry)?;
+        let session_id = uuid::Uuid::now_v7().to_string();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let mut header = serde_json::Map::new();
+        header.insert("type".into(), "session".into());
+        header.insert("version".into(), 3.into());
+        header.insert("id".into(), session_id.clone().into());
+        header.insert("timestamp".into(), ms_to_iso(now).into());
+        header.insert("cwd".into(), rec.cwd.clone().into());
+        header.insert("parentSession".into(), rec.path.clone().into());
+        let mut line = pisess_formats::js::to_string(&serde_json::Value::Object(header));
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
+        let mut report = BranchExport {
+            session_id,
+            entries: 0,
+            rechained: 0,
+            bytes: line.len() as u64,
+        };
+        let mut prev: Option<String> = None;
+        for e in path {
+            let (id, parent, json) = self
+                .with_entry(e, |a| {
+                    (
+                        a.id.as_ref().map(|t| t.as_str().to_owned()),
+                        a.parent_id.as_ref().map(|t| t.as_str().to_owned()),
+                        a.json_text().map(str::to_owned),
+                    )
+                })?
+                .ok_or_else(|| StoreError::Inconsistent(format!("row {e} is missing")))?;
+            let json = json.ok_or_else(|| {
+                StoreError::Inconsistent(format!("entry {e} on a path is not UTF-8"))
+            })?;
+            let mut line = if parent == prev {
+                json
+            } else {
+                let mut v: serde_json::Value = serde_json::from_str(&json).map_err(|err| {
+                    StoreError::Inconsistent(format!("entry {e} does not parse: {err}"))
+                })?;
+                if let Some(o) = v.as_object_mut() {
+                    let p = prev.clone().map_or(serde_json::Value::Null, Into::into);
+                    o.insert("parentId".into(), p);
+                }
+                report.rechained += 1;
+                pisess_formats::js::to_string(&v)
+            };
+            line.push('\n');
+            out.write_all(line.as_bytes())?;
+            report.bytes += line.len() as u64;
+            report.entries += 1;
+            prev = id;
+        }
+        Ok(report)
+    }
+}
+
+/// Unix milliseconds as ISO 8601 UTC with milliseconds (`2026-01-01T00:00:00.000Z`).
+pub fn ms_to_iso(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    // Civil from days (Howard Hinnant).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ms_to_iso;
+    use crate::import::iso_to_ms;
+
+    #[test]
+    fn iso_round_trips() {
+        for ms in [0, 1_767_225_600_500, 951_782_400_000, 4_102_444_799_999] {
+            assert_eq!(iso_to_ms(&ms_to_iso(ms)), Some(ms), "{}", ms_to_iso(ms));
+        }
+        assert_eq!(ms_to_iso(1_767_225_600_500), "2026-01-01T00:00:00.500Z");
+    }
+}

@@ -1,0 +1,375 @@
+//! Read queries over one consistent snapshot of the store: sessions, entries, and the tree.
+//!
+//! Invariants:
+//! - every query reads the store only, never a session file;
+//! - tree walks read the fixed-width `parents.v1` table only (no record is decoded);
+//! - the k-th ancestor and the LCA take O(log depth) steps, using each entry's skip pointer
+//!   (Myers' jump pointers: a node's jump depends only on its depth, so two nodes at the same
+//!   depth jump to the same depth, and the usual binary-lifting argument applies);
+//! - nothing recurses: paths are built with loops, so a 1,000,000-deep chain is fine.
+
+use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
+
+use crate::error::StoreError;
+use crate::ids::{EntryKey, Link, SessionKey};
+use crate::record::{
+    ArchivedEntryRecord, EntryRecord, RecordRef, Rkyv, SessionRecord, decode_entry, decode_session,
+};
+use crate::schema;
+
+/// The result of looking something up by id or id prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup<T> {
+    /// Exactly one match.
+    Found(T),
+    /// Nothing matches.
+    NotFound,
+    /// Several match (the first few are given).
+    Ambiguous(Vec<T>),
+}
+
+impl<T> Lookup<T> {
+    /// The match, if unique.
+    pub fn found(self) -> Option<T> {
+        match self {
+            Self::Found(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// A read-only, consistent view of the store.
+pub struct Snapshot {
+    _tx: ReadTransaction,
+    pub(crate) sources: ReadOnlyTable<&'static str, u64>,
+    pub(crate) sessions: ReadOnlyTable<u64, Rkyv<SessionRecord>>,
+    pub(crate) session_ids: ReadOnlyTable<(&'static str, u64), ()>,
+    pub(crate) entries: ReadOnlyTable<u64, Rkyv<EntryRecord>>,
+    pub(crate) session_entries: ReadOnlyTable<(u64, u64), u64>,
+    pub(crate) entry_ids: ReadOnlyTable<(u64, &'static str), u64>,
+    pub(crate) parents: ReadOnlyTable<u64, Link>,
+    pub(crate) children: ReadOnlyTable<(u64, u64), ()>,
+    pub(crate) labels: ReadOnlyTable<(u64, &'static str), &'static str>,
+    pub(crate) row_hashes: ReadOnlyTable<u64, [u8; 32]>,
+    pub(crate) file_ops: ReadOnlyTable<(u64, u32), Rkyv<crate::files::FileOpRecord>>,
+    pub(crate) file_paths: ReadOnlyTable<(&'static str, u64, u32), u8>,
+    pub(crate) tool_results: ReadOnlyTable<(u64, &'static str), u8>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Snapshot")
+    }
+}
+
+impl Snapshot {
+    pub(crate) fn new(tx: ReadTransaction) -> Result<Self, StoreError> {
+        Ok(Self {
+            sources: tx.open_table(schema::SOURCES)?,
+            sessions: tx.open_table(schema::SESSIONS)?,
+            session_ids: tx.open_table(schema::SESSION_IDS)?,
+            entries: tx.open_table(schema::ENTRIES)?,
+            session_entries: tx.open_table(schema::SESSION_ENTRIES)?,
+            entry_ids: tx.open_table(schema::ENTRY_IDS)?,
+            parents: tx.open_table(schema::PARENTS)?,
+            children: tx.open_table(schema::CHILDREN)?,
+            labels: tx.open_table(schema::LABELS)?,
+            row_hashes: tx.open_table(schema::ROW_HASHES)?,
+            file_ops: tx.open_table(crate::files::FILE_OPS)?,
+            file_paths: tx.open_table(crate::files::FILE_PATHS)?,
+            tool_results: tx.open_table(crate::files::TOOL_RESULTS)?,
+            _tx: tx,
+        })
+    }
+
+    // ---- sessions ------------------------------------------------------------------------
+
+    /// Every session, in key order (the catalogue; sort it as needed).
+    pub fn sessions(&self) -> Result<Vec<(SessionKey, SessionRecord)>, StoreError> {
+        let mut out = Vec::new();
+        for row in self.sessions.iter()? {
+            let (k, v) = row?;
+            let k = k.value();
+            out.push((SessionKey(k), decode_session(v.value().bytes(), k)?));
+        }
+        Ok(out)
+    }
+
+    /// One session's record.
+    pub fn session(&self, s: SessionKey) -> Result<Option<SessionRecord>, StoreError> {
+        match self.sessions.get(s.0)? {
+            Some(v) => Ok(Some(decode_session(v.value().bytes(), s.0)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The session imported from a file (give the canonical path).
+    pub fn session_by_path(
+        &self,
+        path: &std::path::Path,
+    ) -> Result<Option<SessionKey>, StoreError> {
+        let canon = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        Ok(self
+            .sources
+            .get(canon.to_string_lossy().as_ref())?
+            .map(|v| SessionKey(v.value())))
+    }
+
+    /// A session by id or unique id prefix.
+    pub fn find_session(&self, id_or_prefix: &str) -> Result<Lookup<SessionKey>, StoreError> {
+        let mut found = Vec::new();
+        for row in self.session_ids.range((id_or_prefix, 0)..)? {
+            let (k, _) = row?;
+            let (id, s) = k.value();
+            if !id.starts_with(id_or_prefix) {
+                break;
+            }
+            if id == id_or_prefix {
+                return Ok(Lookup::Found(SessionKey(s)));
+            }
+            found.push(SessionKey(s));
+            if found.len() > 8 {
+                break;
+            }
+        }
+        Ok(lookup(found))
+    }
+
+    // ---- entries -------------------------------------------------------------------------
+
+    /// A session's rows in file order (every physical line; see [`EntryRecord`]).
+    pub fn rows(&self, s: SessionKey) -> Result<Vec<EntryKey>, StoreError> {
+        let mut out = Vec::new();
+        for row in self.session_entries.range((s.0, 0)..=(s.0, u64::MAX))? {
+            out.push(EntryKey(row?.1.value()));
+        }
+        Ok(out)
+    }
+
+    /// A stored row, decoded.
+    pub fn entry(&self, e: EntryKey) -> Result<Option<EntryRecord>, StoreError> {
+        match self.entries.get(e.0)? {
+            Some(v) => Ok(Some(decode_entry(v.value().bytes(), e.0)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Calls `f` with a stored row, read in place (no copy).
+    pub fn with_entry<R>(
+        &self,
+        e: EntryKey,
+        f: impl FnOnce(&ArchivedEntryRecord) -> R,
+    ) -> Result<Option<R>, StoreError> {
+        let Some(v) = self.entries.get(e.0)? else {
+            return Ok(None);
+        };
+        let r: RecordRef<'_, EntryRecord> = v.value();
+        let a = r.archived().map_err(|source| StoreError::CorruptRecord {
+            table: schema::ENTRIES_NAME,
+            key: e.0.to_string(),
+            source,
+        })?;
+        Ok(Some(f(a)))
+    }
+
+    /// The id of an entry.
+    pub fn entry_id(&self, e: EntryKey) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .with_entry(e, |a| a.id.as_ref().map(|s| s.as_str().to_owned()))?
+            .flatten())
+    }
+
+    /// An entry by exact id (a later duplicate id wins, as in pi).
+    pub fn entry_by_id(&self, s: SessionKey, id: &str) -> Result<Option<EntryKey>, StoreError> {
+        Ok(self.entry_ids.get((s.0, id))?.map(|v| EntryKey(v.value())))
+    }
+
+    /// An entry by id or unique id prefix.
+    pub fn find_entry(
+        &self,
+        s: SessionKey,
+        id_or_prefix: &str,
+    ) -> Result<Lookup<EntryKey>, StoreError> {
+        if let Some(e) = self.entry_by_id(s, id_or_prefix)? {
+            return Ok(Lookup::Found(e));
+        }
+        let mut found = Vec::new();
+        for row in self
+            .entry_ids
+            .range((s.0, id_or_prefix)..=(s.0, "\u{10FFFF}"))?
+        {
+            let (k, v) = row?;
+            if !k.value().1.starts_with(id_or_prefix) {
+                break;
+            }
+            found.push(EntryKey(v.value()));
+            if found.len() > 8 {
+                break;
+            }
+        }
+        Ok(lookup(found))
+    }
+
+    // ---- tree ----------------------------------------------------------------------------
+
+    /// The tree data of an entry (`None` for rows that are not tree nodes).
+    pub fn link(&self, e: EntryKey) -> Result<Option<Link>, StoreError> {
+        Ok(self.parents.get(e.0)?.map(|v| v.value()))
+    }
+
+    fn must_link(&self, e: EntryKey) -> Result<Link, StoreError> {
+        self.link(e)?
+            .ok_or_else(|| StoreError::Inconsistent(format!("entry {e} has no link")))
+    }
+
+    /// The parent of an entry.
+    pub fn parent(&self, e: EntryKey) -> Result<Option<EntryKey>, StoreError> {
+        Ok(self.link(e)?.and_then(|l| l.parent()))
+    }
+
+    /// The depth of an entry (a root has depth 0).
+    pub fn depth(&self, e: EntryKey) -> Result<Option<u32>, StoreError> {
+        Ok(self.link(e)?.map(|l| l.depth))
+    }
+
+    /// The children of an entry, in file order.
+    pub fn children(&self, e: EntryKey) -> Result<Vec<EntryKey>, StoreError> {
+        let mut out = Vec::new();
+        for row in self.children.range((e.0, 0)..=(e.0, u64::MAX))? {
+            out.push(EntryKey(row?.0.value().1));
+        }
+        Ok(out)
+    }
+
+    /// The path from the root to `e` (inclusive), root first, like pi's `getBranch`.
+    pub fn path_to_root(&self, e: EntryKey) -> Result<Vec<EntryKey>, StoreError> {
+        let mut out = Vec::new();
+        let mut cur = Some(e);
+        while let Some(c) = cur {
+            let Some(l) = self.link(c)? else { break };
+            out.push(c);
+            cur = l.parent();
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// The ancestor of `e` at depth `d` (`e` itself when `d` is its depth), in O(log depth).
+    pub fn ancestor_at_depth(&self, e: EntryKey, d: u32) -> Result<Option<EntryKey>, StoreError> {
+        let Some(mut l) = self.link(e)? else {
+            return Ok(None);
+        };
+        if l.depth < d {
+            return Ok(None);
+        }
+        let mut cur = e;
+        while l.depth > d {
+            let lj = self.must_link(l.jump)?;
+            if lj.depth >= d {
+                cur = l.jump;
+                l = lj;
+            } else {
+                cur = l.parent;
+                l = self.must_link(cur)?;
+            }
+        }
+        Ok(Some(cur))
+    }
+
+    /// The k-th ancestor of `e` (k = 0 is `e`), in O(log depth).
+    pub fn ancestor(&self, e: EntryKey, k: u32) -> Result<Option<EntryKey>, StoreError> {
+        let Some(l) = self.link(e)? else {
+            return Ok(None);
+        };
+        match l.depth.checked_sub(k) {
+            Some(d) => self.ancestor_at_depth(e, d),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether `a` is an ancestor of `b` (or `b` itself).
+    pub fn is_ancestor(&self, a: EntryKey, b: EntryKey) -> Result<bool, StoreError> {
+        let Some(la) = self.link(a)? else {
+            return Ok(false);
+        };
+        Ok(self.ancestor_at_depth(b, la.depth)? == Some(a))
+    }
+
+    /// The lowest common ancestor of two entries, in O(log depth); `None` when they are in
+    /// different trees (or are not tree nodes).
+    pub fn lca(&self, a: EntryKey, b: EntryKey) -> Result<Option<EntryKey>, StoreError> {
+        let (Some(la), Some(lb)) = (self.link(a)?, self.link(b)?) else {
+            return Ok(None);
+        };
+        let d = la.depth.min(lb.depth);
+        let (Some(mut a), Some(mut b)) =
+            (self.ancestor_at_depth(a, d)?, self.ancestor_at_depth(b, d)?)
+        else {
+            return Ok(None);
+        };
+        while a != b {
+            let (la, lb) = (self.must_link(a)?, self.must_link(b)?);
+            if la.parent().is_none() || lb.parent().is_none() {
+                // Two different roots: the entries are in different trees.
+                return Ok(None);
+            }
+            if la.jump != lb.jump {
+                a = la.jump;
+                b = lb.jump;
+            } else {
+                a = la.parent;
+                b = lb.parent;
+            }
+        }
+        Ok(Some(a))
+    }
+
+    /// The tree roots of a session, in file order.
+    pub fn roots(&self, s: SessionKey) -> Result<Vec<EntryKey>, StoreError> {
+        let mut out = Vec::new();
+        for e in self.rows(s)? {
+            if let Some(l) = self.link(e)?
+                && l.parent().is_none()
+            {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The leaf pi resumes at: the last record in file order, if it has an id.
+    pub fn leaf(&self, s: SessionKey) -> Result<Option<EntryKey>, StoreError> {
+        Ok(self.session(s)?.and_then(|r| r.leaf).map(EntryKey))
+    }
+
+    /// The session's name (last `session_info`, trimmed).
+    pub fn session_name(&self, s: SessionKey) -> Result<Option<String>, StoreError> {
+        Ok(self.session(s)?.and_then(|r| r.name))
+    }
+
+    /// The label of an entry, resolved as pi does (all entries in file order, last wins).
+    pub fn label(&self, s: SessionKey, target_id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .labels
+            .get((s.0, target_id))?
+            .map(|v| v.value().to_owned()))
+    }
+
+    /// Every label of a session: (target id, label), by target id.
+    pub fn labels(&self, s: SessionKey) -> Result<Vec<(String, String)>, StoreError> {
+        let mut out = Vec::new();
+        for row in self.labels.range((s.0, "")..=(s.0, "\u{10FFFF}"))? {
+            let (k, v) = row?;
+            out.push((k.value().1.to_owned(), v.value().to_owned()));
+        }
+        Ok(out)
+    }
+}
+
+fn lookup<T>(mut found: Vec<T>) -> Lookup<T> {
+    match found.len() {
+        0 => Lookup::NotFound,
+        1 => Lookup::Found(found.remove(0)),
+        _ => Lookup::Ambiguous(found),
+    }
+}

@@ -1,0 +1,1314 @@
+//! Importing session files and folders into the store, incrementally.
+//!
+//! For each file, one `stat` decides what to do:
+//! - **unchanged** (same size and mtime as at the last import): nothing is read;
+//! - **grown** (larger, the old bytes ended with a newline, and the blake3 hashes of the first
+//!   and last [`WINDOW`] bytes of the old prefix still match): only the new lines are read;
+//! - **rewritten** (anything else): the session's rows are deleted and the file read again;
+//! - **new**: read in full.
+//!
+//! Invariants:
+//! - one file is one write transaction: a crash leaves the file either fully imported (as of
+//!   the bytes read) or not at all, and the next import completes it;
+//! - every physical line is stored with its exact bytes (see [`crate::record::EntryRecord`]), so
+//!   export gives back the file; rows get ascending entry keys in file order;
+//! - parents are resolved as pi's id index does (a later duplicate id wins); parent chains that
+//!   form a cycle are cut (the entry closing the cycle becomes a root, counted in
+//!   `SessionRecord::cycle_cuts`) so depth is always finite;
+//! - an append that would change how *old* entries resolve (a new entry reusing an old id, or
+//!   supplying an id old entries were orphaned on) falls back to a full re-import, so the result
+//!   never depends on how the file was read in pieces;
+//! - lines are parsed in parallel (rayon) a chunk at a time; all writes come from this thread.
+//!
+//! The prefix check hashes two windows instead of the whole prefix so that importing an append
+//! to a 1 GB file costs about as much as importing the appended bytes; pi only ever appends or
+//! rewrites whole files, and a rewrite changes the header line (new session id or timestamp) or
+//! the last line in practice.
+//!
+//! v1/v2 files need migration (pisess-migrate); see [`migrate_hook`].
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use pisess_formats::entry::{Content, Entry, EntryType, Role};
+use pisess_formats::line::parse_line;
+use pisess_formats::reader::{ChunkReader, Line};
+use rayon::prelude::*;
+use redb::{Durability, ReadableDatabase, ReadableTable, Table, WriteTransaction};
+
+use crate::error::StoreError;
+use crate::ids::{EntryKey, Link, SessionKey};
+use crate::record::{EntryRecord, RecordRef, Rkyv, RowKind, SessionRecord, decode_session, encode};
+use crate::schema::{self, META, META_NEXT_ENTRY, META_NEXT_SESSION};
+use crate::store::{Store, meta_get};
+
+/// Size of the head and tail windows hashed to check an old prefix.
+pub const WINDOW: u64 = 64 * 1024;
+
+/// What an import did with one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// First import.
+    New,
+    /// Only the appended lines were read.
+    Grown,
+    /// Nothing was read.
+    Unchanged,
+    /// The file changed other than by an append and was read again.
+    Rewritten,
+    /// The file could not be imported (see [`FileReport::error`]).
+    Failed,
+}
+
+/// The result of importing one file.
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    /// The file as given.
+    pub path: PathBuf,
+    /// What happened.
+    pub outcome: Outcome,
+    /// The session it is stored as.
+    pub session: Option<SessionKey>,
+    /// Bytes read and parsed.
+    pub bytes_read: u64,
+    /// Physical lines read and parsed.
+    pub lines_read: u64,
+    /// Records (entries after the header) added.
+    pub entries_added: u64,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// The result of an import.
+#[derive(Debug, Clone, Default)]
+pub struct ImportReport {
+    /// One report per file, in the order imported.
+    pub files: Vec<FileReport>,
+    /// Sessions whose files were found missing and marked gone.
+    pub gone: u64,
+}
+
+impl ImportReport {
+    /// Files with the given outcome.
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.files.iter().filter(|f| f.outcome == outcome).count()
+    }
+    /// Bytes parsed over all files.
+    pub fn bytes_read(&self) -> u64 {
+        self.files.iter().map(|f| f.bytes_read).sum()
+    }
+    /// Lines parsed over all files.
+    pub fn lines_read(&self) -> u64 {
+        self.files.iter().map(|f| f.lines_read).sum()
+    }
+    /// Entries added over all files.
+    pub fn entries_added(&self) -> u64 {
+        self.files.iter().map(|f| f.entries_added).sum()
+    }
+}
+
+/// Progress of an import, for a progress bar.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ImportEvent<'a> {
+    /// The files to look at were found.
+    Start {
+        /// Number of files.
+        files: usize,
+    },
+    /// A file is being read from `offset`; it has `size` bytes.
+    FileStart {
+        /// The file.
+        path: &'a Path,
+        /// Where reading starts.
+        offset: u64,
+        /// The file's size.
+        size: u64,
+    },
+    /// More bytes of the current file were parsed.
+    Bytes(u64),
+    /// A file is done.
+    FileDone(&'a FileReport),
+}
+
+/// Import settings.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// Bytes read (and parsed in parallel) at a time.
+    pub chunk_size: usize,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        Self {
+            chunk_size: pisess_formats::reader::DEFAULT_CHUNK_SIZE,
+        }
+    }
+}
+
+/// Why one file could not be imported.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileError {
+    /// The file could not be read.
+    #[error("cannot read {path}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a pi session.
+    #[error("{path} is not a pi session: {reason}")]
+    NotASession {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        reason: String,
+    },
+    /// The file needs migration (an internal signal: the importer migrates and retries).
+    #[error("{path} is a version {version} session; importing it needs migration to v3")]
+    NeedsMigration {
+        /// The file.
+        path: PathBuf,
+        /// Its format version.
+        version: f64,
+    },
+    /// Migrating a v1/v2 file failed.
+    #[error("cannot migrate {path} to v3")]
+    Migrate {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: pisess_migrate::MigrateError,
+    },
+}
+
+/// Hook for v1/v2 files: they are migrated to v3 (by `pisess-migrate`) before import.
+///
+/// The first read of a file stops at its header when pi would migrate it
+/// ([`FileError::NeedsMigration`], an internal signal); the importer then calls this hook, which
+/// writes `pisess_migrate::migrate_file`'s output (deterministic ids; the source is only read)
+/// to `scratch`, and imports that instead. The stored rows are the *migrated* lines, so queries
+/// see v3 entries and exporting the session gives exactly the migrated file. The session record
+/// keeps the source's size, mtime and window hashes (so an unchanged source is skipped) and the
+/// source's version (so a grown v1/v2 file is re-imported in full rather than appended to).
+fn migrate_hook(source: &Path, scratch: &Path) -> Result<(), FileError> {
+    let fail = |source_err| FileError::Migrate {
+        path: source.to_path_buf(),
+        source: source_err,
+    };
+    let out = File::create(scratch).map_err(|e| fail(pisess_migrate::MigrateError::Write(e)))?;
+    let mut out = std::io::BufWriter::new(out);
+    pisess_migrate::migrate_file(source, &mut out).map_err(fail)?;
+    std::io::Write::flush(&mut out).map_err(|e| fail(pisess_migrate::MigrateError::Write(e)))?;
+    Ok(())
+}
+
+/// What `write_file` reads: the source itself, or its migrated copy.
+struct Source<'p> {
+    /// The file read.
+    path: &'p Path,
+    /// Its size.
+    size: u64,
+    /// The source's version when `path` is a migrated copy.
+    migrated_from: Option<f64>,
+}
+
+#[derive(Clone)]
+enum Plan {
+    Fresh(Option<(SessionKey, SessionRecord)>),
+    Append(SessionKey, SessionRecord),
+}
+
+/// An append that would change old entries; the file must be read again in full.
+struct Conflict;
+
+impl Store {
+    /// Imports files and folders (folders recursively, `*.jsonl` files), reporting progress.
+    ///
+    /// Per-file problems are reported in the [`ImportReport`]; only store failures are errors.
+    /// Sessions that were imported from a file inside one of the given folders and whose file no
+    /// longer exists are marked gone.
+    pub fn import(
+        &self,
+        paths: &[PathBuf],
+        opts: &ImportOptions,
+        progress: &mut dyn FnMut(ImportEvent<'_>),
+    ) -> Result<ImportReport, StoreError> {
+        let mut files = Vec::new();
+        let mut folders = Vec::new();
+        for p in paths {
+            if p.is_dir() {
+                folders.push(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()));
+                files.extend(jsonl_files_under(p));
+            } else {
+                files.push(p.clone());
+            }
+        }
+        progress(ImportEvent::Start { files: files.len() });
+        let mut report = ImportReport::default();
+        for f in &files {
+            let r = self.import_one(f, opts, progress)?;
+            progress(ImportEvent::FileDone(&r));
+            report.files.push(r);
+        }
+        report.gone = self.mark_gone(&folders)?;
+        // The per-file commits skip fsync; one durable commit at the end persists them all.
+        let tx = self.db.begin_write()?;
+        tx.commit()?;
+        Ok(report)
+    }
+
+    /// Imports one file (no progress reporting).
+    pub fn import_file(&self, path: impl AsRef<Path>) -> Result<FileReport, StoreError> {
+        self.import(
+            &[path.as_ref().to_path_buf()],
+            &ImportOptions::default(),
+            &mut |_| {},
+        )
+        .map(|mut r| r.files.remove(0))
+    }
+
+    fn import_one(
+        &self,
+        path: &Path,
+        opts: &ImportOptions,
+        progress: &mut dyn FnMut(ImportEvent<'_>),
+    ) -> Result<FileReport, StoreError> {
+        let mut report = FileReport {
+            path: path.to_path_buf(),
+            outcome: Outcome::Failed,
+            session: None,
+            bytes_read: 0,
+            lines_read: 0,
+            entries_added: 0,
+            error: None,
+        };
+        let fail = |mut report: FileReport, e: FileError| {
+            report.error = Some(error_chain(&e));
+            Ok(report)
+        };
+        let (canon, size, mtime) = match stat(path) {
+            Ok(x) => x,
+            Err(e) => return fail(report, e),
+        };
+        let key = canon.to_string_lossy().into_owned();
+        let existing = {
+            let rtx = self.db.begin_read()?;
+            let sources = rtx.open_table(schema::SOURCES)?;
+            match sources.get(key.as_str())? {
+                None => None,
+                Some(s) => {
+                    let s = s.value();
+                    let sessions = rtx.open_table(schema::SESSIONS)?;
+                    let rec = sessions.get(s)?.ok_or_else(|| {
+                        StoreError::Inconsistent(format!("source {key} names missing session {s}"))
+                    })?;
+                    Some((SessionKey(s), decode_session(rec.value().bytes(), s)?))
+                }
+            }
+        };
+        let plan = match existing {
+            None => Plan::Fresh(None),
+            Some((s, rec)) if rec.file_size == size && rec.mtime_ns == mtime => {
+                report.outcome = Outcome::Unchanged;
+                report.session = Some(s);
+                if rec.gone {
+                    self.set_gone(s, false)?;
+                }
+                return Ok(report);
+            }
+            Some((s, rec)) => {
+                let grown = size > rec.file_size
+                    && rec.ends_with_newline
+                    && rec.version >= 3.0
+                    && windows_match(&canon, &rec).unwrap_or(false);
+                if grown {
+                    Plan::Append(s, rec)
+                } else {
+                    Plan::Fresh(Some((s, rec)))
+                }
+            }
+        };
+        let result = match self.write_source(&canon, &key, size, mtime, plan, opts, progress)? {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(Conflict)) => {
+                // An append that changes old entries: read everything again.
+                let existing = self.session_record_by_source(&key)?;
+                match self.write_source(
+                    &canon,
+                    &key,
+                    size,
+                    mtime,
+                    Plan::Fresh(existing),
+                    opts,
+                    progress,
+                )? {
+                    Ok(Ok(mut r)) => {
+                        r.outcome = Outcome::Rewritten;
+                        Ok(r)
+                    }
+                    Ok(Err(Conflict)) => Err(StoreError::Inconsistent(
+                        "a full import reported an append conflict".into(),
+                    )),
+                    Err(e) => return fail(report, e),
+                }
+            }
+            Err(e) => return fail(report, e),
+        };
+        let mut r = result?;
+        r.path = path.to_path_buf();
+        Ok(r)
+    }
+
+    fn session_record_by_source(
+        &self,
+        key: &str,
+    ) -> Result<Option<(SessionKey, SessionRecord)>, StoreError> {
+        let rtx = self.db.begin_read()?;
+        let sources = rtx.open_table(schema::SOURCES)?;
+        let Some(s) = sources.get(key)?.map(|v| v.value()) else {
+            return Ok(None);
+        };
+        let sessions = rtx.open_table(schema::SESSIONS)?;
+        let Some(rec) = sessions.get(s)? else {
+            return Ok(None);
+        };
+        Ok(Some((
+            SessionKey(s),
+            decode_session(rec.value().bytes(), s)?,
+        )))
+    }
+
+    fn set_gone(&self, s: SessionKey, gone: bool) -> Result<(), StoreError> {
+        let mut tx = self.db.begin_write()?;
+        tx.set_durability(Durability::None)?;
+        {
+            let mut sessions = tx.open_table(schema::SESSIONS)?;
+            let rec = match sessions.get(s.0)? {
+                Some(r) => decode_session(r.value().bytes(), s.0)?,
+                None => return Ok(()),
+            };
+            let rec = SessionRecord { gone, ..rec };
+            let bytes = encode(&rec)?;
+            sessions.insert(s.0, RecordRef::new(&bytes))?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Marks sessions imported from inside `folders` whose files no longer exist.
+    fn mark_gone(&self, folders: &[PathBuf]) -> Result<u64, StoreError> {
+        if folders.is_empty() {
+            return Ok(0);
+        }
+        let mut missing = Vec::new();
+        {
+            let rtx = self.db.begin_read()?;
+            let sources = rtx.open_table(schema::SOURCES)?;
+            let sessions = rtx.open_table(schema::SESSIONS)?;
+            for row in sources.iter()? {
+                let (path, s) = row?;
+                let path = path.value();
+                let inside = folders.iter().any(|f| Path::new(path).starts_with(f));
+                if inside && !Path::new(path).exists() {
+                    let s = s.value();
+                    if let Some(rec) = sessions.get(s)? {
+                        let rec = RecordRef::<SessionRecord>::new(rec.value().bytes());
+                        let gone = rec
+                            .archived()
+                            .map_err(|source| StoreError::CorruptRecord {
+                                table: schema::SESSIONS_NAME,
+                                key: s.to_string(),
+                                source,
+                            })?
+                            .gone;
+                        if !gone {
+                            missing.push(SessionKey(s));
+                        }
+                    }
+                }
+            }
+        }
+        for s in &missing {
+            self.set_gone(*s, true)?;
+        }
+        Ok(missing.len() as u64)
+    }
+
+    /// [`Self::write_file`] on the source; when the source needs migration, on its migrated
+    /// copy (see [`migrate_hook`]).
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn write_source(
+        &self,
+        canon: &Path,
+        key: &str,
+        size: u64,
+        mtime: i64,
+        plan: Plan,
+        opts: &ImportOptions,
+        progress: &mut dyn FnMut(ImportEvent<'_>),
+    ) -> Result<Result<Result<FileReport, Conflict>, FileError>, StoreError> {
+        let content = Source {
+            path: canon,
+            size,
+            migrated_from: None,
+        };
+        let version = match self.write_file(
+            canon,
+            &content,
+            key,
+            size,
+            mtime,
+            plan.clone(),
+            opts,
+            progress,
+        )? {
+            Err(FileError::NeedsMigration { version, .. }) => version,
+            other => return Ok(other),
+        };
+        // One writer holds the store, so one scratch file beside it is enough; a copy left by a
+        // crash is simply overwritten.
+        let scratch = self.path().with_extension("migrating.jsonl");
+        if let Err(e) = migrate_hook(canon, &scratch) {
+            let _ = std::fs::remove_file(&scratch);
+            return Ok(Err(e));
+        }
+        let result = match std::fs::metadata(&scratch) {
+            Ok(md) => {
+                let content = Source {
+                    path: &scratch,
+                    size: md.len(),
+                    migrated_from: Some(version),
+                };
+                self.write_file(canon, &content, key, size, mtime, plan, opts, progress)
+            }
+            Err(source) => Ok(Err(FileError::Io {
+                path: scratch.clone(),
+                source,
+            })),
+        };
+        let _ = std::fs::remove_file(&scratch);
+        result
+    }
+
+    /// Reads (part of) a file (`content`: the source or its migrated copy) and writes it in one
+    /// transaction. `size` and `mtime` are the source's.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn write_file(
+        &self,
+        canon: &Path,
+        content: &Source<'_>,
+        key: &str,
+        size: u64,
+        mtime: i64,
+        plan: Plan,
+        opts: &ImportOptions,
+        progress: &mut dyn FnMut(ImportEvent<'_>),
+    ) -> Result<Result<Result<FileReport, Conflict>, FileError>, StoreError> {
+        let mut tx = self.db.begin_write()?;
+        tx.set_durability(Durability::None)?;
+        tx.set_quick_repair(true);
+        let io = |source| FileError::Io {
+            path: canon.to_path_buf(),
+            source,
+        };
+        let mut file = match File::open(content.path) {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(io(e))),
+        };
+        let mut w = Writer::new(&tx)?;
+        let (s, rec, outcome, start) = match plan {
+            Plan::Fresh(None) => {
+                let s = SessionKey(w.next_session);
+                w.next_session += 1;
+                (s, SessionRecord::default(), Outcome::New, 0)
+            }
+            Plan::Fresh(Some((s, old))) => {
+                w.delete_session(s, &old)?;
+                (s, SessionRecord::default(), Outcome::Rewritten, 0)
+            }
+            Plan::Append(s, old) => {
+                let start = old.file_size;
+                (s, old, Outcome::Grown, start)
+            }
+        };
+        if let Err(e) = file.seek(SeekFrom::Start(start)) {
+            return Ok(Err(io(e)));
+        }
+        progress(ImportEvent::FileStart {
+            path: canon,
+            offset: start,
+            size,
+        });
+        let mut st = FileState::new(s, rec, start, canon);
+        st.migrated_from = content.migrated_from;
+        let mut reader =
+            ChunkReader::with_chunk_size(file.take(content.size - start), opts.chunk_size);
+        let mut first = true;
+        // Line numbers from the reader count from the start offset.
+        let line_base = st.rec.lines;
+        loop {
+            let chunk = match reader.next_chunk() {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(e) => return Ok(Err(io(e))),
+            };
+            let bom = first && start == 0 && reader.had_bom();
+            first = false;
+            let lines: Vec<Line<'_>> = chunk.lines().collect();
+            let drafts: Vec<Vec<Draft>> = lines
+                .par_iter()
+                .map(|l| draft_line(l, s.0, start, line_base))
+                .collect();
+            let mut rows: Vec<Draft> = Vec::with_capacity(drafts.len());
+            for d in drafts {
+                rows.extend(d);
+            }
+            if bom && let Some(r) = rows.first_mut() {
+                let mut raw = b"\xEF\xBB\xBF".to_vec();
+                raw.extend_from_slice(&r.rec.raw);
+                r.rec.raw = raw;
+                r.rec.offset = 0;
+            }
+            if let Err(e) = st.classify(&mut rows) {
+                return Ok(Err(e));
+            }
+            let encoded: Vec<Vec<u8>> = rows
+                .par_iter()
+                .map(|r| encode(&r.rec))
+                .collect::<Result<_, _>>()?;
+            if let Some(last) = lines.last() {
+                st.ends_with_newline = last.terminated;
+            }
+            st.lines_read += lines.len() as u64;
+            st.rec.lines += lines.len() as u64;
+            st.bytes_read += chunk.len() as u64 + if bom { 3 } else { 0 };
+            if w.write_rows(&mut st, rows, &encoded)?.is_err() {
+                return Ok(Ok(Err(Conflict)));
+            }
+            progress(ImportEvent::Bytes(chunk.len() as u64));
+        }
+        if st.rec.session_id.is_empty() && st.header_pending {
+            let reason = if size == 0 {
+                "the file is empty".to_owned()
+            } else {
+                "no header line".to_owned()
+            };
+            return Ok(Err(FileError::NotASession {
+                path: canon.to_path_buf(),
+                reason,
+            }));
+        }
+        w.link(&mut st)?;
+        // Finish the session record.
+        let (head, tail) = match window_hashes(canon, size) {
+            Ok(h) => h,
+            Err(e) => return Ok(Err(io(e))),
+        };
+        let mut rec = st.rec;
+        rec.path = key.to_owned();
+        rec.file_size = size;
+        rec.mtime_ns = mtime;
+        rec.ends_with_newline = st.ends_with_newline || size == 0;
+        rec.head_hash = head;
+        rec.tail_hash = tail;
+        rec.gone = false;
+        rec.dangling.sort();
+        rec.dangling.dedup();
+        w.finish(s, key, &rec)?;
+        drop(w);
+        tx.commit()?;
+        Ok(Ok(Ok(FileReport {
+            path: canon.to_path_buf(),
+            outcome,
+            session: Some(s),
+            bytes_read: st.bytes_read,
+            lines_read: st.lines_read,
+            entries_added: st.entries_added,
+            error: None,
+        })))
+    }
+}
+
+/// Per-file state while importing.
+struct FileState<'p> {
+    s: SessionKey,
+    rec: SessionRecord,
+    path: &'p Path,
+    header_pending: bool,
+    ends_with_newline: bool,
+    lines_read: u64,
+    bytes_read: u64,
+    entries_added: u64,
+    /// The first entry key written by this import (older keys are old rows).
+    first_new_key: Option<u64>,
+    nodes: Vec<Node>,
+    append: bool,
+    /// The source's version when the rows come from its migrated copy.
+    migrated_from: Option<f64>,
+}
+
+impl<'p> FileState<'p> {
+    fn new(s: SessionKey, rec: SessionRecord, start: u64, path: &'p Path) -> Self {
+        Self {
+            s,
+            header_pending: start == 0,
+            ends_with_newline: rec.ends_with_newline,
+            rec,
+            path,
+            lines_read: 0,
+            bytes_read: 0,
+            entries_added: 0,
+            first_new_key: None,
+            nodes: Vec::new(),
+            append: start > 0,
+            migrated_from: None,
+        }
+    }
+
+    /// Settles header detection: rows before the header are junk, the first record must be it.
+    fn classify(&mut self, rows: &mut [Draft]) -> Result<(), FileError> {
+        if !self.header_pending {
+            return Ok(());
+        }
+        for r in rows.iter_mut() {
+            if !self.header_pending {
+                break;
+            }
+            if r.rec.kind == RowKind::Junk {
+                continue;
+            }
+            let json = r.json_text();
+            let fail = |reason: String| FileError::NotASession {
+                path: self.path.to_path_buf(),
+                reason,
+            };
+            let value: serde_json::Value = serde_json::from_str(&json)
+                .map_err(|e| fail(format!("the first record does not parse ({e})")))?;
+            let Some(obj) = value.as_object() else {
+                return Err(fail("the first record is not an object".into()));
+            };
+            if obj.get("kind").and_then(|v| v.as_str()) == Some("header") {
+                return Err(fail("a v4 header, which pisess does not read".into()));
+            }
+            let id = obj.get("id").and_then(|v| v.as_str());
+            let (Some("session"), Some(id)) = (obj.get("type").and_then(|v| v.as_str()), id) else {
+                return Err(fail(
+                    "the first record is not a header with a string id".into(),
+                ));
+            };
+            let plan = pisess_migrate::Plan::for_header(obj);
+            let version = match self.migrated_from {
+                Some(v) => v,
+                None if plan.rewrite => {
+                    return Err(FileError::NeedsMigration {
+                        path: self.path.to_path_buf(),
+                        version: plan.version,
+                    });
+                }
+                None => plan.version,
+            };
+            let s = |k: &str| obj.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+            self.rec.session_id = id.to_owned();
+            self.rec.cwd = s("cwd").unwrap_or_default();
+            self.rec.created = s("timestamp").unwrap_or_default();
+            self.rec.created_ms = iso_to_ms(&self.rec.created);
+            self.rec.parent_session = s("parentSession");
+            self.rec.version = version;
+            self.rec.header_json = json.into_owned();
+            r.rec.kind = RowKind::Header;
+            r.rec.id = None;
+            r.rec.parent_id = None;
+            r.facts = Facts::default();
+            self.header_pending = false;
+        }
+        // Records before (and on the header's line) are no entries; the header row is not one.
+        Ok(())
+    }
+}
+
+/// A tree node found by this import.
+struct Node {
+    key: u64,
+    id: String,
+    parent: Option<String>,
+}
+
+/// What a record tells about its session, worked out in parallel.
+#[derive(Default)]
+struct Facts {
+    /// `Some(label)` for a `label` entry (`None` label clears): (target, label).
+    label: Option<(String, Option<String>)>,
+    /// `Some(name)` for a `session_info` entry.
+    session_name: Option<Option<String>>,
+    /// A `message` entry.
+    message: bool,
+    /// Time of a user/assistant message.
+    message_ms: Option<i64>,
+    /// Text of a user message.
+    user_text: Option<String>,
+    /// File operations and tool result (see [`crate::files`]).
+    ops: crate::files::EntryOps,
+}
+
+/// One row to store, before its key is known.
+struct Draft {
+    rec: EntryRecord,
+    facts: Facts,
+}
+
+impl Draft {
+    fn json_text(&self) -> std::borrow::Cow<'_, str> {
+        if let Some(j) = &self.rec.json {
+            return std::borrow::Cow::Borrowed(j);
+        }
+        let raw = self.rec.raw.as_slice();
+        let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
+        let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        String::from_utf8_lossy(raw)
+    }
+}
+
+/// Parses one physical line into its rows (at least one: junk lines are rows too).
+fn draft_line(line: &Line<'_>, session: u64, base_offset: u64, line_base: u64) -> Vec<Draft> {
+    let mut raw = line.bytes.to_vec();
+    if line.crlf {
+        raw.extend_from_slice(b"\r\n");
+    } else if line.terminated {
+        raw.push(b'\n');
+    }
+    let number = line_base + line.number;
+    let offset = base_offset + line.offset;
+    let mut problems = Vec::new();
+    let mut out: Vec<Draft> = Vec::with_capacity(1);
+    parse_line(line, &mut problems, |piece| {
+        let first = out.is_empty();
+        let exact = first && piece.json.as_bytes() == line.bytes;
+        let json = (!exact).then(|| piece.json.to_owned());
+        let mut rec = EntryRecord {
+            session,
+            line: number,
+            offset,
+            kind: if piece.is_object() {
+                RowKind::Entry
+            } else {
+                RowKind::Value
+            },
+            raw: if first {
+                std::mem::take(&mut raw)
+            } else {
+                Vec::new()
+            },
+            json,
+            id: None,
+            parent_id: None,
+            type_name: None,
+            role: None,
+            timestamp: None,
+        };
+        let mut facts = Facts::default();
+        if let Ok(e) = &piece.entry {
+            fill(&mut rec, &mut facts, e);
+        }
+        out.push(Draft { rec, facts });
+    });
+    if out.is_empty() {
+        out.push(Draft {
+            rec: EntryRecord {
+                session,
+                line: number,
+                offset,
+                kind: RowKind::Junk,
+                raw,
+                json: None,
+                id: None,
+                parent_id: None,
+                type_name: None,
+                role: None,
+                timestamp: None,
+            },
+            facts: Facts::default(),
+        });
+    }
+    out
+}
+
+fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>) {
+    facts.ops = crate::files::extract(e);
+    rec.id = e.id().map(str::to_owned);
+    rec.parent_id = e.parent_id().map(str::to_owned);
+    rec.type_name = e.type_name.get().map(|t| t.as_str().to_owned());
+    rec.timestamp = e.timestamp.get().map(|t| t.as_str().to_owned());
+    match e.entry_type() {
+        EntryType::Message => {
+            facts.message = true;
+            if let Some(m) = e.message.get() {
+                rec.role = m.role.get().map(|r| r.as_str().to_owned());
+                let role = m.role();
+                if matches!(role, Role::User | Role::Assistant) {
+                    facts.message_ms = m
+                        .timestamp
+                        .get()
+                        .map(|t| *t as i64)
+                        .or_else(|| rec.timestamp.as_deref().and_then(iso_to_ms));
+                }
+                if role == Role::User {
+                    let text = match m.content.get() {
+                        Some(Content::Text(t)) => t.as_str().to_owned(),
+                        _ => m.texts().collect::<Vec<_>>().join(" "),
+                    };
+                    facts.user_text = Some(text);
+                }
+            }
+        }
+        EntryType::Label => {
+            if let Some(t) = e.target_id.get() {
+                let label = e
+                    .label
+                    .get()
+                    .map(|l| l.as_str().to_owned())
+                    .filter(|l| !l.is_empty());
+                facts.label = Some((t.as_str().to_owned(), label));
+            }
+        }
+        EntryType::SessionInfo => {
+            let name = e
+                .name
+                .get()
+                .map(|n| n.as_str().trim().to_owned())
+                .filter(|n| !n.is_empty());
+            facts.session_name = Some(name);
+        }
+        _ => {}
+    }
+}
+
+/// The open tables of one write transaction.
+pub(crate) struct Writer<'t> {
+    meta: Table<'t, &'static str, u64>,
+    sources: Table<'t, &'static str, u64>,
+    sessions: Table<'t, u64, Rkyv<SessionRecord>>,
+    session_ids: Table<'t, (&'static str, u64), ()>,
+    entries: Table<'t, u64, Rkyv<EntryRecord>>,
+    session_entries: Table<'t, (u64, u64), u64>,
+    entry_ids: Table<'t, (u64, &'static str), u64>,
+    parents: Table<'t, u64, Link>,
+    children: Table<'t, (u64, u64), ()>,
+    labels: Table<'t, (u64, &'static str), &'static str>,
+    row_hashes: Table<'t, u64, [u8; 32]>,
+    pub(crate) file_ops: Table<'t, (u64, u32), Rkyv<crate::files::FileOpRecord>>,
+    pub(crate) file_paths: Table<'t, (&'static str, u64, u32), u8>,
+    pub(crate) tool_results: Table<'t, (u64, &'static str), u8>,
+    next_entry: u64,
+    next_session: u64,
+}
+
+impl<'t> Writer<'t> {
+    fn new(tx: &'t WriteTransaction) -> Result<Self, StoreError> {
+        let meta = tx.open_table(META)?;
+        let next_entry = meta_get(&meta, META_NEXT_ENTRY)?;
+        let next_session = meta_get(&meta, META_NEXT_SESSION)?;
+        Ok(Self {
+            meta,
+            sources: tx.open_table(schema::SOURCES)?,
+            sessions: tx.open_table(schema::SESSIONS)?,
+            session_ids: tx.open_table(schema::SESSION_IDS)?,
+            entries: tx.open_table(schema::ENTRIES)?,
+            session_entries: tx.open_table(schema::SESSION_ENTRIES)?,
+            entry_ids: tx.open_table(schema::ENTRY_IDS)?,
+            parents: tx.open_table(schema::PARENTS)?,
+            children: tx.open_table(schema::CHILDREN)?,
+            labels: tx.open_table(schema::LABELS)?,
+            row_hashes: tx.open_table(schema::ROW_HASHES)?,
+            file_ops: tx.open_table(crate::files::FILE_OPS)?,
+            file_paths: tx.open_table(crate::files::FILE_PATHS)?,
+            tool_results: tx.open_table(crate::files::TOOL_RESULTS)?,
+            next_entry,
+            next_session,
+        })
+    }
+
+    /// Removes every row of a session (before reading its file again).
+    fn delete_session(&mut self, s: SessionKey, old: &SessionRecord) -> Result<(), StoreError> {
+        let mut keys = Vec::new();
+        for row in self.session_entries.range((s.0, 0)..=(s.0, u64::MAX))? {
+            keys.push(row?.1.value());
+        }
+        for k in &keys {
+            self.entries.remove(*k)?;
+            self.row_hashes.remove(*k)?;
+            let link = self.parents.remove(*k)?.map(|l| l.value());
+            if let Some(p) = link.and_then(|l| l.parent()) {
+                self.children.remove((p.0, *k))?;
+            }
+        }
+        self.session_entries
+            .retain_in((s.0, 0)..=(s.0, u64::MAX), |_, _| false)?;
+        self.entry_ids.retain(|(sk, _), _| sk != s.0)?;
+        self.labels.retain(|(sk, _), _| sk != s.0)?;
+        self.session_ids.remove((old.session_id.as_str(), s.0))?;
+        crate::files::delete_session_ops(self, s, &keys)?;
+        Ok(())
+    }
+
+    /// Writes a chunk's rows; `Err(Conflict)` when an append would change old entries.
+    fn write_rows(
+        &mut self,
+        st: &mut FileState<'_>,
+        rows: Vec<Draft>,
+        encoded: &[Vec<u8>],
+    ) -> Result<Result<(), Conflict>, StoreError> {
+        let s = st.s.0;
+        for (mut row, bytes) in rows.into_iter().zip(encoded) {
+            let key = self.next_entry;
+            self.next_entry += 1;
+            let first_new = *st.first_new_key.get_or_insert(key);
+            self.entries.insert(key, RecordRef::new(bytes))?;
+            self.row_hashes
+                .insert(key, blake3::hash(&row.rec.raw).as_bytes())?;
+            self.session_entries.insert((s, st.rec.rows), key)?;
+            st.rec.rows += 1;
+            let ops = std::mem::take(&mut row.facts.ops);
+            if !ops.ops.is_empty() || ops.result.is_some() {
+                self.write_ops(
+                    st.s,
+                    key,
+                    &st.rec.cwd,
+                    row.rec.id.as_deref(),
+                    row.rec.timestamp.as_deref(),
+                    ops,
+                )?;
+            }
+            let rec = row.rec;
+            if matches!(rec.kind, RowKind::Entry | RowKind::Value) {
+                st.rec.entries += 1;
+                st.entries_added += 1;
+                st.rec.leaf = rec.id.as_ref().map(|_| key);
+            }
+            if let Some(id) = rec.id {
+                if st.append {
+                    let old = self.entry_ids.get((s, id.as_str()))?.map(|v| v.value());
+                    if old.is_some_and(|k| k < first_new)
+                        || st.rec.dangling.binary_search(&id).is_ok()
+                    {
+                        return Ok(Err(Conflict));
+                    }
+                }
+                self.entry_ids.insert((s, id.as_str()), key)?;
+                st.nodes.push(Node {
+                    key,
+                    id,
+                    parent: rec.parent_id,
+                });
+            }
+            let f = row.facts;
+            if f.message {
+                st.rec.messages += 1;
+            }
+            if let Some(ms) = f.message_ms {
+                st.rec.modified_ms = Some(st.rec.modified_ms.map_or(ms, |m| m.max(ms)));
+            }
+            if st.rec.first_message.is_none()
+                && let Some(t) = f.user_text
+            {
+                st.rec.first_message = Some(t);
+            }
+            if let Some(name) = f.session_name {
+                st.rec.name = name;
+            }
+            if let Some((target, label)) = f.label {
+                match label {
+                    Some(l) => {
+                        self.labels.insert((s, target.as_str()), l.as_str())?;
+                    }
+                    None => {
+                        self.labels.remove((s, target.as_str()))?;
+                    }
+                }
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Resolves the parents of this import's nodes and writes `parents` and `children`.
+    fn link(&mut self, st: &mut FileState<'_>) -> Result<(), StoreError> {
+        let s = st.s.0;
+        let nodes = std::mem::take(&mut st.nodes);
+        let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(nodes.len());
+        for (i, n) in nodes.iter().enumerate() {
+            by_id.insert(n.id.as_str(), i);
+        }
+        #[derive(Clone, Copy, PartialEq)]
+        enum Ref {
+            Root,
+            New(usize),
+            Old(u64),
+        }
+        let mut parent = Vec::with_capacity(nodes.len());
+        for n in &nodes {
+            let r = match &n.parent {
+                None => Ref::Root,
+                Some(p) => match by_id.get(p.as_str()) {
+                    Some(&j) => Ref::New(j),
+                    None => match self.entry_ids.get((s, p.as_str()))?.map(|v| v.value()) {
+                        Some(k) => Ref::Old(k),
+                        None => {
+                            st.rec.dangling.push(p.clone());
+                            Ref::Root
+                        }
+                    },
+                },
+            };
+            parent.push(r);
+        }
+        let mut links: Vec<Option<Link>> = vec![None; nodes.len()];
+        let mut old_links: HashMap<u64, Link> = HashMap::new();
+        let key_index = |k: u64| nodes.binary_search_by_key(&k, |n| n.key).ok();
+        // Links of keys outside this import are read from the table (and cached).
+        let mut link_of = |k: u64,
+                           links: &Vec<Option<Link>>,
+                           parents: &Table<'t, u64, Link>|
+         -> Result<Link, StoreError> {
+            if let Some(i) = key_index(k) {
+                return links[i].ok_or_else(|| {
+                    StoreError::Inconsistent(format!("entry {k} linked before its parent"))
+                });
+            }
+            if let Some(l) = old_links.get(&k) {
+                return Ok(*l);
+            }
+            let l = parents
+                .get(k)?
+                .map(|v| v.value())
+                .ok_or_else(|| StoreError::Inconsistent(format!("entry {k} has no link")))?;
+            old_links.insert(k, l);
+            Ok(l)
+        };
+        const UNSEEN: u8 = 0;
+        const OPEN: u8 = 1;
+        const DONE: u8 = 2;
+        let mut state = vec![UNSEEN; nodes.len()];
+        let mut stack = Vec::new();
+        for start in 0..nodes.len() {
+            if state[start] != UNSEEN {
+                continue;
+            }
+            state[start] = OPEN;
+            stack.push(start);
+            while let Some(&top) = stack.last() {
+                if let Ref::New(j) = parent[top] {
+                    if state[j] == UNSEEN {
+                        state[j] = OPEN;
+                        stack.push(j);
+                        continue;
+                    }
+                    if state[j] == OPEN {
+                        // `top` closes a cycle: make it a root.
+                        parent[top] = Ref::Root;
+                        st.rec.cycle_cuts += 1;
+                    }
+                }
+                let key = nodes[top].key;
+                let p = match parent[top] {
+                    Ref::Root => None,
+                    Ref::New(j) => Some(nodes[j].key),
+                    Ref::Old(k) => Some(k),
+                };
+                let link = match p {
+                    None => Link {
+                        parent: EntryKey::NONE,
+                        jump: EntryKey(key),
+                        depth: 0,
+                    },
+                    Some(p) => {
+                        let lp = link_of(p, &links, &self.parents)?;
+                        let lj = link_of(lp.jump.0, &links, &self.parents)?;
+                        let ljj = link_of(lj.jump.0, &links, &self.parents)?;
+                        let jump = if lp.depth - lj.depth == lj.depth - ljj.depth {
+                            lj.jump
+                        } else {
+                            EntryKey(p)
+                        };
+                        Link {
+                            parent: EntryKey(p),
+                            jump,
+                            depth: lp.depth + 1,
+                        }
+                    }
+                };
+                links[top] = Some(link);
+                state[top] = DONE;
+                stack.pop();
+            }
+        }
+        for (n, l) in nodes.iter().zip(&links) {
+            let l = l.ok_or_else(|| StoreError::Inconsistent("unlinked node".into()))?;
+            self.parents.insert(n.key, l)?;
+            if let Some(p) = l.parent() {
+                self.children.insert((p.0, n.key), ())?;
+            }
+        }
+        // Keep the node list for the file-operation index.
+        st.nodes = nodes;
+        Ok(())
+    }
+
+    fn finish(&mut self, s: SessionKey, key: &str, rec: &SessionRecord) -> Result<(), StoreError> {
+        // A rewritten file may carry a new session id.
+        let stale: Vec<String> = self
+            .session_ids
+            .iter()?
+            .filter_map(|r| r.ok())
+            .filter(|(k, _)| k.value().1 == s.0 && k.value().0 != rec.session_id)
+            .map(|(k, _)| k.value().0.to_owned())
+            .collect();
+        for id in stale {
+            self.session_ids.remove((id.as_str(), s.0))?;
+        }
+        self.session_ids
+            .insert((rec.session_id.as_str(), s.0), ())?;
+        let bytes = encode(rec)?;
+        self.sessions.insert(s.0, RecordRef::new(&bytes))?;
+        self.sources.insert(key, s.0)?;
+        self.meta.insert(META_NEXT_ENTRY, self.next_entry)?;
+        self.meta.insert(META_NEXT_SESSION, self.next_session)?;
+        Ok(())
+    }
+}
+
+/// Canonical path, size and mtime (ns) of a file.
+fn stat(path: &Path) -> Result<(PathBuf, u64, i64), FileError> {
+    let io = |source| FileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let canon = std::fs::canonicalize(path).map_err(io)?;
+    let md = std::fs::metadata(&canon).map_err(io)?;
+    let mtime = md
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    Ok((canon, md.len(), mtime))
+}
+
+/// blake3 of the first and last [`WINDOW`] bytes of the first `len` bytes of a file.
+fn window_hashes(path: &Path, len: u64) -> std::io::Result<([u8; 32], [u8; 32])> {
+    let mut f = File::open(path)?;
+    let w = WINDOW.min(len);
+    let mut buf = vec![0u8; w as usize];
+    f.read_exact(&mut buf)?;
+    let head = *blake3::hash(&buf).as_bytes();
+    f.seek(SeekFrom::Start(len - w))?;
+    f.read_exact(&mut buf)?;
+    let tail = *blake3::hash(&buf).as_bytes();
+    Ok((head, tail))
+}
+
+fn windows_match(path: &Path, rec: &SessionRecord) -> std::io::Result<bool> {
+    let (h, t) = window_hashes(path, rec.file_size)?;
+    Ok(h == rec.head_hash && t == rec.tail_hash)
+}
+
+/// The `*.jsonl` files under a folder, recursively (explicit stack), sorted.
+pub fn jsonl_files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// An error and its sources, joined with ": ".
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// Parses an ISO 8601 UTC time (`YYYY-MM-DDTHH:MM:SS[.fff]Z`, lenient on the fraction and a
+/// missing `Z`) to Unix milliseconds.
+pub fn iso_to_ms(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = b.get(r)?;
+        if t.is_empty() || !t.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(t).ok()?.parse().ok()
+    };
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let mut ms = 0;
+    let mut i = 19;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        let frac = &s[start..i];
+        let padded: String = frac.chars().chain("000".chars()).take(3).collect();
+        ms = padded.parse().ok()?;
+    }
+    if !matches!(&s[i..], "" | "Z" | "z") {
+        return None;
+    }
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    // Days from civil (Howard Hinnant).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_times() {
+        assert_eq!(iso_to_ms("1970-01-01T00:00:00.000Z"), Some(0));
+        assert_eq!(
+            iso_to_ms("2026-01-01T00:00:00.000Z"),
+            Some(1_767_225_600_000)
+        );
+        assert_eq!(iso_to_ms("2025-01-01T00:00:01Z"), Some(1_735_689_601_000));
+        assert_eq!(iso_to_ms("2026-01-01T00:00:00.5Z"), Some(1_767_225_600_500));
+        assert_eq!(iso_to_ms("nope"), None);
+    }
+}

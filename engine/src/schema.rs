@@ -1,0 +1,135 @@
+//! Every redb table of the store, and the schema version.
+//!
+//! Invariants:
+//! - table names and record type names carry a version (`entries.v1`, `pisess::EntryRecordV1`);
+//!   only `meta` is unversioned, because it holds the schema version itself;
+//! - every index row is written in the same write transaction as the rows it indexes, so a
+//!   committed store never has an index that disagrees with its data;
+//! - tree data (`parents.v1`) is fixed width, so walks never decode a record.
+//!
+//! | table | key → value |
+//! |---|---|
+//! | `meta` | `&str → u64`: `schema_version`, `next_entry`, `next_session` |
+//! | `sources.v1` | canonical file path → session key |
+//! | `sessions.v1` | session key → [`SessionRecord`] |
+//! | `session_ids.v1` | (session id, session key) → () |
+//! | `entries.v1` | entry key → [`EntryRecord`] (one per stored row) |
+//! | `session_entries.v1` | (session key, row sequence) → entry key (file order) |
+//! | `entry_ids.v1` | (session key, entry id) → entry key (a later duplicate id wins, as in pi) |
+//! | `parents.v1` | entry key → [`Link`] (parent, skip pointer, depth; 20 bytes) |
+//! | `children.v1` | (parent key, child key) → () (children in file order) |
+//! | `labels.v1` | (session key, target id) → label (resolved as pi: file order, last wins) |
+//! | `row_hashes.v1` | entry key → blake3 of the row's `raw` bytes (checked by `verify`) |
+//! | `file_ops.v2` | (entry key, op index) → [`crate::files::FileOpRecord`] |
+//! | `file_paths.v1` | (path as written or resolved, entry key, op index) → how found |
+//! | `tool_results.v1` | (session key, tool call id) → 1 if the result was an error |
+//!
+//! Schema 2 added `row_hashes`, `file_paths`, `tool_results` and the filled `file_ops.v2`.
+
+use redb::{TableDefinition, TypeName, Value};
+
+use crate::ids::{EntryKey, Link};
+use crate::record::{EntryRecord, Rkyv, SessionRecord};
+
+/// The schema version this build reads and writes.
+pub const SCHEMA_VERSION: u64 = 2;
+
+/// `meta` key of the schema version.
+pub const META_SCHEMA: &str = "schema_version";
+/// `meta` key of the next entry key to allocate.
+pub const META_NEXT_ENTRY: &str = "next_entry";
+/// `meta` key of the next session key to allocate.
+pub const META_NEXT_SESSION: &str = "next_session";
+
+/// Name of the sessions table (for error messages).
+pub const SESSIONS_NAME: &str = "sessions.v1";
+/// Name of the entries table (for error messages).
+pub const ENTRIES_NAME: &str = "entries.v1";
+
+/// Store-wide settings and counters.
+pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// Imported file path → session.
+pub const SOURCES: TableDefinition<&str, u64> = TableDefinition::new("sources.v1");
+/// Session key → session record.
+pub const SESSIONS: TableDefinition<u64, Rkyv<SessionRecord>> = TableDefinition::new(SESSIONS_NAME);
+/// (session id, session key) → ().
+pub const SESSION_IDS: TableDefinition<(&str, u64), ()> = TableDefinition::new("session_ids.v1");
+/// Entry key → stored row.
+pub const ENTRIES: TableDefinition<u64, Rkyv<EntryRecord>> = TableDefinition::new(ENTRIES_NAME);
+/// (session, row sequence) → entry key.
+pub const SESSION_ENTRIES: TableDefinition<(u64, u64), u64> =
+    TableDefinition::new("session_entries.v1");
+/// (session, entry id) → entry key.
+pub const ENTRY_IDS: TableDefinition<(u64, &str), u64> = TableDefinition::new("entry_ids.v1");
+/// Entry key → parent, skip pointer, depth.
+pub const PARENTS: TableDefinition<u64, Link> = TableDefinition::new("parents.v1");
+/// (parent, child) → ().
+pub const CHILDREN: TableDefinition<(u64, u64), ()> = TableDefinition::new("children.v1");
+/// Entry key → blake3 of the row's raw bytes.
+pub const ROW_HASHES: TableDefinition<u64, [u8; 32]> = TableDefinition::new("row_hashes.v1");
+/// (session, target id) → label.
+pub const LABELS: TableDefinition<(u64, &str), &str> = TableDefinition::new("labels.v1");
+
+impl Value for Link {
+    type SelfType<'a> = Self;
+    type AsBytes<'a> = [u8; 20];
+
+    fn fixed_width() -> Option<usize> {
+        Some(20)
+    }
+
+    fn from_bytes<'a>(data: &'a [u8]) -> Self
+    where
+        Self: 'a,
+    {
+        let mut p = [0u8; 8];
+        let mut j = [0u8; 8];
+        let mut d = [0u8; 4];
+        // redb hands back exactly `fixed_width()` bytes; shorter input reads as zeros.
+        for (dst, src) in p.iter_mut().zip(data.iter()) {
+            *dst = *src;
+        }
+        for (dst, src) in j.iter_mut().zip(data.iter().skip(8)) {
+            *dst = *src;
+        }
+        for (dst, src) in d.iter_mut().zip(data.iter().skip(16)) {
+            *dst = *src;
+        }
+        Self {
+            parent: EntryKey(u64::from_le_bytes(p)),
+            jump: EntryKey(u64::from_le_bytes(j)),
+            depth: u32::from_le_bytes(d),
+        }
+    }
+
+    fn as_bytes<'a, 'b: 'a>(value: &'a Self) -> [u8; 20]
+    where
+        Self: 'b,
+    {
+        let mut out = [0u8; 20];
+        out[..8].copy_from_slice(&value.parent.0.to_le_bytes());
+        out[8..16].copy_from_slice(&value.jump.0.to_le_bytes());
+        out[16..].copy_from_slice(&value.depth.to_le_bytes());
+        out
+    }
+
+    fn type_name() -> TypeName {
+        TypeName::new("pisess::LinkV1")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_round_trips() {
+        let l = Link {
+            parent: EntryKey(1 << 40),
+            jump: EntryKey(5),
+            depth: 1_000_000,
+        };
+        let b = <Link as Value>::as_bytes(&l);
+        assert_eq!(<Link as Value>::from_bytes(&b), l);
+    }
+}

@@ -1,0 +1,277 @@
+//! Opening the store: location, schema check, read snapshots.
+//!
+//! Invariants:
+//! - a store is only used after its `meta.schema_version` has been checked: a newer version is
+//!   refused ([`StoreError::NewerSchema`]) and never read further;
+//! - opening for writing creates every table in one transaction, so a fresh store is complete;
+//! - a store held by another process gives [`StoreError::Busy`] (redb's exclusive-writer lock).
+
+use std::path::{Path, PathBuf};
+
+use redb::{Database, ReadableDatabase, ReadableTable};
+
+use crate::error::StoreError;
+use crate::schema::{self, META, META_SCHEMA, SCHEMA_VERSION};
+
+/// An open store.
+#[derive(Debug)]
+pub struct Store {
+    pub(crate) db: Database,
+    path: PathBuf,
+}
+
+/// The default store location: `$PISESS_STORE`, else `$XDG_DATA_HOME/pisess/store.redb`, else
+/// `~/.local/share/pisess/store.redb`.
+pub fn default_store_path() -> Result<PathBuf, StoreError> {
+    store_path_from(|k| std::env::var_os(k))
+}
+
+/// [`default_store_path`] with the environment given as a function (for tests).
+pub fn store_path_from(
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<PathBuf, StoreError> {
+    let set = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(p) = set("PISESS_STORE") {
+        return Ok(p);
+    }
+    if let Some(d) = set("XDG_DATA_HOME") {
+        return Ok(d.join("pisess/store.redb"));
+    }
+    if let Some(h) = set("HOME") {
+        return Ok(h.join(".local/share/pisess/store.redb"));
+    }
+    Err(StoreError::NoLocation)
+}
+
+/// The default pi session folder: `$PI_CODING_AGENT_SESSION_DIR`, else
+/// `$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions`.
+pub fn default_session_dir() -> Option<PathBuf> {
+    let set = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(p) = set("PI_CODING_AGENT_SESSION_DIR") {
+        return Some(p);
+    }
+    if let Some(p) = set("PI_CODING_AGENT_DIR") {
+        return Some(p.join("sessions"));
+    }
+    set("HOME").map(|h| h.join(".pi/agent/sessions"))
+}
+
+impl Store {
+    /// Opens the store at `path` for reading and writing, creating it (and its folder) if needed.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let db = if path.exists() {
+            Database::open(&path).map_err(|e| StoreError::from_open(e, &path))?
+        } else {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
+            }
+            Database::create(&path).map_err(|e| StoreError::from_open(e, &path))?
+        };
+        let store = Self { db, path };
+        store.init()?;
+        Ok(store)
+    }
+
+    /// Opens the store at [`default_store_path`].
+    pub fn open_default() -> Result<Self, StoreError> {
+        Self::open(default_store_path()?)
+    }
+
+    /// The store file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Checks the schema version and creates missing tables.
+    fn init(&self) -> Result<(), StoreError> {
+        // Check with a read transaction first: a newer store must not even be written to.
+        {
+            let rtx = self.db.begin_read()?;
+            match rtx.open_table(META) {
+                Ok(meta) => {
+                    if let Some(v) = meta.get(META_SCHEMA)? {
+                        self.check_version(v.value())?;
+                    }
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let tx = self.db.begin_write()?;
+        {
+            let mut meta = tx.open_table(META)?;
+            let found = meta.get(META_SCHEMA)?.map(|v| v.value());
+            match found {
+                Some(v) => self.check_version(v)?,
+                None => {
+                    meta.insert(META_SCHEMA, SCHEMA_VERSION)?;
+                }
+            }
+            tx.open_table(schema::SOURCES)?;
+            tx.open_table(schema::SESSIONS)?;
+            tx.open_table(schema::SESSION_IDS)?;
+            tx.open_table(schema::ENTRIES)?;
+            tx.open_table(schema::SESSION_ENTRIES)?;
+            tx.open_table(schema::ENTRY_IDS)?;
+            tx.open_table(schema::PARENTS)?;
+            tx.open_table(schema::CHILDREN)?;
+            tx.open_table(schema::LABELS)?;
+            tx.open_table(schema::ROW_HASHES)?;
+            tx.open_table(crate::files::FILE_OPS)?;
+            tx.open_table(crate::files::FILE_PATHS)?;
+            tx.open_table(crate::files::TOOL_RESULTS)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn check_version(&self, found: u64) -> Result<(), StoreError> {
+        use std::cmp::Ordering::*;
+        match found.cmp(&SCHEMA_VERSION) {
+            Equal => Ok(()),
+            Greater => Err(StoreError::NewerSchema {
+                path: self.path.clone(),
+                found,
+                supported: SCHEMA_VERSION,
+            }),
+            Less => Err(StoreError::OlderSchema {
+                path: self.path.clone(),
+                found,
+                supported: SCHEMA_VERSION,
+            }),
+        }
+    }
+
+    /// A consistent read-only view of the store (one MVCC snapshot).
+    pub fn snapshot(&self) -> Result<crate::graph::Snapshot, StoreError> {
+        crate::graph::Snapshot::new(self.db.begin_read()?)
+    }
+
+    /// A blake3 digest of every table's keys and values, in key order: two stores with the same
+    /// digest hold the same data (used to prove imports idempotent).
+    pub fn content_digest(&self) -> Result<[u8; 32], StoreError> {
+        let rtx = self.db.begin_read()?;
+        let mut h = blake3::Hasher::new();
+        hash_table(&rtx, META, &mut h)?;
+        hash_table(&rtx, schema::SOURCES, &mut h)?;
+        hash_table(&rtx, schema::SESSIONS, &mut h)?;
+        hash_table(&rtx, schema::SESSION_IDS, &mut h)?;
+        hash_table(&rtx, schema::ENTRIES, &mut h)?;
+        hash_table(&rtx, schema::SESSION_ENTRIES, &mut h)?;
+        hash_table(&rtx, schema::ENTRY_IDS, &mut h)?;
+        hash_table(&rtx, schema::PARENTS, &mut h)?;
+        hash_table(&rtx, schema::CHILDREN, &mut h)?;
+        hash_table(&rtx, schema::LABELS, &mut h)?;
+        hash_table(&rtx, schema::ROW_HASHES, &mut h)?;
+        hash_table(&rtx, crate::files::FILE_OPS, &mut h)?;
+        hash_table(&rtx, crate::files::FILE_PATHS, &mut h)?;
+        hash_table(&rtx, crate::files::TOOL_RESULTS, &mut h)?;
+        Ok(*h.finalize().as_bytes())
+    }
+
+    /// Checks redb's own integrity (page checksums and tree structure).
+    pub fn check_integrity(&mut self) -> Result<bool, StoreError> {
+        self.db
+            .check_integrity()
+            .map_err(|e| StoreError::from_open(e, &self.path))
+    }
+
+    /// Closes the store, reporting any error redb would otherwise drop.
+    pub fn close(self) -> Result<(), StoreError> {
+        let path = self.path;
+        self.db.close().map_err(|e| StoreError::from_open(e, &path))
+    }
+}
+
+fn hash_table<K: redb::Key + 'static, V: redb::Value + 'static>(
+    rtx: &redb::ReadTransaction,
+    def: redb::TableDefinition<K, V>,
+    h: &mut blake3::Hasher,
+) -> Result<(), StoreError> {
+    use redb::TableHandle;
+    h.update(def.name().as_bytes());
+    let table = rtx.open_table(def)?;
+    for row in table.iter()? {
+        let (k, v) = row?;
+        let (kv, vv) = (k.value(), v.value());
+        let kb = K::as_bytes(&kv);
+        let vb = V::as_bytes(&vv);
+        for b in [kb.as_ref(), vb.as_ref()] {
+            h.update(&(b.len() as u64).to_le_bytes());
+            h.update(b);
+        }
+    }
+    Ok(())
+}
+
+/// Reads a `meta` counter, 0 when unset.
+pub(crate) fn meta_get(
+    meta: &impl ReadableTable<&'static str, u64>,
+    key: &str,
+) -> Result<u64, StoreError> {
+    Ok(meta.get(key)?.map_or(0, |v| v.value()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_path_resolution() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        assert_eq!(
+            store_path_from(env(&[("PISESS_STORE", "/x/s.redb"), ("HOME", "/h")])).unwrap(),
+            PathBuf::from("/x/s.redb")
+        );
+        assert_eq!(
+            store_path_from(env(&[("XDG_DATA_HOME", "/d"), ("HOME", "/h")])).unwrap(),
+            PathBuf::from("/d/pisess/store.redb")
+        );
+        assert_eq!(
+            store_path_from(env(&[("PISESS_STORE", ""), ("HOME", "/h")])).unwrap(),
+            PathBuf::from("/h/.local/share/pisess/store.redb")
+        );
+        assert!(matches!(
+            store_path_from(env(&[])),
+            Err(StoreError::NoLocation)
+        ));
+    }
+
+    #[test]
+    fn newer_schema_is_refused_and_busy_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/store.redb");
+        let store = Store::open(&path).unwrap();
+        assert!(matches!(Store::open(&path), Err(StoreError::Busy { .. })));
+        {
+            let tx = store.db.begin_write().unwrap();
+            tx.open_table(META)
+                .unwrap()
+                .insert(META_SCHEMA, SCHEMA_VERSION + 1)
+                .unwrap();
+            tx.commit().unwrap();
+        }
+        store.close().unwrap();
+        let err = Store::open(&path).unwrap_err();
+        assert!(
+            matches!(err, StoreError::NewerSchema { found, .. } if found == SCHEMA_VERSION + 1),
+            "{err}"
+        );
+        assert!(err.to_string().contains("newer"));
+    }
+}

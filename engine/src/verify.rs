@@ -1,0 +1,165 @@
+//! The store's self-check (`pisess verify`).
+//!
+//! Invariants checked (each failure is one [`Finding`]; nothing is repaired):
+//! - redb's own integrity (page checksums, tree structure);
+//! - every row listed in `session_entries` exists, belongs to its session, and its `raw` bytes
+//!   hash (blake3) to the `row_hashes` value written at import;
+//! - every `parents` link names an existing parent one level shallower (so every chain reaches
+//!   a root and none is cyclic), a jump at no greater depth, and has its `children` row;
+//! - every `entry_ids` row points at a row of that session with that id;
+//! - every `file_paths` row points at an existing `file_ops` row.
+//!
+//! Walks are loops over tables; nothing recurses.
+
+use redb::ReadableTable;
+
+use crate::error::StoreError;
+use crate::graph::Snapshot;
+use crate::store::Store;
+
+/// One inconsistency found by [`Store::verify`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The table concerned.
+    pub table: &'static str,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What [`Store::verify`] looked at and found.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyReport {
+    /// Sessions checked.
+    pub sessions: u64,
+    /// Rows re-hashed.
+    pub rows: u64,
+    /// Tree links checked.
+    pub links: u64,
+    /// Problems found (empty when the store is consistent).
+    pub findings: Vec<Finding>,
+}
+
+/// Stop collecting after this many findings (they are counted in the first few anyway).
+const MAX_FINDINGS: usize = 1000;
+
+impl Store {
+    /// Checks the store (see the module docs).
+    pub fn verify(&mut self) -> Result<VerifyReport, StoreError> {
+        let mut report = VerifyReport::default();
+        if !self.check_integrity()? {
+            report.findings.push(Finding {
+                table: "redb",
+                message: "redb's integrity check failed (the store was repaired or is damaged)"
+                    .into(),
+            });
+        }
+        let snap = self.snapshot()?;
+        snap.verify_into(&mut report)?;
+        Ok(report)
+    }
+}
+
+impl Snapshot {
+    fn verify_into(&self, r: &mut VerifyReport) -> Result<(), StoreError> {
+        let add = |r: &mut VerifyReport, table: &'static str, message: String| {
+            if r.findings.len() < MAX_FINDINGS {
+                r.findings.push(Finding { table, message });
+            }
+        };
+        for (s, rec) in self.sessions()? {
+            r.sessions += 1;
+            let mut n = 0u64;
+            for e in self.rows(s)? {
+                n += 1;
+                r.rows += 1;
+                let got = self.with_entry(e, |a| {
+                    (
+                        a.session.to_native(),
+                        *blake3::hash(a.raw.as_slice()).as_bytes(),
+                    )
+                })?;
+                let Some((owner, hash)) = got else {
+                    add(
+                        r,
+                        "entries.v1",
+                        format!("session {s} lists missing row {e}"),
+                    );
+                    continue;
+                };
+                if owner != s.0 {
+                    add(
+                        r,
+                        "entries.v1",
+                        format!("row {e} of session {s} says {owner}"),
+                    );
+                }
+                match self.row_hashes.get(e.0)? {
+                    Some(h) if h.value() == hash => {}
+                    Some(_) => add(r, "row_hashes.v1", format!("row {e}: raw bytes changed")),
+                    None => add(r, "row_hashes.v1", format!("row {e} has no hash")),
+                }
+            }
+            if n != rec.rows {
+                add(
+                    r,
+                    "sessions.v1",
+                    format!("session {s} has {n} rows, its record says {}", rec.rows),
+                );
+            }
+        }
+        for row in self.parents.iter()? {
+            let (k, l) = row?;
+            let (k, l) = (k.value(), l.value());
+            r.links += 1;
+            if self.entries.get(k)?.is_none() {
+                add(r, "parents.v1", format!("link of missing row {k}"));
+            }
+            let Some(p) = l.parent() else {
+                if l.depth != 0 {
+                    add(r, "parents.v1", format!("root {k} has depth {}", l.depth));
+                }
+                continue;
+            };
+            match self.parents.get(p.0)? {
+                Some(pl) if pl.value().depth.checked_add(1) == Some(l.depth) => {}
+                Some(_) => add(r, "parents.v1", format!("{k}: depth is not parent's + 1")),
+                None => add(r, "parents.v1", format!("{k}: parent {p} has no link")),
+            }
+            match self.parents.get(l.jump.0)? {
+                Some(j) if j.value().depth <= l.depth => {}
+                _ => add(r, "parents.v1", format!("{k}: bad jump {}", l.jump)),
+            }
+            if self.children.get((p.0, k))?.is_none() {
+                add(
+                    r,
+                    "children.v1",
+                    format!("{k} is missing from {p}'s children"),
+                );
+            }
+        }
+        for row in self.entry_ids.iter()? {
+            let (k, v) = row?;
+            let ((s, id), e) = (k.value(), v.value());
+            let ok = self
+                .with_entry(crate::ids::EntryKey(e), |a| {
+                    a.session.to_native() == s && a.id.as_ref().map(|i| i.as_str()) == Some(id)
+                })?
+                .unwrap_or(false);
+            if !ok {
+                add(
+                    r,
+                    "entry_ids.v1",
+                    format!("({s}, {id}) → {e}: no row of that session with that id"),
+                );
+            }
+        }
+        for row in self.file_paths.iter()? {
+            let (k, _) = row?;
+            let (p, e, i) = k.value();
+            if self.file_ops.get((e, i))?.is_none() {
+                add(r, "file_paths.v1", format!("{p} → ({e}, {i}): no such op"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,239 @@
+//! The file-operation index equals an independent serde_json scan of the tool calls, and a
+//! branch export is a session the oracle loads.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use pisess_engine::{FileFilter, FileHit, Store};
+use pisess_formats::{Event, SessionReader};
+use serde_json::Value;
+
+use crate::naive::Naive;
+use crate::test_migrate_import::every_file;
+
+type Hit = (
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+    String,
+    Option<bool>,
+    bool,
+);
+
+/// The hits of one file by reading it with serde_json (records as the formats reader splits
+/// them), independently of the importer.
+fn scan(path: &Path) -> (Vec<Hit>, String) {
+    let mut records: Vec<Value> = Vec::new();
+    let mut cwd = String::new();
+    SessionReader::new(std::fs::File::open(path).unwrap())
+        .read(|ev| {
+            match ev {
+                Event::Header(h) => {
+                    cwd = h
+                        .fields
+                        .get("cwd")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into();
+                }
+                Event::Record(r, _) => {
+                    records.push(serde_json::from_str(r.json).unwrap_or(Value::Null));
+                }
+                Event::Problem(_) => {}
+            }
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let mut results: HashMap<String, bool> = HashMap::new();
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        if let Some(id) = s(r, "id") {
+            by_id.insert(id, i);
+        }
+        let m = &r["message"];
+        if r["type"] == "message"
+            && m["role"] == "toolResult"
+            && let Some(id) = s(m, "toolCallId")
+        {
+            results.insert(id, m["isError"] == Value::Bool(true));
+        }
+    }
+    // The active path: from the last record (if it has an id) through parentId.
+    let mut active = HashSet::new();
+    let mut cur = records.last().and_then(|r| s(r, "id"));
+    while let Some(id) = cur {
+        let Some(&i) = by_id.get(&id) else { break };
+        if !active.insert(i) {
+            break;
+        }
+        cur = s(&records[i], "parentId");
+    }
+    let mut hits = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let id = s(r, "id");
+        let on = active.contains(&i) && id.as_ref().is_some_and(|d| by_id[d] == i);
+        let m = &r["message"];
+        if r["type"] == "message" && m["role"] == "assistant" {
+            for b in m["content"].as_array().into_iter().flatten() {
+                let Some(p) = b["arguments"]["path"].as_str().filter(|p| !p.is_empty()) else {
+                    continue;
+                };
+                if b["type"] != "toolCall" {
+                    continue;
+                }
+                let name = s(b, "name").unwrap_or_default();
+                let op = match name.as_str() {
+                    "read" | "write" | "edit" => name.clone(),
+                    _ => "other".into(),
+                };
+                let call = s(b, "id");
+                let err = call.as_ref().and_then(|c| results.get(c).copied());
+                hits.push((id.clone(), call, name, op, p.to_owned(), err, on));
+            }
+        }
+        if r["type"] == "compaction" || r["type"] == "branch_summary" {
+            let tool = r["type"].as_str().unwrap().to_owned();
+            for (k, op) in [("readFiles", "read"), ("modifiedFiles", "modified")] {
+                for p in r["details"][k].as_array().into_iter().flatten() {
+                    if let Some(p) = p.as_str().filter(|p| !p.is_empty()) {
+                        let h = (
+                            id.clone(),
+                            None,
+                            tool.clone(),
+                            op.into(),
+                            p.into(),
+                            None,
+                            on,
+                        );
+                        hits.push(h);
+                    }
+                }
+            }
+        }
+    }
+    (hits, cwd)
+}
+
+fn tuple(h: &FileHit) -> Hit {
+    (
+        h.entry_id.clone(),
+        h.tool_call_id.clone(),
+        h.tool_name.clone(),
+        h.op.as_str().to_owned(),
+        h.path.clone(),
+        h.is_error,
+        h.active,
+    )
+}
+
+#[test]
+fn file_hits_equal_an_independent_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store.redb")).unwrap();
+    let files: Vec<_> = every_file()
+        .into_iter()
+        .filter(|p| {
+            let n = Naive::read(p);
+            !n.rejected && n.version >= 3.0
+        })
+        .collect();
+    store
+        .import(&files, &Default::default(), &mut |_| {})
+        .unwrap();
+    let snap = store.snapshot().unwrap();
+    let mut total = 0;
+    for p in &files {
+        let s = snap.session_by_path(p).unwrap().unwrap();
+        let rec = snap.session(s).unwrap().unwrap();
+        let (mut want, cwd) = scan(p);
+        let got = snap.files_of_session(s).unwrap();
+        let mut got_t: Vec<Hit> = got.iter().map(tuple).collect();
+        if rec.cycle_cuts > 0 {
+            for h in want.iter_mut().chain(got_t.iter_mut()) {
+                h.6 = false;
+            }
+        }
+        assert_eq!(got_t, want, "{}", p.display());
+        total += got.len();
+        let only = FileFilter {
+            session: Some(s),
+            ..Default::default()
+        };
+        for h in got.iter().take(50) {
+            assert_eq!(h.resolved, pisess_engine::files::normalize(&cwd, &h.path));
+            for q in [&h.path, &h.resolved] {
+                let by_path = snap.files_exact(q, &only).unwrap();
+                assert!(by_path.contains(h), "{}: exact {q}", p.display());
+            }
+            if let Some((folder, _)) = h.resolved.rsplit_once('/') {
+                let folder = if folder.is_empty() { "/" } else { folder };
+                assert!(snap.files_under(folder, &only).unwrap().contains(h));
+                let glob = format!("{}/*", folder.trim_end_matches('/'));
+                assert!(snap.files_glob(&glob, &only).unwrap().contains(h), "{glob}");
+            }
+        }
+    }
+    assert!(total > 500, "only {total} file hits");
+}
+
+#[test]
+fn branch_exports_load_in_the_oracle() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store.redb")).unwrap();
+    let root = crate::common::root();
+    let files = [
+        root.join("fixtures/sessions/02-small-branches.jsonl"),
+        root.join("fixtures/sessions/04-many-branches.jsonl"),
+        root.join("fixtures/sessions/07-v1.jsonl"),
+        root.join("fixtures/edge/orphan-parent.jsonl"),
+        root.join("fixtures/edge/multi-root.jsonl"),
+    ];
+    store
+        .import(&files, &Default::default(), &mut |_| {})
+        .unwrap();
+    let snap = store.snapshot().unwrap();
+    let oracle = root.join("../shared/oracle/oracle");
+    for p in &files {
+        let s = snap.session_by_path(p).unwrap().unwrap();
+        let rec = snap.session(s).unwrap().unwrap();
+        let rows = snap.rows(s).unwrap();
+        let nodes: Vec<_> = rows
+            .iter()
+            .copied()
+            .filter(|e| snap.link(*e).unwrap().is_some())
+            .collect();
+        for &e in [nodes.last(), nodes.get(nodes.len() / 2)].iter().flatten() {
+            let out = dir.path().join("branch.jsonl");
+            let mut buf = Vec::new();
+            let r = snap.export_branch(s, *e, &mut buf).unwrap();
+            std::fs::write(&out, &buf).unwrap();
+            let path = snap.path_to_root(*e).unwrap();
+            assert_eq!(r.entries, path.len() as u64);
+            let o = std::process::Command::new(&oracle)
+                .arg("load")
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{}: {}",
+                p.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(v["entryCount"], path.len(), "{}", p.display());
+            assert_eq!(v["header"]["parentSession"], rec.path.as_str());
+            assert_eq!(v["header"]["cwd"], rec.cwd.as_str());
+            assert_eq!(v["migrated"], false);
+            // The oracle's leaf path is the whole exported branch.
+            let ids: Vec<String> = path
+                .iter()
+                .map(|k| snap.entry_id(*k).unwrap().unwrap())
+                .collect();
+            let last = v["entries"].as_array().unwrap().last().unwrap();
+            assert_eq!(last["id"], ids.last().unwrap().as_str());
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! Incremental and idempotent import: unchanged files are not read, appends read only the new
+//! lines, rewrites are read again, and importing twice changes nothing.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use pisess_engine::{Outcome, Store};
+
+use crate::common;
+
+fn corpus_file(name: &str) -> PathBuf {
+    common::corpus().join(name)
+}
+
+fn export(store: &Store, path: &Path) -> Vec<u8> {
+    let snap = store.snapshot().unwrap();
+    let s = snap.session_by_path(path).unwrap().unwrap();
+    let mut out = Vec::new();
+    snap.export_session(s, &mut out).unwrap();
+    out
+}
+
+/// Splits a file's bytes after `n` lines.
+fn split_after_lines(bytes: &[u8], n: usize) -> (&[u8], &[u8]) {
+    let mut at = 0;
+    for _ in 0..n {
+        at += bytes[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    }
+    bytes.split_at(at)
+}
+
+#[test]
+fn unchanged_files_are_not_read_and_importing_twice_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("sessions/--w--");
+    std::fs::create_dir_all(&src).unwrap();
+    for name in [
+        "03-small-100.jsonl",
+        "05-med-500.jsonl",
+        "09-med-3000-manybranch.jsonl",
+    ] {
+        std::fs::copy(corpus_file(name), src.join(name)).unwrap();
+    }
+    let store = Store::open(dir.path().join("store.redb")).unwrap();
+    let folder = [dir.path().join("sessions")];
+    let first = store
+        .import(&folder, &Default::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(first.count(Outcome::New), 3);
+    let digest = store.content_digest().unwrap();
+    let mut events = 0;
+    let second = store
+        .import(&folder, &Default::default(), &mut |_| events += 1)
+        .unwrap();
+    assert_eq!(second.count(Outcome::Unchanged), 3);
+    assert_eq!((second.bytes_read(), second.lines_read()), (0, 0));
+    assert!(events >= 4);
+    assert_eq!(store.content_digest().unwrap(), digest);
+
+    // The same files imported into a fresh store give the same store.
+    let other = Store::open(dir.path().join("other.redb")).unwrap();
+    other
+        .import(&folder, &Default::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(other.content_digest().unwrap(), digest);
+
+    // A deleted file is marked gone, and comes back when it reappears.
+    let gone = src.join("03-small-100.jsonl");
+    std::fs::rename(&gone, dir.path().join("aside")).unwrap();
+    let r = store
+        .import(&folder, &Default::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(r.gone, 1);
+    let snap = store.snapshot().unwrap();
+    assert_eq!(
+        snap.sessions()
+            .unwrap()
+            .iter()
+            .filter(|(_, s)| s.gone)
+            .count(),
+        1
+    );
+    drop(snap);
+    std::fs::rename(dir.path().join("aside"), &gone).unwrap();
+    let r = store
+        .import(&folder, &Default::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!((r.gone, r.count(Outcome::Unchanged)), (0, 3));
+    assert_eq!(store.content_digest().unwrap(), digest);
+}
+
+#[test]
+fn appended_lines_are_the_only_lines_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = std::fs::read(corpus_file("09-med-3000-manybranch.jsonl")).unwrap();
+    let total_lines = full.iter().filter(|&&b| b == b'\n').count();
+    let file = dir.path().join("grow.jsonl");
+    let store = Store::open(dir.path().join("store.redb")).unwrap();
+    let mut done = 0;
+    // Grow the file in three steps; each import reads exactly the new lines.
+    for cut in [total_lines / 3, 2 * total_lines / 3, total_lines] {
+        let (head, _) = split_after_lines(&full, cut);
+        let new = &head[done..];
+        if done == 0 {
+            std::fs::write(&file, head).unwrap();
+        } else {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&file)
+                .unwrap()
+                .write_all(new)
+                .unwrap();
+        }
+        let r = store.import_file(&file).unwrap();
+        let new_lines = new.iter().filter(|&&b| b == b'\n').count() as u64;
+        let want = if done == 0 {
+            Outcome::New
+        } else {
+            Outcome::Grown
+        };
+        assert_eq!(r.outcome, want, "{:?}", r.error);
+        assert_eq!(r.bytes_read, new.len() as u64);
+        assert_eq!(r.lines_read, new_lines);
+        assert_eq!(export(&store, &file), head);
+        done = head.len();
+    }
+    // The store equals one built from the whole file at once.
+    let once = Store::open(dir.path().join("once.redb")).unwrap();
+    once.import_file(&file).unwrap();
+    assert_eq!(
+        once.content_digest().unwrap(),
+        store.content_digest().unwrap()
+    );
+}
+
+#[test]
+fn rewrites_and_conflicting_appends_are_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::copy(corpus_file("03-small-100.jsonl"), &file).unwrap();
+    let store = Store::open(dir.path().join("store.redb")).unwrap();
+    store.import_file(&file).unwrap();
+    let snap = store.snapshot().unwrap();
+    let s = snap.session_by_path(&file).unwrap().unwrap();
+    let first_id = snap
+        .rows(s)
+        .unwrap()
+        .iter()
+        .find_map(|k| snap.entry_id(*k).unwrap())
+        .unwrap();
+    drop(snap);
+
+    // An append that reuses an old id changes how old entries resolve: full re-read.
+    let dup = format!(
+        "{{\"type\":\"custom\",\"customType\":\"t\",\"id\":\"{first_id}\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\"}}\n"
+    );
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap()
+        .write_all(dup.as_bytes())
+        .unwrap();
+    let r = store.import_file(&file).unwrap();
+    assert_eq!(r.outcome, Outcome::Rewritten);
+    assert_eq!(r.bytes_read, std::fs::metadata(&file).unwrap().len());
+    assert_eq!(export(&store, &file), std::fs::read(&file).unwrap());
+    let snap = store.snapshot().unwrap();
+    let k = snap.entry_by_id(s, &first_id).unwrap().unwrap();
+    assert_eq!(snap.depth(k).unwrap(), Some(0));
+    assert_eq!(snap.leaf(s).unwrap(), Some(k));
+    drop(snap);
+
+    // A change in the middle is a rewrite.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() / 2;
+    let pos = at
+        + bytes[at..]
+            .windows(9)
+            .position(|w| w == b"\"content\"")
+            .unwrap();
+    bytes.splice(pos..pos + 9, b"\"CONTENT\"".iter().copied());
+    std::fs::write(&file, &bytes).unwrap();
+    let r = store.import_file(&file).unwrap();
+    assert_eq!(r.outcome, Outcome::Rewritten);
+    assert_eq!(export(&store, &file), bytes);
+    // The rows of the old version are gone.
+    let snap = store.snapshot().unwrap();
+    assert_eq!(snap.sessions().unwrap().len(), 1);
+    assert_eq!(
+        snap.rows(s).unwrap().len() as u64,
+        snap.session(s).unwrap().unwrap().rows
+    );
+}
+
+#[test]
+fn odd_bytes_survive_the_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store.redb")).unwrap();
+    let header = br#"{"type":"session","version":3,"id":"odd","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend_from_slice(b"\n  \njunk{\n");
+    bytes.extend_from_slice(header);
+    bytes.extend_from_slice(b"\r\n");
+    bytes.extend_from_slice(br#"{"type":"custom","customType":"t","id":"a","parentId":null,"timestamp":"t"}{"type":"custom","customType":"t","id":"b","parentId":"a","timestamp":"t"}"#);
+    bytes.extend_from_slice(
+        b"\n[1,2]\nnull\n\xff\xfe{\"type\":\"custom\",\"id\":\"c\",\"parentId\":\"b\"}\n",
+    );
+    bytes.extend_from_slice(br#"{"type":"custom","id":"d","parentId":"c"}"#);
+    bytes.extend_from_slice(b"\n{\"type\":\"mess");
+    let file = dir.path().join("odd.jsonl");
+    std::fs::write(&file, &bytes).unwrap();
+    let r = store.import_file(&file).unwrap();
+    assert_eq!(r.outcome, Outcome::New, "{:?}", r.error);
+    assert_eq!(export(&store, &file), bytes);
+    let snap = store.snapshot().unwrap();
+    let s = snap.session_by_path(&file).unwrap().unwrap();
+    let d = snap.entry_by_id(s, "d").unwrap().unwrap();
+    let ids: Vec<_> = snap
+        .path_to_root(d)
+        .unwrap()
+        .into_iter()
+        .map(|k| snap.entry_id(k).unwrap().unwrap())
+        .collect();
+    assert_eq!(ids, ["a", "b", "c", "d"]);
+    // The torn last line is junk; the file did not end with a newline, so growing it re-reads.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap()
+        .write_all(b"age\"}\n")
+        .unwrap();
+    let r = store.import_file(&file).unwrap();
+    assert_eq!(r.outcome, Outcome::Rewritten);
+    assert_eq!(export(&store, &file), std::fs::read(&file).unwrap());
+}
