@@ -1,35 +1,111 @@
-//! `pisess migrate`: v1/v2 → v3 with deterministic ids; the source is never changed.
+//! `pisess migrate`: v1/v2 → v3 with deterministic ids, one file to stdout or whole folders,
+//! safely and in parallel.
+//!
+//! Invariants: a source is never opened for writing; every file written goes through a temp
+//! file in the target's folder, fsync, rename and a folder fsync ([`atomic`]), so after a crash
+//! or a kill each file is either fully migrated or byte-identical to what it was; a file that
+//! was not fully parsed (skipped lines, glued records) is not written without `--force`; every
+//! file is tried before the exit status is decided.
 
-use std::path::PathBuf;
+mod atomic;
+mod report;
+mod verify;
+
+use std::collections::{BTreeSet, HashSet};
+use std::fs;
+use std::io::{self, BufWriter, IsTerminal, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, anyhow};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pisess_formats::ProblemKind;
+use pisess_migrate::{MigrateError, MigrationOutcome, migrate_file, migrate_reader};
+use rayon::prelude::*;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::commands::util::{Source, default_inputs, session_files};
 use crate::ui::{Ui, safe};
 
-/// Migrate v1/v2 session files to v3 with deterministic ids; the source is never changed.
+use report::{FileReport, Found, Status, Summary};
+use verify::Probe;
+
+/// The modes, safety and exit status (shown by `--help`, also while the command list gives the
+/// migrate command a one-line summary of its own).
+const MODES_HELP: &str = "\
+Modes: --dry-run (the default) reads everything and writes nothing; --in-place replaces each \
+file, keeping the original as FILE.v1.bak (see --backup-suffix, --no-backup); --out DIR writes \
+the migrated files under DIR with the same relative paths and never touches the sources (only \
+files that need migrating are written there).
+
+Safety: every write is atomic (temp file in the same folder, fsync, rename, fsync of the folder) \
+and keeps the file's mode and modification time, so an interrupted run leaves each file either \
+migrated or untouched; temp files (.pisess-tmp-*) left by a killed run are removed by the next \
+run. A file with skipped lines or recovered glued records is not written unless --force. A \
+read-only file is not replaced. Running twice changes nothing the second time.
+
+`pisess migrate FILE --stdout` prints one migrated file as JSONL instead (the source is not \
+changed).
+
+Exit status: 0 when every file was migrated, current or skipped; 2 when any file failed (after \
+all files were tried).";
+
+/// Migrate v1/v2 session files to v3 with deterministic ids, safely and in parallel.
 ///
-/// `pisess migrate FILE --stdout` prints FILE migrated to v3 as JSONL. Ids that pi would draw
-/// at random are derived from the session id and the entry's position, so two runs give the
-/// same bytes. A v3 file is printed unchanged. Problems found on the way (glued records
-/// recovered, malformed lines skipped) are reported on stderr.
+/// Finds every *.jsonl file under the PATHs (default: pi's session folder), detects its version
+/// and migrates v1/v2 files to v3. Ids that pi would draw at random are derived from the session
+/// id and the entry's position, so two runs give the same bytes. v3 files are left alone; v4
+/// files, future versions and files that are not sessions are reported and left alone.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = MODES_HELP)]
 pub struct MigrateArgs {
-    /// Session files.
+    /// Session files or folders (searched for *.jsonl). Default: pi's session folder.
     pub paths: Vec<PathBuf>,
     /// Print the migrated file to stdout (exactly one FILE).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["dry_run", "in_place", "out", "verify", "force"])]
     pub stdout: bool,
+    /// Report what would be done and write nothing (the default).
+    #[arg(long, conflicts_with_all = ["in_place", "out"])]
+    pub dry_run: bool,
+    /// Replace each file with its migration (keeping a backup unless --no-backup).
+    #[arg(long, conflicts_with = "out")]
+    pub in_place: bool,
+    /// With --in-place: the original is kept as FILE followed by this suffix.
+    #[arg(
+        long,
+        default_value = ".v1.bak",
+        requires = "in_place",
+        value_name = "SUFFIX"
+    )]
+    pub backup_suffix: String,
+    /// With --in-place: keep no backup.
+    #[arg(long, requires = "in_place", conflicts_with = "backup_suffix")]
+    pub no_backup: bool,
+    /// Write the migrated files under DIR, mirroring the folder structure.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Files migrated at once (default: the number of CPUs).
+    #[arg(long, short, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Re-read each written file and check every source entry is in it; a file that fails is
+    /// restored from its backup (or never put in place) and reported.
+    #[arg(long)]
+    pub verify: bool,
+    /// Write files that were not fully parsed (skipped lines, recovered glued records).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Runs `pisess migrate`.
 pub fn cmd_migrate(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
-    if !args.stdout {
-        return Err(CommandError::with_hint(
-            anyhow!("only `pisess migrate FILE --stdout` is available in this version"),
-            "pass --stdout and redirect the output to a new file",
-        ));
+    if args.stdout {
+        return cmd_stdout(ui, args);
     }
+    cmd_bulk(ui, args)
+}
+
+/// `pisess migrate FILE --stdout`.
+fn cmd_stdout(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
     let [path] = args.paths.as_slice() else {
         return Err(CommandError::with_hint(
             anyhow!(
@@ -54,4 +130,456 @@ pub fn cmd_migrate(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
         eprintln!("{}: note: {}", path.display(), safe(&n.to_string()));
     }
     Ok(Outcome::Success)
+}
+
+/// Where the output of a run goes.
+#[derive(Debug, Clone)]
+enum Mode {
+    DryRun,
+    InPlace { backup_suffix: Option<String> },
+    Out(PathBuf),
+}
+
+impl Mode {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::DryRun => "dry-run",
+            Self::InPlace { .. } => "in-place",
+            Self::Out(_) => "out",
+        }
+    }
+}
+
+/// One file to migrate.
+#[derive(Debug)]
+struct Job {
+    src: PathBuf,
+    /// Where the migration goes (`None` in a dry run).
+    target: Option<PathBuf>,
+}
+
+/// Options every file sees.
+struct Opts {
+    mode: Mode,
+    verify: bool,
+    force: bool,
+}
+
+/// The bulk modes.
+fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
+    let mode = if args.in_place {
+        Mode::InPlace {
+            backup_suffix: (!args.no_backup).then(|| args.backup_suffix.clone()),
+        }
+    } else if let Some(out) = &args.out {
+        fs::create_dir_all(out)
+            .with_context(|| format!("cannot create the output folder {}", out.display()))?;
+        let out = fs::canonicalize(out)
+            .with_context(|| format!("cannot resolve the output folder {}", out.display()))?;
+        Mode::Out(out)
+    } else {
+        Mode::DryRun
+    };
+    if matches!(mode, Mode::InPlace { backup_suffix: Some(ref s) } if s.is_empty() || s.contains('/'))
+    {
+        return Err(CommandError::with_hint(
+            anyhow!("the backup suffix must be non-empty and hold no `/`"),
+            "use e.g. --backup-suffix .v1.bak, or --no-backup",
+        ));
+    }
+
+    let (inputs, source) = default_inputs(&args.paths);
+    match &source {
+        Source::PiSessions(p) => eprintln!("migrating pi's session folder {}", p.display()),
+        Source::Samples(p) => {
+            if matches!(mode, Mode::InPlace { .. }) {
+                return Err(CommandError::with_hint(
+                    anyhow!("there is no pi session folder on this machine"),
+                    "give the folders to migrate as arguments",
+                ));
+            }
+            eprintln!(
+                "no pi session folder on this machine; using the sample sessions in {}",
+                p.display()
+            );
+        }
+        Source::Given => {}
+    }
+
+    let (jobs, dir_errors) = plan_jobs(&inputs, &mode);
+    for (dir, e) in &dir_errors {
+        eprintln!("error: cannot read folder {}: {e}", dir.display());
+    }
+
+    // Temp files of a killed run: removed before writing beside them again.
+    let mut stale = 0u64;
+    if !matches!(mode, Mode::DryRun) {
+        let dirs: BTreeSet<&Path> = jobs
+            .iter()
+            .filter_map(|j| j.target.as_deref().and_then(Path::parent))
+            .collect();
+        for d in dirs {
+            stale += atomic::clean_stale(d) as u64;
+        }
+    }
+
+    let threads = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+        .max(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("cannot start the worker threads")?;
+    let opts = Opts {
+        mode: mode.clone(),
+        verify: args.verify,
+        force: args.force,
+    };
+    let bar = progress_bar(&jobs);
+    let done = AtomicU64::new(0);
+    let total = jobs.len();
+    let reports: Vec<FileReport> = pool.install(|| {
+        jobs.par_iter()
+            .map(|job| {
+                let r = process(job, &opts);
+                if let Some(bar) = &bar {
+                    let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    bar.set_message(format!("{n}/{total} files"));
+                    bar.inc(r.bytes_read);
+                }
+                r
+            })
+            .collect()
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+
+    let mut summary = Summary::of(&reports, mode.name());
+    summary.stale_temp_files_removed = stale;
+    summary.unreadable_folders = dir_errors.len() as u64;
+    let dry_run = matches!(mode, Mode::DryRun);
+    for r in &reports {
+        if r.status == Status::Failed {
+            eprintln!(
+                "error: {}: {}",
+                safe(&r.file),
+                safe(r.reason.as_deref().unwrap_or("failed"))
+            );
+        }
+    }
+    if ui.json {
+        for r in &reports {
+            ui.json_line(&serde_json::to_value(r)?)?;
+        }
+        ui.json_line(&serde_json::to_value(&summary)?)?;
+    } else {
+        for r in &reports {
+            if let Some(l) = report::line(r) {
+                writeln!(ui.out(), "{l}")?;
+            }
+        }
+        let table = summary.table(ui.tty, dry_run);
+        writeln!(ui.out(), "{table}")?;
+        if dry_run && summary.migrated > 0 {
+            eprintln!("hint: nothing was written; use --in-place or --out DIR to migrate");
+        }
+    }
+    Ok(if summary.failed > 0 || !dir_errors.is_empty() {
+        Outcome::PartialFailure
+    } else {
+        Outcome::Success
+    })
+}
+
+/// The files under the inputs, each with its target; duplicates and files inside the output
+/// folder are left out.
+fn plan_jobs(inputs: &[PathBuf], mode: &Mode) -> (Vec<Job>, Vec<(PathBuf, io::Error)>) {
+    let mut jobs = Vec::new();
+    let mut errors = Vec::new();
+    let mut seen = HashSet::new();
+    for input in inputs {
+        let (files, errs) = session_files(std::slice::from_ref(input));
+        errors.extend(errs);
+        for src in files {
+            let key = fs::canonicalize(&src).unwrap_or_else(|_| src.clone());
+            if let Mode::Out(out) = mode
+                && key.starts_with(out)
+            {
+                continue;
+            }
+            if !seen.insert(key) {
+                continue;
+            }
+            let target = match mode {
+                Mode::DryRun => None,
+                Mode::InPlace { .. } => Some(src.clone()),
+                Mode::Out(out) => {
+                    let rel = if input.is_dir() {
+                        src.strip_prefix(input).map(Path::to_path_buf).ok()
+                    } else {
+                        None
+                    };
+                    let rel = rel
+                        .unwrap_or_else(|| src.file_name().map(PathBuf::from).unwrap_or_default());
+                    Some(out.join(rel))
+                }
+            };
+            jobs.push(Job { src, target });
+        }
+    }
+    (jobs, errors)
+}
+
+/// A progress bar on stderr when it is a terminal.
+fn progress_bar(jobs: &[Job]) -> Option<ProgressBar> {
+    if !io::stderr().is_terminal() {
+        return None;
+    }
+    let bytes: u64 = jobs
+        .iter()
+        .filter_map(|j| fs::metadata(&j.src).ok())
+        .map(|m| m.len())
+        .sum();
+    let style = ProgressStyle::with_template(
+        "{spinner} {msg} [{wide_bar}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
+    )
+    .ok()?
+    .progress_chars("=> ");
+    let bar = ProgressBar::with_draw_target(Some(bytes), ProgressDrawTarget::stderr())
+        .with_style(style)
+        .with_message(format!("0/{} files", jobs.len()));
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    Some(bar)
+}
+
+/// Whether a migration read every line of its source.
+fn fully_parsed(o: &MigrationOutcome) -> bool {
+    o.lines_skipped == 0
+        && o.glued_recovered == 0
+        && !o.problems.iter().any(|p| {
+            matches!(
+                p.kind,
+                ProblemKind::Malformed { .. }
+                    | ProblemKind::PartialLastLine
+                    | ProblemKind::InvalidUtf8 { .. }
+                    | ProblemKind::Glued { .. }
+                    | ProblemKind::JunkBeforeHeader { .. }
+            )
+        })
+}
+
+/// Counts what is written to it.
+#[derive(Default)]
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Migrates one file as the options say; never panics on a bad file.
+fn process(job: &Job, opts: &Opts) -> FileReport {
+    let dry_run = matches!(opts.mode, Mode::DryRun);
+    let mut r = FileReport::new(&job.src, dry_run);
+    let meta = match fs::metadata(&job.src) {
+        Ok(m) => m,
+        Err(e) => return r.end(Status::Failed, format!("cannot read: {e}")),
+    };
+    r.bytes_read = meta.len();
+    let plan = match verify::probe(&job.src) {
+        Err(e) => return r.end(Status::Failed, format!("cannot read: {e}")),
+        Ok(Probe::Rejected(kind)) => {
+            let (found, why) = match kind {
+                ProblemKind::V4Header => (Found::V4, "pi's v4 format; left alone".to_owned()),
+                ProblemKind::Empty => (Found::Empty, "no JSON value in the file".to_owned()),
+                other => (Found::NotASession, other.to_string()),
+            };
+            r.found = found;
+            return r.end(Status::Skipped, why);
+        }
+        Ok(Probe::Header(plan)) => plan,
+    };
+    if plan.version.is_nan() {
+        r.found = Found::UnknownVersion;
+        return r.end(
+            Status::Skipped,
+            "the header's version is not a number".to_owned(),
+        );
+    }
+    if !plan.rewrite {
+        if plan.version > 3.0 {
+            r.found = Found::Future;
+            return r.end(
+                Status::Skipped,
+                format!("version {} is newer than 3; left alone", plan.version),
+            );
+        }
+        r.found = Found::V3;
+        return r.end(Status::Current, None);
+    }
+    r.found = if plan.v1_to_v2 { Found::V1 } else { Found::V2 };
+
+    let Some(target) = &job.target else {
+        // Dry run: migrate into a counter.
+        return match migrate_exact(&job.src, || Ok(Counter::default())) {
+            Ok(o) => finish_counts(r, &o, opts.force),
+            Err(e) => r.end(Status::Failed, e.to_string()),
+        };
+    };
+    write_one(r, job, target, &meta, opts)
+}
+
+/// Migrates `src` into the writer `out` gives, in one pass; in the rare case where one pass
+/// cannot resolve a v1 forward reference as pi would (the outcome is not exact), starts again on
+/// a fresh writer with the exact two-pass [`migrate_file`].
+fn migrate_exact<W: Write>(
+    src: &Path,
+    mut out: impl FnMut() -> io::Result<W>,
+) -> Result<MigrationOutcome, MigrateError> {
+    let once = |w: W, two_pass: bool| {
+        let mut w = w;
+        let o = if two_pass {
+            migrate_file(src, &mut w)?
+        } else {
+            let f = fs::File::open(src).map_err(MigrateError::Read)?;
+            migrate_reader(f, &mut w)?
+        };
+        w.flush().map_err(MigrateError::Write)?;
+        Ok(o)
+    };
+    let o = once(out().map_err(MigrateError::Write)?, false)?;
+    if o.exact {
+        return Ok(o);
+    }
+    once(out().map_err(MigrateError::Write)?, true)
+}
+
+/// Fills the counts of a migration and decides between migrated and skipped.
+fn finish_counts(mut r: FileReport, o: &MigrationOutcome, force: bool) -> FileReport {
+    r.entries = o.entries;
+    r.bytes_written = o.bytes_written;
+    r.glued_recovered = o.glued_recovered;
+    r.bad_lines_skipped = o.lines_skipped;
+    if !force && !fully_parsed(o) {
+        let why = format!(
+            "not fully parsed ({} bad line(s) skipped, {} glued record(s) recovered); \
+             --force writes it anyway",
+            o.lines_skipped, o.glued_recovered
+        );
+        return r.end(Status::Skipped, why);
+    }
+    r.end(Status::Migrated, None)
+}
+
+/// Migrates `job.src` into `target` atomically (with a backup in place mode) and verifies it.
+fn write_one(
+    r: FileReport,
+    job: &Job,
+    target: &Path,
+    meta: &fs::Metadata,
+    opts: &Opts,
+) -> FileReport {
+    let fail = |r: FileReport, why: String| r.end(Status::Failed, why);
+    let Some(dir) = target.parent() else {
+        return fail(r, "the target has no folder".into());
+    };
+    if let Mode::Out(_) = opts.mode {
+        if let Err(e) = fs::create_dir_all(dir) {
+            return fail(r, format!("cannot create {}: {e}", dir.display()));
+        }
+        if same_file(&job.src, target) {
+            return fail(r, "the output is the source; use --in-place".into());
+        }
+    }
+    let name = target.file_name().unwrap_or_default();
+    let tmp = match atomic::TempFile::create(dir, name) {
+        Ok(t) => t,
+        Err(e) => {
+            return fail(
+                r,
+                format!("cannot create a temp file in {}: {e}", dir.display()),
+            );
+        }
+    };
+    let written = match tmp.file() {
+        Ok(mut f) => migrate_exact(&job.src, || {
+            f.set_len(0)?;
+            f.seek(SeekFrom::Start(0))?;
+            Ok(BufWriter::with_capacity(256 << 10, f))
+        }),
+        Err(e) => Err(MigrateError::Write(e)),
+    };
+    let outcome = match written {
+        Ok(o) => o,
+        Err(e) => return fail(r, e.to_string()),
+    };
+    let mut r = finish_counts(r, &outcome, opts.force);
+    if r.status != Status::Migrated {
+        return r; // the temp file is removed on drop
+    }
+    // A read-only file is the user's way of saying "do not change this" (rename would not
+    // stop us: it needs only the folder to be writable).
+    if matches!(opts.mode, Mode::InPlace { .. }) && meta.permissions().readonly() {
+        return fail(r, "the file is read-only; left alone".into());
+    }
+    if let Err(e) = tmp.finish(meta) {
+        return fail(r, format!("cannot write the temp file: {e}"));
+    }
+    let backup = match &opts.mode {
+        Mode::InPlace {
+            backup_suffix: Some(suffix),
+        } => {
+            let mut b = job.src.clone().into_os_string();
+            b.push(suffix);
+            let b = PathBuf::from(b);
+            if let Err(e) = atomic::make_backup(&job.src, &b) {
+                return fail(r, e.to_string());
+            }
+            r.backup = Some(b.to_string_lossy().into_owned());
+            Some(b)
+        }
+        _ => None,
+    };
+    // Without a backup, check the temp file before it replaces anything.
+    if opts.verify
+        && backup.is_none()
+        && let Err(e) = verify::verify(tmp.path(), &job.src)
+    {
+        r.verified = Some(false);
+        return fail(r, format!("verification failed, nothing written: {e}"));
+    }
+    if let Err(e) = tmp.persist(target) {
+        return fail(r, format!("cannot rename into place: {e}"));
+    }
+    r.output = Some(target.to_string_lossy().into_owned());
+    if opts.verify {
+        if let Some(b) = &backup
+            && let Err(e) = verify::verify(target, b)
+        {
+            r.verified = Some(false);
+            let restored = match atomic::copy_atomic(b, target) {
+                Ok(()) => "restored from the backup".to_owned(),
+                Err(re) => format!("RESTORING FROM {} FAILED: {re}", b.display()),
+            };
+            r.output = None;
+            return fail(r, format!("verification failed ({e}); {restored}"));
+        }
+        r.verified = Some(true);
+    }
+    r
+}
+
+/// Whether `a` and `b` are the same file on disk.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
 }

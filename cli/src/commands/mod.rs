@@ -6,22 +6,77 @@ use crate::command_error::CommandResult;
 use crate::ui::Ui;
 
 pub mod check;
+pub mod compact;
+pub mod context;
+pub mod diff;
+pub mod export;
+pub mod files;
+pub mod import;
+pub mod log;
+pub mod ls;
 pub mod migrate;
+pub mod navigate;
+pub mod show;
+pub mod tree;
 pub mod util;
+pub mod verify;
 
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Read session files and report every problem found, with its location.
     Check(check::CheckArgs),
-    /// Migrate v1/v2 session files to v3 (deterministic ids; the source is never changed).
+    /// Import session files and folders into the store (incremental; default: pi's folder).
+    Import(import::ImportArgs),
+    /// Write a session (or one branch, as a new session) as JSONL.
+    Export(export::ExportArgs),
+    /// List the imported sessions, newest first.
+    Ls(ls::LsArgs),
+    /// Check the store: redb integrity, row hashes, tree links, id index.
+    Verify(verify::VerifyArgs),
+    /// Find tool calls that read or changed a path, folder or glob.
+    Files(files::FilesArgs),
+    /// Migrate v1/v2 session files to v3: dry run, in place with a backup, or into a folder.
     Migrate(migrate::MigrateArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Log(log::LogArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Tree(tree::TreeArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Show(show::ShowArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Context(context::ContextArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Diff(diff::DiffArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Compact(compact::CompactArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Navigate(navigate::NavigateArgs),
 }
 
 /// Runs a command.
 pub fn run(ui: &mut Ui, command: Command) -> CommandResult {
     match command {
         Command::Check(args) => check::cmd_check(ui, &args),
+        Command::Import(args) => import::cmd_import(ui, &args),
+        Command::Export(args) => export::cmd_export(ui, &args),
+        Command::Ls(args) => ls::cmd_ls(ui, &args),
+        Command::Verify(args) => verify::cmd_verify(ui, &args),
+        Command::Files(args) => files::cmd_files(ui, &args),
         Command::Migrate(args) => migrate::cmd_migrate(ui, &args),
+        Command::Log(args) => log::cmd_log(ui, &args),
+        Command::Tree(args) => tree::cmd_tree(ui, &args),
+        Command::Show(args) => show::cmd_show(ui, &args),
+        Command::Context(args) => context::cmd_context(ui, &args),
+        Command::Diff(args) => diff::cmd_diff(ui, &args),
+        Command::Compact(args) => compact::cmd_compact(ui, &args),
+        Command::Navigate(args) => navigate::cmd_navigate(ui, &args),
     }
 }

@@ -1,0 +1,112 @@
+//! `pisess import [PATH...]`: bring session files into the store, incrementally.
+//!
+//! Invariants: every file is tried; failures are reported with their reason and give exit 2
+//! at the end; progress goes to stderr only when stderr is a terminal; stdout carries the
+//! summary (a table, or one JSON object with `--json`).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use pisess_engine::{ImportEvent, ImportOptions, Outcome as FileOutcome};
+
+use crate::command_error::{CommandResult, Outcome};
+use crate::commands::util::{Source, default_inputs};
+use crate::session_arg::open_store;
+use crate::ui::Ui;
+
+/// Arguments of `pisess import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Files and folders to import (default: pi's session folder).
+    pub paths: Vec<PathBuf>,
+}
+
+/// Runs `pisess import`.
+pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
+    let (inputs, source) = default_inputs(&args.paths);
+    match &source {
+        Source::Given => {}
+        Source::PiSessions(d) => eprintln!("importing pi's session folder {}", d.display()),
+        Source::Samples(d) => eprintln!(
+            "pi's session folder does not exist; importing the samples in {}",
+            d.display()
+        ),
+    }
+    let store = open_store()?;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let start = Instant::now();
+    let report = store.import(&inputs, &ImportOptions::default(), &mut |ev| {
+        let Some(b) = &bar else { return };
+        match ev {
+            ImportEvent::Start { files } => b.set_length(files as u64),
+            ImportEvent::FileDone(_) => b.inc(1),
+            _ => {}
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let elapsed = start.elapsed();
+    for f in &report.files {
+        if f.outcome == FileOutcome::Failed {
+            eprintln!(
+                "failed: {}: {}",
+                f.path.display(),
+                f.error.as_deref().unwrap_or("unknown error")
+            );
+        }
+    }
+    store.close()?;
+    let counts = [
+        ("new", report.count(FileOutcome::New)),
+        ("grown", report.count(FileOutcome::Grown)),
+        ("unchanged", report.count(FileOutcome::Unchanged)),
+        ("rewritten", report.count(FileOutcome::Rewritten)),
+        ("failed", report.count(FileOutcome::Failed)),
+    ];
+    if ui.json {
+        let mut o = serde_json::Map::new();
+        o.insert("type".into(), "summary".into());
+        o.insert("schema".into(), 1.into());
+        for (k, n) in counts {
+            o.insert(k.into(), n.into());
+        }
+        o.insert("gone".into(), report.gone.into());
+        o.insert("entries".into(), report.entries_added().into());
+        o.insert("bytes".into(), report.bytes_read().into());
+        o.insert("seconds".into(), elapsed.as_secs_f64().into());
+        ui.json_line(&serde_json::Value::Object(o))?;
+    } else {
+        let mut t = comfy_table::Table::new();
+        t.load_style(comfy_table::presets::NOTHING);
+        t.set_header(vec![
+            "new",
+            "grown",
+            "unchanged",
+            "rewritten",
+            "failed",
+            "entries",
+            "bytes",
+            "time",
+        ]);
+        let mut row: Vec<String> = counts.iter().map(|(_, n)| n.to_string()).collect();
+        row.push(report.entries_added().to_string());
+        row.push(report.bytes_read().to_string());
+        row.push(format!("{:.2}s", elapsed.as_secs_f64()));
+        t.add_row(row);
+        writeln!(ui.out(), "{t}")?;
+    }
+    Ok(if report.count(FileOutcome::Failed) > 0 {
+        Outcome::PartialFailure
+    } else {
+        Outcome::Success
+    })
+}

@@ -1,0 +1,119 @@
+//! `pisess ls [--cwd DIR] [--since DATE]`: the session catalogue, newest first.
+//!
+//! Invariants: reads the store only; the order is by `modified` (pi's listing rule: newest
+//! user/assistant message, else the header time), newest first, ties by id.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use pisess_engine::SessionRecord;
+use serde_json::json;
+
+use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::session_arg::open_store;
+use crate::ui::Ui;
+
+/// Arguments of `pisess ls`.
+#[derive(Debug, clap::Args)]
+pub struct LsArgs {
+    /// Only sessions whose header cwd is DIR.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Only sessions modified on or after DATE (`YYYY-MM-DD` or an ISO time, UTC).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+}
+
+fn modified(r: &SessionRecord) -> Option<i64> {
+    r.modified_ms.or(r.created_ms)
+}
+
+/// Runs `pisess ls`.
+pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
+    let since = match &args.since {
+        None => None,
+        Some(d) => {
+            let full = if d.len() == 10 {
+                format!("{d}T00:00:00Z")
+            } else {
+                d.clone()
+            };
+            Some(pisess_engine::import::iso_to_ms(&full).ok_or_else(|| {
+                CommandError::with_hint(
+                    anyhow::anyhow!("cannot read the date {d:?}"),
+                    "use YYYY-MM-DD or 2026-01-31T12:00:00Z",
+                )
+            })?)
+        }
+    };
+    let cwd = args
+        .cwd
+        .as_ref()
+        .map(|c| std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
+    let store = open_store()?;
+    let snap = store.snapshot()?;
+    let mut rows: Vec<SessionRecord> = snap
+        .sessions()?
+        .into_iter()
+        .map(|(_, r)| r)
+        .filter(|r| !r.gone)
+        .filter(|r| {
+            cwd.as_ref().is_none_or(|c| {
+                std::path::Path::new(&r.cwd) == c.as_path()
+                    || args.cwd.as_deref() == Some(std::path::Path::new(&r.cwd))
+            })
+        })
+        .filter(|r| since.is_none_or(|s| modified(r).is_some_and(|m| m >= s)))
+        .collect();
+    rows.sort_by(|a, b| {
+        modified(b)
+            .cmp(&modified(a))
+            .then_with(|| a.session_id.cmp(&b.session_id))
+    });
+    let iso = |ms: Option<i64>| ms.map(pisess_engine::export::ms_to_iso);
+    if ui.json {
+        for r in &rows {
+            let v = json!({
+                "id": r.session_id,
+                "file": r.path,
+                "cwd": r.cwd,
+                "created": r.created,
+                "modified": iso(modified(r)),
+                "entries": r.entries,
+                "messages": r.messages,
+                "bytes": r.file_size,
+                "name": r.name,
+                "parentSession": r.parent_session,
+                "firstMessage": r.first_message,
+            });
+            ui.json_line(&v)?;
+        }
+    } else {
+        let mut t = comfy_table::Table::new();
+        t.load_style(comfy_table::presets::NOTHING);
+        t.set_header(vec![
+            "id",
+            "modified",
+            "entries",
+            "cwd",
+            "name / first message",
+        ]);
+        for r in &rows {
+            let title = r
+                .name
+                .clone()
+                .or_else(|| r.first_message.clone())
+                .unwrap_or_default();
+            let title: String = title.chars().take(60).collect();
+            t.add_row(vec![
+                r.session_id.chars().take(13).collect::<String>(),
+                iso(modified(r)).unwrap_or_default(),
+                r.entries.to_string(),
+                r.cwd.clone(),
+                title.replace('\n', " "),
+            ]);
+        }
+        writeln!(ui.out(), "{t}")?;
+    }
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,248 @@
+//! Crash-safe file replacement: a temp file in the target's folder, fsync, rename, fsync the
+//! folder.
+//!
+//! Invariants: a target path only ever holds its old bytes or its complete new bytes (rename is
+//! atomic within a folder); temp files are named [`TEMP_PREFIX`]`…` and do not end in `.jsonl`,
+//! so neither pi nor pisess ever reads one as a session; a temp file is removed when the write
+//! fails (the [`TempFile`] guard), and one left behind by a killed run is removed by the next
+//! writing run ([`clean_stale`]).
+
+use std::ffi::OsString;
+use std::fs::{self, File, Metadata};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The name prefix of every temp file pisess writes.
+pub const TEMP_PREFIX: &str = ".pisess-tmp-";
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A temp file that is deleted on drop unless [`TempFile::persist`] renamed it.
+#[derive(Debug)]
+pub struct TempFile {
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl TempFile {
+    /// Creates a new, empty temp file in `dir` (a name no other file has).
+    pub fn create(dir: &Path, for_name: &std::ffi::OsStr) -> io::Result<Self> {
+        loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let mut name = OsString::from(TEMP_PREFIX);
+            name.push(format!("{}-{n}-", std::process::id()));
+            name.push(for_name);
+            name.push(".tmp");
+            let path = dir.join(name);
+            match fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(file) => {
+                    return Ok(Self {
+                        path,
+                        file: Some(file),
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The open file.
+    pub fn file(&self) -> io::Result<&File> {
+        self.file
+            .as_ref()
+            .ok_or_else(|| io::Error::other("temp file already closed"))
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Gives the file `meta`'s permissions and modification time, then flushes it to disk.
+    pub fn finish(&self, meta: &Metadata) -> io::Result<()> {
+        let f = self.file()?;
+        f.set_permissions(meta.permissions())?;
+        f.set_modified(meta.modified()?)?;
+        f.sync_all()
+    }
+
+    /// Renames the file over `target` and flushes the folder.
+    pub fn persist(mut self, target: &Path) -> io::Result<()> {
+        drop(self.file.take());
+        fs::rename(&self.path, target)?;
+        // Renamed: nothing to clean up any more.
+        self.path = PathBuf::new();
+        sync_dir(target)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.path.as_os_str().is_empty() {
+            drop(self.file.take());
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Flushes the folder holding `path` (so a rename or link in it is durable).
+pub fn sync_dir(path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    File::open(dir)?.sync_all()
+}
+
+/// Whether a temp file name belongs to a process that is still running (another pisess at work
+/// in the same folder). Where `/proc` is missing every temp file counts as stale.
+fn owner_alive(name: &str) -> bool {
+    let Some(pid) = name
+        .strip_prefix(TEMP_PREFIX)
+        .and_then(|rest| rest.split('-').next())
+        .and_then(|p| p.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    pid != std::process::id()
+        && Path::new("/proc/self").exists()
+        && Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// Removes temp files left in `dir` by a run that was killed (not those of a pisess still
+/// running); returns how many.
+pub fn clean_stale(dir: &Path) -> usize {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut n = 0;
+    for entry in rd.flatten() {
+        let is_temp = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|s| s.starts_with(TEMP_PREFIX) && !owner_alive(s));
+        if is_temp
+            && entry.file_type().is_ok_and(|t| t.is_file())
+            && fs::remove_file(entry.path()).is_ok()
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Whether two files hold the same bytes.
+pub fn same_bytes(a: &Path, b: &Path) -> io::Result<bool> {
+    let (mut fa, mut fb) = (File::open(a)?, File::open(b)?);
+    if fa.metadata()?.len() != fb.metadata()?.len() {
+        return Ok(false);
+    }
+    let (mut ba, mut bb) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+    loop {
+        let n = read_full(&mut fa, &mut ba)?;
+        let m = read_full(&mut fb, &mut bb)?;
+        if n != m || ba[..n] != bb[..m] {
+            return Ok(false);
+        }
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+}
+
+fn read_full(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Copies `src` to `target` atomically (temp file, fsync, rename), keeping mode and mtime.
+pub fn copy_atomic(src: &Path, target: &Path) -> io::Result<()> {
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let name = target.file_name().unwrap_or_default();
+    let tmp = TempFile::create(dir, name)?;
+    let mut from = File::open(src)?;
+    let meta = from.metadata()?;
+    io::copy(&mut from, &mut tmp.file()?)?;
+    tmp.finish(&meta)?;
+    tmp.persist(target)
+}
+
+/// Why a backup could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum BackupError {
+    /// A different file is already at the backup path.
+    #[error("backup {0} already exists and differs from the file; move it away first")]
+    Differs(PathBuf),
+    /// I/O.
+    #[error("cannot back up to {0}: {1}")]
+    Io(PathBuf, #[source] io::Error),
+}
+
+/// Keeps the bytes of `src` at `backup`: a hard link (the original inode survives the rename
+/// that replaces `src`), else an atomic copy. An existing identical backup is kept as it is.
+pub fn make_backup(src: &Path, backup: &Path) -> Result<(), BackupError> {
+    let io_err = |e| BackupError::Io(backup.to_path_buf(), e);
+    match fs::symlink_metadata(backup) {
+        Ok(_) => {
+            return if same_bytes(src, backup).map_err(io_err)? {
+                Ok(())
+            } else {
+                Err(BackupError::Differs(backup.to_path_buf()))
+            };
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(e)),
+    }
+    match fs::hard_link(src, backup) {
+        Ok(()) => sync_dir(backup).map_err(io_err),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            // Appeared meanwhile: same rule as above.
+            if same_bytes(src, backup).map_err(io_err)? {
+                Ok(())
+            } else {
+                Err(BackupError::Differs(backup.to_path_buf()))
+            }
+        }
+        Err(_) => copy_atomic(src, backup).map_err(io_err),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_files_vanish_unless_persisted() {
+        let dir = std::env::temp_dir().join(format!("pisess-atomic-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let t = TempFile::create(&dir, "a.jsonl".as_ref()).unwrap();
+        let p = t.path().to_path_buf();
+        assert!(p.exists());
+        drop(t);
+        assert!(!p.exists());
+        let t = TempFile::create(&dir, "a.jsonl".as_ref()).unwrap();
+        t.persist(&dir.join("b")).unwrap();
+        assert!(dir.join("b").exists());
+        TempFile::create(&dir, "c".as_ref())
+            .map(std::mem::forget)
+            .unwrap();
+        assert_eq!(clean_stale(&dir), 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

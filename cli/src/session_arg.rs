@@ -1,0 +1,459 @@
+//! SESSION and ENTRY arguments, resolved against the store, and one-line descriptions of
+//! entries shared by the inspection commands (`log`, `tree`, `show`, `diff`, `context`).
+//!
+//! SESSION is a file path (imported, or refreshed incrementally, first), a session id or unique
+//! id prefix, or `@latest` (the newest session whose header `cwd` is the current folder, as
+//! `pi -c` picks it).
+//!
+//! ENTRY is an id or unique id prefix, `@leaf`, `@root` (the root of the active path),
+//! `label:NAME`, each optionally followed by `~N` (the N-th ancestor).
+//!
+//! Invariants: nothing here recurses over the tree; every lookup that can match several things
+//! fails with the candidates listed instead of picking one.
+
+use std::path::Path;
+
+use anyhow::anyhow;
+use pisess_engine::agent::project::{content_text, entry_messages};
+use pisess_engine::agent::tokens::estimate_tokens;
+use pisess_engine::{EntryKey, Lookup, SessionKey, SessionRecord, Snapshot, Store, StoreError};
+use serde_json::Value;
+
+use crate::command_error::CommandError;
+
+/// An open store, a snapshot of it and the session a command works on.
+pub struct Session {
+    /// The snapshot every query of the command reads.
+    pub snap: Snapshot,
+    /// The session.
+    pub key: SessionKey,
+    /// Its catalogue record.
+    pub record: SessionRecord,
+    _store: Store,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Session({}, {})", self.key, self.record.session_id)
+    }
+}
+
+/// Opens the default store (`$PISESS_STORE`, else the XDG data folder), explaining a busy one.
+pub fn open_store() -> Result<Store, CommandError> {
+    Store::open_default().map_err(|e| match e {
+        StoreError::Busy { .. } => CommandError::with_hint(
+            e,
+            "another pisess process (an import, usually) has the store open; wait for it to \
+             finish, or point PISESS_STORE at another store",
+        ),
+        StoreError::NoLocation => CommandError::with_hint(e, "set PISESS_STORE=/path/store.redb"),
+        other => other.into(),
+    })
+}
+
+/// Resolves a SESSION argument, importing a file path first.
+pub fn open_session(arg: &str) -> Result<Session, CommandError> {
+    let store = open_store()?;
+    let path = Path::new(arg);
+    let key = if arg == "@latest" {
+        let snap = store.snapshot()?;
+        latest_for_cwd(&snap)?
+    } else if path.is_file() {
+        let report = store.import_file(path)?;
+        if let Some(err) = report.error {
+            return Err(CommandError::with_hint(
+                anyhow!("cannot import {}: {err}", path.display()),
+                format!("run `pisess check {}` to see every problem", path.display()),
+            ));
+        }
+        match report.session {
+            Some(s) => s,
+            None => store
+                .snapshot()?
+                .session_by_path(path)?
+                .ok_or_else(|| anyhow!("{} was not imported as a session", path.display()))?,
+        }
+    } else {
+        let snap = store.snapshot()?;
+        match snap.find_session(arg)? {
+            Lookup::Found(s) => s,
+            Lookup::NotFound => {
+                return Err(CommandError::with_hint(
+                    anyhow!("no session file or session id matches {arg:?}"),
+                    "give a session file, a session id (or a unique prefix) from `pisess ls`, \
+                     or @latest",
+                ));
+            }
+            Lookup::Ambiguous(keys) => {
+                let mut names = Vec::new();
+                for k in keys {
+                    if let Some(r) = snap.session(k)? {
+                        names.push(format!("{} ({})", r.session_id, r.path));
+                    }
+                }
+                return Err(CommandError::with_hint(
+                    anyhow!("session prefix {arg:?} is ambiguous"),
+                    format!("it matches: {}", names.join(", ")),
+                ));
+            }
+        }
+    };
+    let snap = store.snapshot()?;
+    let record = snap
+        .session(key)?
+        .ok_or_else(|| anyhow!("session {key} vanished from the store"))?;
+    Ok(Session {
+        snap,
+        key,
+        record,
+        _store: store,
+    })
+}
+
+fn latest_for_cwd(snap: &Snapshot) -> Result<SessionKey, CommandError> {
+    let cwd = std::env::current_dir()?;
+    let cwd_s = cwd.to_string_lossy();
+    let mut best: Option<(i64, SessionKey)> = None;
+    for (k, r) in snap.sessions()? {
+        if r.gone || r.cwd != cwd_s {
+            continue;
+        }
+        let t = r.modified_ms.or(r.created_ms).unwrap_or(i64::MIN);
+        if best.is_none_or(|(bt, _)| t >= bt) {
+            best = Some((t, k));
+        }
+    }
+    best.map(|(_, k)| k).ok_or_else(|| {
+        CommandError::with_hint(
+            anyhow!("no imported session has {} as its folder", cwd.display()),
+            "import pi's sessions first (`pisess import`), or give a session file",
+        )
+    })
+}
+
+impl Session {
+    /// Resolves an ENTRY argument.
+    pub fn entry(&self, arg: &str) -> Result<EntryKey, CommandError> {
+        // An id that literally contains `~` wins over the ancestor syntax.
+        if let Some(e) = self.snap.entry_by_id(self.key, arg)? {
+            return Ok(e);
+        }
+        let (base, up) = match arg.rsplit_once('~') {
+            Some((b, n)) if !b.is_empty() && n.bytes().all(|c| c.is_ascii_digit()) => {
+                let n: u32 = if n.is_empty() {
+                    1
+                } else {
+                    n.parse()
+                        .map_err(|_| anyhow!("ancestor count too large in {arg:?}"))?
+                };
+                (b, n)
+            }
+            _ => (arg, 0),
+        };
+        let e = self.base_entry(base)?;
+        if up == 0 {
+            return Ok(e);
+        }
+        self.snap.ancestor(e, up)?.ok_or_else(|| {
+            CommandError::with_hint(
+                anyhow!("{base} has fewer than {up} ancestors"),
+                "use a smaller N in ENTRY~N",
+            )
+        })
+    }
+
+    fn base_entry(&self, arg: &str) -> Result<EntryKey, CommandError> {
+        match arg {
+            "@leaf" => self.leaf(),
+            "@root" => {
+                let leaf = self.leaf()?;
+                let d = self.snap.depth(leaf)?.unwrap_or(0);
+                Ok(self.snap.ancestor(leaf, d)?.unwrap_or(leaf))
+            }
+            _ => {
+                if let Some(name) = arg.strip_prefix("label:") {
+                    return self.labelled(name);
+                }
+                match self.snap.find_entry(self.key, arg)? {
+                    Lookup::Found(e) => Ok(e),
+                    Lookup::NotFound => Err(CommandError::with_hint(
+                        anyhow!(
+                            "no entry of session {} matches {arg:?}",
+                            self.record.session_id
+                        ),
+                        "give an entry id or unique prefix (see `pisess log`), @leaf, @root, \
+                         label:NAME or ENTRY~N",
+                    )),
+                    Lookup::Ambiguous(keys) => {
+                        let ids: Vec<String> = keys
+                            .into_iter()
+                            .map(|k| self.id(k))
+                            .collect::<Result<_, _>>()?;
+                        Err(CommandError::with_hint(
+                            anyhow!("entry prefix {arg:?} is ambiguous"),
+                            format!("it matches: {}", ids.join(", ")),
+                        ))
+                    }
+                }
+            }
+        }
+    }
+
+    fn labelled(&self, name: &str) -> Result<EntryKey, CommandError> {
+        let labels = self.snap.labels(self.key)?;
+        let hits: Vec<&String> = labels
+            .iter()
+            .filter(|(_, l)| l == name)
+            .map(|(id, _)| id)
+            .collect();
+        match hits.as_slice() {
+            [id] => self.snap.entry_by_id(self.key, id)?.ok_or_else(|| {
+                anyhow!("label {name:?} points at {id}, which is not stored").into()
+            }),
+            [] => {
+                let all: Vec<&str> = labels.iter().map(|(_, l)| l.as_str()).collect();
+                Err(CommandError::with_hint(
+                    anyhow!("no entry has the label {name:?}"),
+                    if all.is_empty() {
+                        "this session has no labels".to_owned()
+                    } else {
+                        format!("labels: {}", all.join(", "))
+                    },
+                ))
+            }
+            many => Err(CommandError::with_hint(
+                anyhow!("the label {name:?} is on several entries"),
+                format!(
+                    "give one of: {}",
+                    many.iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// The leaf pi resumes at.
+    pub fn leaf(&self) -> Result<EntryKey, CommandError> {
+        self.snap.leaf(self.key)?.ok_or_else(|| {
+            CommandError::with_hint(
+                anyhow!(
+                    "session {} has no leaf (no entries)",
+                    self.record.session_id
+                ),
+                "give an entry explicitly",
+            )
+        })
+    }
+
+    /// The id of an entry (empty for id-less rows).
+    pub fn id(&self, e: EntryKey) -> Result<String, CommandError> {
+        Ok(self.snap.entry_id(e)?.unwrap_or_default())
+    }
+
+    /// An entry's stored JSON, parsed (key order kept).
+    pub fn value(&self, e: EntryKey) -> Result<Value, CommandError> {
+        let text = self
+            .snap
+            .with_entry(e, |a| a.json_text().map(str::to_owned))?
+            .flatten()
+            .ok_or_else(|| anyhow!("entry {e} has no JSON text in the store"))?;
+        Ok(serde_json::from_str(&text)?)
+    }
+
+    /// The path root → `e` (inclusive) with each entry's JSON.
+    pub fn path_values(&self, e: EntryKey) -> Result<Vec<(EntryKey, Value)>, CommandError> {
+        self.snap
+            .path_to_root(e)?
+            .into_iter()
+            .map(|k| Ok((k, self.value(k)?)))
+            .collect()
+    }
+
+    /// Every label of the session: target id → label.
+    pub fn label_map(&self) -> Result<std::collections::HashMap<String, String>, CommandError> {
+        Ok(self.snap.labels(self.key)?.into_iter().collect())
+    }
+}
+
+// ---- describing entries ---------------------------------------------------------------------
+
+fn s<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+/// The entry's type.
+pub fn entry_type(v: &Value) -> &str {
+    s(v, "type").unwrap_or("?")
+}
+
+/// The message role of a `message` entry.
+pub fn role(v: &Value) -> Option<&str> {
+    v.get("message").and_then(|m| s(m, "role"))
+}
+
+/// What an entry is: the role for messages, else the entry type.
+pub fn kind(v: &Value) -> &str {
+    match entry_type(v) {
+        "message" => role(v).unwrap_or("message"),
+        t => t,
+    }
+}
+
+/// The model an entry names (assistant messages, model changes).
+pub fn model(v: &Value) -> Option<&str> {
+    match entry_type(v) {
+        "message" => v.get("message").and_then(|m| s(m, "model")),
+        "model_change" => s(v, "modelId"),
+        _ => None,
+    }
+}
+
+/// Estimated tokens of the messages an entry contributes.
+pub fn tokens(v: &Value) -> u64 {
+    entry_messages(v).iter().map(|m| estimate_tokens(m)).sum()
+}
+
+/// A tool call as a short phrase: `read src/x.rs`, `bash cargo test`.
+pub fn tool_call_phrase(block: &Value) -> String {
+    let name = s(block, "name").unwrap_or("tool");
+    let args = block.get("arguments");
+    let arg = args
+        .and_then(|a| {
+            ["path", "file_path", "command", "pattern", "query", "url"]
+                .iter()
+                .find_map(|k| s(a, k))
+                .or_else(|| a.as_object()?.values().find_map(Value::as_str))
+        })
+        .unwrap_or("");
+    let arg = first_line(arg);
+    if arg.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} {arg}")
+    }
+}
+
+/// The first non-empty line of a text, trimmed.
+pub fn first_line(t: &str) -> &str {
+    t.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}
+
+/// The text of a message's content blocks (text blocks only).
+pub fn message_text(m: &Value) -> String {
+    content_text(m.get("content"), "\n")
+}
+
+/// A one-line summary of an entry (not yet made terminal-safe).
+pub fn summary(v: &Value) -> String {
+    match entry_type(v) {
+        "message" => {
+            let Some(m) = v.get("message") else {
+                return String::new();
+            };
+            let text = message_text(m);
+            let line = first_line(&text);
+            let calls: Vec<String> = m
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|b| s(b, "type") == Some("toolCall"))
+                .map(tool_call_phrase)
+                .collect();
+            match (role(v), line.is_empty(), calls.is_empty()) {
+                (Some("toolResult"), _, _) => {
+                    let tool = s(m, "toolName").unwrap_or("tool");
+                    let err = if m.get("isError") == Some(&Value::Bool(true)) {
+                        " (error)"
+                    } else {
+                        ""
+                    };
+                    format!("{tool}{err}: {line}")
+                }
+                (Some("bashExecution"), _, _) => {
+                    format!("$ {}", first_line(s(m, "command").unwrap_or("")))
+                }
+                (Some("system"), true, _) => m
+                    .get("sections")
+                    .and_then(Value::as_object)
+                    .and_then(|o| o.values().find_map(Value::as_str))
+                    .map(|t| first_line(t).to_owned())
+                    .unwrap_or_default(),
+                (_, true, false) => calls.join(", "),
+                (_, false, false) => format!("{line} [{}]", calls.join(", ")),
+                _ => line.to_owned(),
+            }
+        }
+        "compaction" | "branch_summary" => first_line(s(v, "summary").unwrap_or("")).to_owned(),
+        "custom_message" => {
+            let t = content_text(v.get("content"), "\n");
+            format!(
+                "{}: {}",
+                s(v, "customType").unwrap_or("custom"),
+                first_line(&t)
+            )
+        }
+        "model_change" => format!(
+            "{}/{}",
+            s(v, "provider").unwrap_or("?"),
+            s(v, "modelId").unwrap_or("?")
+        ),
+        "thinking_level_change" => s(v, "thinkingLevel").unwrap_or("").to_owned(),
+        "label" => match s(v, "label") {
+            Some(l) => format!("{} ← {l}", s(v, "targetId").unwrap_or("?")),
+            None => format!("{} (label removed)", s(v, "targetId").unwrap_or("?")),
+        },
+        "session_info" => s(v, "name").unwrap_or("").to_owned(),
+        "context_edit" => format!("edits {}", s(v, "targetId").unwrap_or("?")),
+        "custom" => s(v, "customType").unwrap_or("").to_owned(),
+        _ => String::new(),
+    }
+}
+
+/// Cuts a text to at most `max` characters, marking the cut with `…`.
+pub fn clip(t: &str, max: usize) -> String {
+    if t.chars().count() <= max {
+        return t.to_owned();
+    }
+    let mut out: String = t.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The terminal width to lay out for (`COLUMNS`, else 100).
+pub fn width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|&w: &usize| w >= 20)
+        .unwrap_or(100)
+}
+
+/// An ISO timestamp shortened for display: `2026-01-01 12:34:56`.
+pub fn short_time(ts: Option<&str>) -> String {
+    match ts {
+        Some(t) => match (t.get(..10), t.get(11..19)) {
+            (Some(d), Some(h)) => format!("{d} {h}"),
+            _ => t.to_owned(),
+        },
+        None => String::new(),
+    }
+}
+
+/// An id shortened for display (8 characters, pi's id length).
+pub fn short_id(id: &str) -> &str {
+    match id.char_indices().nth(8) {
+        Some((i, _)) => &id[..i],
+        None => id,
+    }
+}
+
+/// The entry's id, when it is a string.
+pub fn id_of(v: &Value) -> Option<&str> {
+    s(v, "id")
+}

@@ -1,0 +1,697 @@
+//! `pisess log`, `tree`, `show`, `context`, `diff`, `compact`, `navigate` against the oracle's
+//! goldens (fixtures/golden/sessions/*), plus human-output smoke tests.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, fixture};
+
+/// The generated sessions with stable ids: v3, and v2 (migrated to v3 on import, ids kept).
+/// 07-v1 gets its ids at migration, differently from pi's random ones: see `legacy_files`.
+const V3: &[&str] = &[
+    "01-tiny",
+    "02-small-branches",
+    "03-compactions",
+    "04-many-branches",
+    "05-context-edits-labels",
+    "06-no-system",
+    "08-v2",
+];
+
+fn session(name: &str) -> PathBuf {
+    fixture(&format!("sessions/{name}.jsonl"))
+}
+
+fn golden(name: &str, file: &str) -> Value {
+    let p = fixture(&format!("golden/sessions/{name}/{file}.json"));
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+struct Run {
+    stdout: String,
+    stderr: String,
+    code: i32,
+}
+
+fn run(env: &TestEnv, args: &[&str]) -> Run {
+    run_in(env, args, None)
+}
+
+fn run_in(env: &TestEnv, args: &[&str], dir: Option<&Path>) -> Run {
+    let mut cmd = env.pisess();
+    cmd.args(args);
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out = cmd.output().unwrap();
+    Run {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+        code: out.status.code().unwrap(),
+    }
+}
+
+/// Runs a `--json` command that must succeed (exit `code`) and print one object.
+fn json(env: &TestEnv, args: &[&str], code: i32) -> Value {
+    let r = run(env, args);
+    assert_eq!(
+        r.code, code,
+        "{args:?}\nstdout: {}\nstderr: {}",
+        r.stdout, r.stderr
+    );
+    serde_json::from_str(r.stdout.trim_end())
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", r.stdout))
+}
+
+/// Runs a `--json` listing and parses its lines.
+fn json_lines(env: &TestEnv, args: &[&str]) -> Vec<Value> {
+    let r = run(env, args);
+    assert_eq!(r.code, 0, "{args:?}\nstderr: {}", r.stderr);
+    r.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn context_json_equals_the_oracle_at_the_leaf_and_at_sampled_entries() {
+    for name in V3 {
+        let env = TestEnv::new();
+        let file = session(name);
+        let f = file.to_str().unwrap();
+        let g = golden(name, "context");
+        let got = json(&env, &["context", f, "--json", "--llm"], 0);
+        for k in ["messages", "model", "llmMessages"] {
+            assert_eq!(got[k], g[k], "{name}: {k}");
+        }
+        assert_eq!(got.get("thinkingLevel"), g.get("thinkingLevel"), "{name}");
+        assert_eq!(got["entryIds"], g["contextEntryIds"], "{name}");
+        assert_eq!(
+            got["tokens"], g["estimate"]["projected"]["tokens"],
+            "{name}"
+        );
+        assert_eq!(got["estimate"], g["estimate"]["projected"], "{name}");
+
+        let at = golden(name, "context-at");
+        let pool = at["messagePool"].as_array().unwrap();
+        let mut checked = 0;
+        for (id, want) in at["at"].as_object().unwrap() {
+            if id == "no-such-id" || want.get("error").is_some() {
+                continue;
+            }
+            let got = json(&env, &["context", f, "--at", id, "--json"], 0);
+            let msgs: Vec<Value> = want["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| pool[usize::try_from(i.as_u64().unwrap()).unwrap()].clone())
+                .collect();
+            assert_eq!(got["messages"], Value::Array(msgs), "{name} at {id}");
+            assert_eq!(got["model"], want["model"], "{name} at {id}");
+            assert_eq!(
+                got.get("thinkingLevel"),
+                want.get("thinkingLevel"),
+                "{name} at {id}"
+            );
+            assert_eq!(got["entryIds"], want["contextEntryIds"], "{name} at {id}");
+            assert_eq!(
+                got["estimate"], want["estimate"]["projected"],
+                "{name} at {id}"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 5, "{name}: only {checked} sampled entries");
+    }
+}
+
+#[test]
+fn log_json_paths_equal_the_oracle() {
+    for name in V3 {
+        let env = TestEnv::new();
+        let file = session(name);
+        let f = file.to_str().unwrap();
+        let paths = golden(name, "path");
+        for (id, want) in paths.as_object().unwrap() {
+            if id == "no-such-id" {
+                continue;
+            }
+            let want = ids(want);
+            let lines = json_lines(&env, &["log", f, "--at", id, "--reverse", "--json"]);
+            let got: Vec<String> = lines
+                .iter()
+                .map(|l| {
+                    assert_eq!(l["type"], "entry");
+                    l["id"].as_str().unwrap().to_owned()
+                })
+                .collect();
+            assert_eq!(got, want, "{name} --at {id} --reverse");
+            // Newest first without --reverse; -n cuts from the entry's end.
+            let lines = json_lines(&env, &["log", f, "--at", id, "--json", "-n", "3"]);
+            let got: Vec<&str> = lines.iter().map(|l| l["id"].as_str().unwrap()).collect();
+            let newest: Vec<&str> = want.iter().rev().take(3).map(String::as_str).collect();
+            assert_eq!(got, newest, "{name} --at {id}");
+        }
+    }
+}
+
+#[test]
+fn tree_json_has_the_oracle_nodes_and_children_order() {
+    for name in V3 {
+        let env = TestEnv::new();
+        let file = session(name);
+        let g = golden(name, "tree");
+        let got = json(&env, &["tree", file.to_str().unwrap(), "--json"], 0);
+        assert_eq!(got["roots"], g["roots"], "{name}");
+        assert_eq!(got["leafId"], g["leafId"], "{name}");
+        let (gn, wn) = (
+            got["nodes"].as_array().unwrap(),
+            g["nodes"].as_array().unwrap(),
+        );
+        assert_eq!(gn.len(), wn.len(), "{name}");
+        for (a, b) in gn.iter().zip(wn) {
+            assert_eq!(a, b, "{name}");
+        }
+    }
+}
+
+#[test]
+fn diff_json_sides_equal_those_of_the_oracle_paths() {
+    for name in V3 {
+        let env = TestEnv::new();
+        let file = session(name);
+        let f = file.to_str().unwrap();
+        let paths = golden(name, "path");
+        let paths: Vec<(String, Vec<String>)> = paths
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| *k != "no-such-id")
+            .map(|(k, v)| (k.clone(), ids(v)))
+            .collect();
+        for (i, (a, pa)) in paths.iter().enumerate().take(6) {
+            for (b, pb) in paths.iter().skip(i).take(4) {
+                let common = pa.iter().zip(pb).take_while(|(x, y)| x == y).count();
+                let same = a == b;
+                let got = json(&env, &["diff", f, a, b, "--json"], if same { 0 } else { 1 });
+                let want_lca = if common == 0 {
+                    Value::Null
+                } else {
+                    Value::String(pa[common - 1].clone())
+                };
+                assert_eq!(got["commonAncestorId"], want_lca, "{name} {a} {b}");
+                assert_eq!(ids(&got["onlyA"]), pa[common..], "{name} {a} {b}");
+                assert_eq!(ids(&got["onlyB"]), pb[common..], "{name} {a} {b}");
+            }
+        }
+    }
+}
+
+const CUT_FIELDS: &[&str] = &[
+    "firstKeptEntryId",
+    "firstKeptPathIndex",
+    "isSplitTurn",
+    "tokensBefore",
+    "previousSummary",
+    "messagesToSummarize",
+    "turnPrefixMessages",
+    "fileOps",
+    "fileListSuffix",
+];
+
+fn check_cut(name: &str, id: &str, got: &Value, want: &Value) {
+    assert_eq!(got["settings"], want["settings"], "{name} {id}");
+    match want["preparation"].as_object() {
+        None => {
+            assert_eq!(got["compactable"], false, "{name} {id}");
+            assert_eq!(got["reason"], want["reason"], "{name} {id}");
+        }
+        Some(p) => {
+            assert_eq!(got["compactable"], true, "{name} {id}");
+            for k in CUT_FIELDS {
+                assert_eq!(got[*k], p[*k], "{name} {id}: {k}");
+            }
+            assert_eq!(got["readFiles"], p["details"]["readFiles"], "{name} {id}");
+            assert_eq!(
+                got["modifiedFiles"], p["details"]["modifiedFiles"],
+                "{name} {id}"
+            );
+            assert_eq!(
+                got.get("shouldCompact"),
+                want.get("shouldCompact"),
+                "{name} {id}"
+            );
+            let n = got["summarizeEntryIds"].as_array().unwrap().len()
+                + got["turnPrefixEntryIds"].as_array().unwrap().len();
+            assert!(n > 0, "{name} {id}: no entries to summarise");
+        }
+    }
+}
+
+#[test]
+fn compact_dry_run_json_equals_the_oracle_cut() {
+    let mut prepared = 0;
+    for name in V3 {
+        let env = TestEnv::new();
+        let file = session(name);
+        let f = file.to_str().unwrap();
+        let got = json(&env, &["compact", f, "--dry-run", "--json"], 0);
+        check_cut(name, "leaf", &got, &golden(name, "cut"));
+        let at = golden(name, "cut-at");
+        for (id, want) in at.as_object().unwrap() {
+            let args = [
+                "compact",
+                f,
+                "--dry-run",
+                "--json",
+                "--at",
+                id,
+                "--keep",
+                "1000",
+                "--reserve",
+                "2000",
+                "--window",
+                "8000",
+            ];
+            let got = json(&env, &args, 0);
+            check_cut(name, id, &got, want);
+            prepared += usize::from(want["preparation"].is_object());
+        }
+    }
+    assert!(prepared >= 20, "only {prepared} preparations compared");
+}
+
+#[test]
+fn navigate_dry_run_json_equals_the_oracle_branch_summary() {
+    let mut pairs = 0;
+    for name in V3 {
+        let g = fixture(&format!("golden/sessions/{name}/branch-summary.json"));
+        if !g.exists() {
+            continue;
+        }
+        let env = TestEnv::new();
+        let file = session(name);
+        let f = file.to_str().unwrap();
+        for want in golden(name, "branch-summary").as_array().unwrap() {
+            let (old, target) = (
+                want["oldLeafId"].as_str().unwrap(),
+                want["targetId"].as_str().unwrap(),
+            );
+            let got = json(
+                &env,
+                &["navigate", f, target, "--from", old, "--dry-run", "--json"],
+                0,
+            );
+            for (k, v) in want.as_object().unwrap() {
+                if k == "messages" || k == "serialized" {
+                    continue; // only with the oracle's --full
+                }
+                assert_eq!(&got[k], v, "{name} {old} -> {target}: {k}");
+            }
+            pairs += 1;
+        }
+    }
+    assert!(pairs >= 10, "only {pairs} pairs");
+}
+
+#[test]
+fn entry_syntax_leaf_root_ancestor_label_prefix() {
+    let env = TestEnv::new();
+    let name = "04-many-branches";
+    let file = session(name);
+    let f = file.to_str().unwrap();
+    let tree = golden(name, "tree");
+    let leaf = tree["leafId"].as_str().unwrap();
+    let paths = golden(name, "path");
+    let active = ids(&paths[leaf]);
+    let show = |e: &str| json(&env, &["show", f, e, "--json"], 0)["id"].clone();
+    assert_eq!(show("@leaf"), leaf);
+    assert_eq!(show("@root"), active[0].as_str());
+    assert_eq!(show("@leaf~2"), active[active.len() - 3].as_str());
+    assert_eq!(
+        show(&format!("{leaf}~1")),
+        active[active.len() - 2].as_str()
+    );
+    assert_eq!(show(&leaf[..6]), leaf);
+    for n in tree["nodes"].as_array().unwrap() {
+        if let Some(l) = n.get("label").and_then(Value::as_str) {
+            assert_eq!(show(&format!("label:{l}")), n["id"], "label:{l}");
+        }
+    }
+    // An ambiguous prefix lists the candidates; an unknown one says what to give.
+    let all: Vec<&str> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    let prefix = (0..16)
+        .map(|d| format!("{d:x}"))
+        .find(|p| all.iter().filter(|i| i.starts_with(p.as_str())).count() >= 2)
+        .unwrap();
+    let r = run(&env, &["show", f, &prefix]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("ambiguous") && r.stderr.contains("it matches:"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&env, &["show", f, "zzzz"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no entry"), "{}", r.stderr);
+    let r = run(&env, &["show", f, "label:nope"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("explored-"), "{}", r.stderr);
+    let r = run(&env, &["show", f, "@root~1"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("fewer than 1 ancestors"), "{}", r.stderr);
+}
+
+#[test]
+fn session_by_id_prefix_and_latest() {
+    let env = TestEnv::new();
+    let file = session("02-small-branches");
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let sid = header["id"].as_str().unwrap();
+    let leaf = golden("02-small-branches", "tree")["leafId"].clone();
+    // Import through a path, then find it by id and by prefix.
+    assert_eq!(
+        json(
+            &env,
+            &["show", file.to_str().unwrap(), "@leaf", "--json"],
+            0
+        )["id"],
+        leaf
+    );
+    assert_eq!(json(&env, &["show", sid, "@leaf", "--json"], 0)["id"], leaf);
+    assert_eq!(
+        json(&env, &["show", &sid[..12], "@leaf", "--json"], 0)["id"],
+        leaf
+    );
+    let r = run(&env, &["log", "nonexistent-session"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("no session file or session id"),
+        "{}",
+        r.stderr
+    );
+
+    // @latest: the newest session whose header cwd is the current folder.
+    let work = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(work.path()).unwrap();
+    let text = std::fs::read_to_string(session("01-tiny")).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[0]["cwd"] = Value::String(cwd.to_str().unwrap().to_owned());
+    let copy = cwd.join("mine.jsonl");
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&copy, body).unwrap();
+    let r = run_in(&env, &["log", "@latest"], Some(&cwd));
+    assert_eq!(r.code, 2, "not imported yet: {}", r.stdout);
+    assert!(r.stderr.contains("no imported session"), "{}", r.stderr);
+    run(&env, &["log", copy.to_str().unwrap()]);
+    let r = run_in(&env, &["log", "@latest", "--json"], Some(&cwd));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.lines().count(), 10);
+}
+
+/// A copy of 01-tiny whose first user message and a label carry terminal escapes.
+fn hostile_session(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(session("01-tiny")).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let evil = "evil \u{1b}[2J\u{1b}]0;pwned\u{7} text\r\nsecond \u{9b}31m line";
+    let user = lines
+        .iter_mut()
+        .find(|l| l["type"] == "message" && l["message"]["role"] == "user")
+        .unwrap();
+    user["message"]["content"] = Value::String(evil.to_owned());
+    let last = lines.last().unwrap().clone();
+    lines.push(serde_json::json!({
+        "type": "label", "id": "1abe1000", "parentId": last["id"],
+        "timestamp": "2026-07-25T10:00:00.000Z", "targetId": last["id"], "label": evil,
+    }));
+    let p = dir.join("hostile.jsonl");
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+#[test]
+fn human_output_never_carries_escapes_from_a_session() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let p = hostile_session(dir.path());
+    let f = p.to_str().unwrap();
+    let cmds: Vec<Vec<&str>> = vec![
+        vec!["log", f],
+        vec!["tree", f, "--filter", "all"],
+        vec!["context", f],
+        vec!["context", f, "--llm"],
+        vec!["diff", f, "@root", "@leaf"],
+        vec!["compact", f, "--dry-run", "--keep", "10"],
+        vec!["navigate", f, "@root", "--dry-run"],
+    ];
+    let mut all = cmds;
+    let ids: Vec<String> = json_lines(&env, &["log", f, "--json"])
+        .iter()
+        .map(|l| l["id"].as_str().unwrap().to_owned())
+        .collect();
+    for id in &ids {
+        all.push(vec!["show", f, id.as_str()]);
+    }
+    for args in &all {
+        let r = run(&env, args);
+        assert!(r.code <= 1, "{args:?}: {}", r.stderr);
+        for bad in ['\u{1b}', '\u{7}', '\u{9b}', '\r'] {
+            assert!(
+                !r.stdout.contains(bad),
+                "{args:?} printed {bad:?}:\n{}",
+                r.stdout
+            );
+        }
+    }
+    let r = run(&env, &["log", f]);
+    assert!(r.stdout.contains("evil \\u{1b}[2J"), "{}", r.stdout);
+    // --raw is the one exception: it prints the stored bytes (JSON-escaped in the file).
+    let r = run(&env, &["show", f, "@leaf", "--raw"]);
+    assert!(
+        r.stdout.ends_with("}\n") && r.stdout.contains("\\u001b"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn human_output_smoke() {
+    let env = TestEnv::new();
+    let name = "04-many-branches";
+    let file = session(name);
+    let f = file.to_str().unwrap();
+    let tree = golden(name, "tree");
+    let leaf = tree["leafId"].as_str().unwrap();
+    let short = &leaf[..8];
+
+    let r = run(&env, &["log", f]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.lines().next().unwrap().starts_with(short),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("[explored-"),
+        "labels are shown:\n{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("──── branch summary"), "{}", r.stdout);
+    let r = run(&env, &["log", f, "-n", "2", "--type", "user"]);
+    assert_eq!(r.stdout.lines().count(), 2, "{}", r.stdout);
+    assert!(
+        r.stdout.lines().all(|l| l.contains(" user ")),
+        "{}",
+        r.stdout
+    );
+    let r = run(&env, &["log", &session("03-compactions").to_string_lossy()]);
+    assert!(
+        r.stdout
+            .contains("──── compaction: earlier entries summarised, kept from"),
+        "{}",
+        r.stdout
+    );
+
+    let r = run(&env, &["tree", f]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains(&format!("@ {short}")), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("├─") && r.stdout.contains("└─"),
+        "{}",
+        r.stdout
+    );
+    let all = run(&env, &["tree", f, "--filter", "all"])
+        .stdout
+        .lines()
+        .count();
+    assert_eq!(all, tree["nodes"].as_array().unwrap().len());
+    let users = run(&env, &["tree", f, "--filter", "user-only"]).stdout;
+    assert!(users.lines().all(|l| l.contains(" user ")), "{users}");
+    let labeled = run(&env, &["tree", f, "--filter", "labeled"]).stdout;
+    assert_eq!(labeled.lines().count(), 4, "{labeled}");
+    let trunk = run(&env, &["tree", f, "--depth", "0"]).stdout;
+    assert!(
+        trunk.contains("not shown") && !trunk.contains("├─"),
+        "{trunk}"
+    );
+
+    let r = run(&env, &["show", f, "@leaf"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with(&format!("id         {leaf}")),
+        "{}",
+        r.stdout
+    );
+    let raw = run(&env, &["show", f, "@leaf", "--raw"]).stdout;
+    let last_line = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    assert_eq!(raw, format!("{last_line}\n"));
+
+    let r = run(&env, &["context", f]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with(&format!("context at {leaf}")),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("── user · ~"), "{}", r.stdout);
+
+    let other = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["children"].as_array().unwrap().is_empty() && n["id"] != leaf)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap();
+    let r = run(&env, &["diff", f, "@leaf", other]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stdout.starts_with("common ancestor "), "{}", r.stdout);
+    assert!(
+        r.stdout.lines().any(|l| l.starts_with("< "))
+            && r.stdout.lines().any(|l| l.starts_with("> "))
+    );
+    assert_eq!(run(&env, &["diff", f, "@leaf", leaf]).code, 0);
+
+    let r = run(&env, &["compact", f, "--dry-run", "--keep", "1000"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("first kept entry:"), "{}", r.stdout);
+    let r = run(&env, &["compact", f]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("not available yet") && r.stderr.contains("--dry-run"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&env, &["navigate", f, other, "--dry-run"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("common ancestor:"), "{}", r.stdout);
+    let r = run(&env, &["navigate", f, other]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("not available yet"), "{}", r.stderr);
+}
+
+/// v1/v2 files, imported through pisess-migrate (if this build's import refuses them, the
+/// commands must say so and exit 2).
+#[test]
+fn legacy_files() {
+    for name in ["07-v1", "08-v2"] {
+        let env = TestEnv::new();
+        let file = session(name);
+        let f = file.to_str().unwrap();
+        let r = run(&env, &["tree", f, "--json"]);
+        if r.code == 2 {
+            assert!(r.stderr.contains("cannot import"), "{name}: {}", r.stderr);
+            eprintln!("{name}: not importable yet: {}", r.stderr.trim());
+            continue;
+        }
+        let got: Value = serde_json::from_str(r.stdout.trim_end()).unwrap();
+        let g = golden(name, "tree");
+        // v1 ids are drawn at random by pi (the oracle seeds them) and deterministically by
+        // pisess-migrate, so only the shape can match: types and child counts, in order.
+        let shape = |t: &Value| -> Vec<(Value, usize)> {
+            t["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| (n["type"].clone(), n["children"].as_array().unwrap().len()))
+                .collect()
+        };
+        assert_eq!(shape(&got), shape(&g), "{name}");
+        let ctx = json(&env, &["context", f, "--json"], 0);
+        assert_eq!(
+            ctx["messages"],
+            golden(name, "context")["messages"],
+            "{name}"
+        );
+    }
+}
+
+/// A 100,000-deep chain: every command walks it with loops, never recursion.
+#[test]
+fn deep_chains_do_not_recurse() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("deep.jsonl");
+    let n = 100_000usize;
+    let mut body = String::from(
+        r#"{"type":"session","version":3,"id":"deep-0000","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+    );
+    body.push('\n');
+    for i in 0..n {
+        let parent = if i == 0 {
+            "null".to_owned()
+        } else {
+            format!("\"{:08x}\"", i - 1)
+        };
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        body.push_str(&format!(
+            r#"{{"type":"message","id":"{i:08x}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"{role}","content":[{{"type":"text","text":"m{i}"}}],"timestamp":0}}}}"#
+        ));
+        body.push('\n');
+    }
+    std::fs::write(&p, body).unwrap();
+    let f = p.to_str().unwrap();
+    let lines = json_lines(&env, &["log", f, "-n", "2", "--json"]);
+    assert_eq!(lines[0]["id"], format!("{:08x}", n - 1));
+    let tree = json(&env, &["tree", f, "--json"], 0);
+    assert_eq!(tree["nodes"].as_array().unwrap().len(), n);
+    let r = run(&env, &["tree", f]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let root = json(&env, &["show", f, &format!("@leaf~{}", n - 1), "--json"], 0);
+    assert_eq!(root["id"], "00000000");
+    let d = json(&env, &["diff", f, "@root", "@leaf", "--json"], 1);
+    assert_eq!(d["onlyB"].as_array().unwrap().len(), n - 1);
+}

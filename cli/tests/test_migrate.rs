@@ -1,0 +1,628 @@
+//! `pisess migrate` on folders: results equal pi's migration by structure, nothing else
+//! changes, backups are exact, counts are right, runs are idempotent, and a run killed at any
+//! point leaves every file migrated or untouched.
+//!
+//! Inputs come from stable places: the oracle's standard corpus (`~/.cache/pisess-oracle/corpus`,
+//! or `$PISESS_CORPUS`; built by `../shared/oracle/corpus`) and `../shared/realdata`. pi's
+//! answers are the oracle expectations stored by the migrate crate
+//! (`migrate/tests/expected/`, one digest per entry after renaming ids by first appearance).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use pisess_formats::js;
+use serde_json::Value;
+
+use crate::common::{TestEnv, realdata, root};
+
+fn corpus() -> PathBuf {
+    let dir = std::env::var_os("PISESS_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pisess-oracle/corpus")
+        });
+    assert!(
+        dir.join("16-v1-60.jsonl").is_file(),
+        "the standard corpus is missing at {}: run ../shared/oracle/corpus first",
+        dir.display()
+    );
+    dir
+}
+
+/// Copies `src` to `dst` (creating folders), writable.
+fn put(src: &Path, dst: &Path) {
+    fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    fs::copy(src, dst).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    fs::set_permissions(dst, fs::Permissions::from_mode(0o644)).unwrap();
+}
+
+/// Every file under `dir`: relative path → bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(
+                    p.strip_prefix(dir).unwrap().to_path_buf(),
+                    fs::read(&p).unwrap(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Runs `pisess migrate ARGS --json`; returns the file records, the summary and the exit code.
+fn run_json(env: &TestEnv, args: &[&str]) -> (Vec<Value>, Value, i32) {
+    let out = env
+        .pisess()
+        .arg("migrate")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let summary = lines.pop().unwrap_or(Value::Null);
+    assert_eq!(summary["type"], "summary", "{text}");
+    assert!(lines.iter().all(|l| l["type"] == "file"));
+    (lines, summary, out.status.code().unwrap())
+}
+
+/// The library's migration of `path` (the bytes the CLI must write).
+fn lib_migrate(path: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    pisess_migrate::migrate_file(path, &mut out).unwrap();
+    out
+}
+
+/// Digests of a migrated output after renaming ids by first appearance (as
+/// `migrate/tests/common.rs` does for the oracle's answers).
+fn structure_digests(bytes: &[u8]) -> Vec<String> {
+    let mut entries: Vec<Value> = std::str::from_utf8(bytes)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut names: HashMap<String, usize> = HashMap::new();
+    for e in entries.iter_mut().skip(1) {
+        let Value::Object(obj) = e else { continue };
+        for key in ["id", "parentId", "firstKeptEntryId"] {
+            if let Some(Value::String(s)) = obj.get_mut(key) {
+                let n = names.len();
+                let k = *names.entry(s.clone()).or_insert(n);
+                *s = format!("#{k}");
+            }
+        }
+    }
+    entries
+        .iter()
+        .map(|v| blake3::hash(js::to_string(v).as_bytes()).to_hex()[..16].to_owned())
+        .collect()
+}
+
+/// pi's migration of an input, by structure (from `migrate/tests/expected/<group>/<name>.json`).
+fn pi_digests(group: &str, name: &str) -> Vec<String> {
+    let path = root().join(format!("migrate/tests/expected/{group}/{name}.json"));
+    let doc: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    doc["digests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn mtime(p: &Path) -> SystemTime {
+    fs::metadata(p).unwrap().modified().unwrap()
+}
+
+fn mode(p: &Path) -> u32 {
+    fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// The mixed folder: (relative path, group and name of pi's expected answer if migrated).
+struct Mixed {
+    dir: tempfile::TempDir,
+}
+
+const V1_SMALL: &str = "16-v1-60.jsonl";
+const V2: &str = "sub/18-v2-80.jsonl";
+const V1_REAL: &str = "sub/deeper/pimono__large-session.v1.jsonl";
+const READ_ONLY: &str = "read-only.jsonl";
+const GLUED: &str = "glued.jsonl";
+const TARGETS: [(&str, &str, &str); 3] = [
+    (V1_SMALL, "corpus", "16-v1-60"),
+    (V2, "corpus", "18-v2-80"),
+    (V1_REAL, "realdata", "pimono__large-session.v1"),
+];
+
+impl Mixed {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let c = corpus();
+        put(&c.join("16-v1-60.jsonl"), &d.join(V1_SMALL));
+        put(&c.join("18-v2-80.jsonl"), &d.join(V2));
+        put(
+            &realdata().join("pimono__large-session.v1.jsonl"),
+            &d.join(V1_REAL),
+        );
+        put(&c.join("01-tiny-10.jsonl"), &d.join("v3.jsonl"));
+        put(
+            &realdata().join("kirgadjello__873fc059_crew-planner_0.header-only.v3.jsonl"),
+            &d.join("sub/header-only.v3.jsonl"),
+        );
+        fs::write(
+            d.join("v4.jsonl"),
+            "{\"kind\":\"header\",\"version\":4,\"id\":\"s4\",\"cwd\":\"/x\"}\n{\"kind\":\"entry\"}\n",
+        )
+        .unwrap();
+        put(&c.join("edge/empty.jsonl"), &d.join("edge/empty.jsonl"));
+        put(&c.join("edge/garbage.jsonl"), &d.join("edge/garbage.jsonl"));
+        put(
+            &realdata().join("pimono__root-session.v1.concat-line.jsonl"),
+            &d.join(GLUED),
+        );
+        put(&c.join("17-v1-400.jsonl"), &d.join(READ_ONLY));
+        fs::set_permissions(d.join(READ_ONLY), fs::Permissions::from_mode(0o444)).unwrap();
+        // Not a session file: must never be touched.
+        fs::write(d.join("notes.txt"), "hello\n").unwrap();
+        // The migrated files get a distinctive mode.
+        fs::set_permissions(d.join(V2), fs::Permissions::from_mode(0o600)).unwrap();
+        Self { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn arg(&self) -> &str {
+        self.path().to_str().unwrap()
+    }
+}
+
+fn check_found(summary: &Value) {
+    assert_eq!(summary["files"], 10, "{summary}");
+    let found = &summary["found"];
+    assert_eq!(found["v1"], 4, "{summary}");
+    assert_eq!(found["v2"], 1, "{summary}");
+    assert_eq!(found["v3"], 2, "{summary}");
+    assert_eq!(found["v4"], 1, "{summary}");
+    assert_eq!(found["empty"], 1, "{summary}");
+    assert_eq!(found["not-a-session"], 1, "{summary}");
+}
+
+#[test]
+fn dry_run_is_the_default_and_writes_nothing() {
+    let env = TestEnv::new();
+    let m = Mixed::new();
+    let before = snapshot(m.path());
+    let (files, summary, code) = run_json(&env, &[m.arg()]);
+    assert_eq!(code, 0, "{summary}");
+    assert_eq!(summary["mode"], "dry-run");
+    check_found(&summary);
+    // The read-only file is only refused when writing.
+    assert_eq!(summary["migrated"], 4, "{summary}");
+    assert_eq!(summary["current"], 2);
+    assert_eq!(summary["skipped"], 4);
+    assert_eq!(summary["failed"], 0);
+    assert_eq!(summary["glued_recovered"], 2);
+    assert!(files.iter().all(|f| f["dry_run"] == true));
+    assert_eq!(snapshot(m.path()), before);
+    // --dry-run says the same.
+    let (_, again, _) = run_json(&env, &[m.arg(), "--dry-run"]);
+    assert_eq!(again, summary);
+    assert_eq!(snapshot(m.path()), before);
+}
+
+#[test]
+fn in_place_migrates_exactly_the_legacy_files() {
+    let env = TestEnv::new();
+    let m = Mixed::new();
+    let d = m.path();
+    let before = snapshot(d);
+    let times: HashMap<&str, SystemTime> = TARGETS
+        .iter()
+        .map(|(rel, ..)| (*rel, mtime(&d.join(rel))))
+        .collect();
+    let (files, summary, code) =
+        run_json(&env, &[m.arg(), "--in-place", "--verify", "--jobs", "3"]);
+    assert_eq!(code, 2, "the read-only file failed: {summary}");
+    check_found(&summary);
+    assert_eq!(summary["mode"], "in-place");
+    assert_eq!(summary["migrated"], 3, "{summary}");
+    assert_eq!(summary["current"], 2);
+    assert_eq!(summary["skipped"], 4);
+    assert_eq!(summary["failed"], 1);
+    assert_eq!(summary["glued_recovered"], 2);
+    assert_eq!(summary["bad_lines_skipped"], 0);
+    let by_file: HashMap<String, &Value> = files
+        .iter()
+        .map(|f| {
+            let p = PathBuf::from(f["file"].as_str().unwrap());
+            (p.strip_prefix(d).unwrap().to_string_lossy().into_owned(), f)
+        })
+        .collect();
+    assert_eq!(by_file[READ_ONLY]["status"], "failed");
+    assert!(
+        by_file[READ_ONLY]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("read-only")
+    );
+    assert_eq!(by_file[GLUED]["status"], "skipped");
+    assert_eq!(by_file["v4.jsonl"]["status"], "skipped");
+    assert_eq!(by_file["v3.jsonl"]["status"], "current");
+
+    let after = snapshot(d);
+    let mut expected_entries = 0;
+    for (rel, group, name) in TARGETS {
+        let out = &after[Path::new(rel)];
+        // pi's migration by structure.
+        assert_eq!(structure_digests(out), pi_digests(group, name), "{rel}");
+        // The library's bytes.
+        let mut orig = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut orig, &before[Path::new(rel)]).unwrap();
+        assert!(*out == lib_migrate(orig.path()), "{rel}");
+        // The backup is the original, byte for byte, and mode and mtime are kept.
+        let backup = PathBuf::from(format!("{rel}.v1.bak"));
+        assert!(after[&backup] == before[Path::new(rel)], "{rel}");
+        assert_eq!(mtime(&d.join(rel)), times[rel], "{rel}");
+        assert_eq!(by_file[rel]["status"], "migrated");
+        assert_eq!(by_file[rel]["verified"], true);
+        expected_entries += by_file[rel]["entries"].as_u64().unwrap();
+    }
+    assert_eq!(summary["entries"], expected_entries);
+    assert_eq!(mode(&d.join(V2)), 0o600);
+    // Nothing else changed, nothing else appeared.
+    let mut rest = after.clone();
+    for (rel, ..) in TARGETS {
+        rest.remove(Path::new(rel));
+        rest.remove(&PathBuf::from(format!("{rel}.v1.bak")));
+    }
+    let mut untouched = before.clone();
+    for (rel, ..) in TARGETS {
+        untouched.remove(Path::new(rel));
+    }
+    assert_eq!(rest, untouched);
+
+    // The second run changes nothing.
+    let (_, second, code) = run_json(&env, &[m.arg(), "--in-place", "--verify"]);
+    assert_eq!(code, 2);
+    assert_eq!(second["migrated"], 0, "{second}");
+    assert_eq!(second["current"], 5);
+    assert_eq!(snapshot(d), after);
+}
+
+#[test]
+fn out_mirrors_the_tree_and_never_touches_the_sources() {
+    let env = TestEnv::new();
+    let m = Mixed::new();
+    let out = tempfile::tempdir().unwrap();
+    let before = snapshot(m.path());
+    let out_arg = out.path().join("mirror");
+    let (_, summary, code) = run_json(
+        &env,
+        &[
+            m.arg(),
+            "--out",
+            out_arg.to_str().unwrap(),
+            "--verify",
+            "--jobs",
+            "2",
+        ],
+    );
+    assert_eq!(code, 0, "{summary}");
+    assert_eq!(summary["migrated"], 4, "{summary}");
+    assert_eq!(snapshot(m.path()), before);
+    let written = snapshot(&out_arg);
+    let names: Vec<_> = written
+        .keys()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, [V1_SMALL, READ_ONLY, V2, V1_REAL]);
+    for (rel, bytes) in &written {
+        assert!(
+            *bytes == lib_migrate(&m.path().join(rel)),
+            "{}",
+            rel.display()
+        );
+        assert_eq!(mtime(&out_arg.join(rel)), mtime(&m.path().join(rel)));
+    }
+    // Again: byte-identical.
+    let (_, again, code) = run_json(&env, &[m.arg(), "--out", out_arg.to_str().unwrap()]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(snapshot(&out_arg), written);
+}
+
+#[test]
+fn force_writes_a_file_that_was_not_fully_parsed() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join(GLUED);
+    put(
+        &realdata().join("pimono__root-session.v1.concat-line.jsonl"),
+        &f,
+    );
+    let orig = fs::read(&f).unwrap();
+    let (files, summary, code) = run_json(&env, &[dir.path().to_str().unwrap(), "--in-place"]);
+    assert_eq!(code, 0);
+    assert_eq!(summary["skipped"], 1);
+    assert!(files[0]["reason"].as_str().unwrap().contains("--force"));
+    assert!(fs::read(&f).unwrap() == orig);
+    let (files, summary, code) = run_json(
+        &env,
+        &[
+            dir.path().to_str().unwrap(),
+            "--in-place",
+            "--force",
+            "--verify",
+            "--no-backup",
+        ],
+    );
+    assert_eq!(code, 0, "{files:?}");
+    assert_eq!(summary["migrated"], 1);
+    assert_eq!(files[0]["glued_recovered"], 2);
+    assert_eq!(files[0]["verified"], true);
+    let mut src = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut src, &orig).unwrap();
+    assert!(fs::read(&f).unwrap() == lib_migrate(src.path()));
+    assert_eq!(snapshot(dir.path()).len(), 1, "no backup with --no-backup");
+}
+
+#[test]
+fn stale_temp_files_are_removed_and_backups_are_never_overwritten() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    put(&corpus().join("16-v1-60.jsonl"), &d.join("a.jsonl"));
+    put(&corpus().join("18-v2-80.jsonl"), &d.join("b.jsonl"));
+    fs::write(
+        d.join(".pisess-tmp-4000000000-0-a.jsonl.tmp"),
+        "half a file",
+    )
+    .unwrap();
+    fs::write(d.join("b.jsonl.old"), "someone else's backup").unwrap();
+    let a = fs::read(d.join("a.jsonl")).unwrap();
+    let b = fs::read(d.join("b.jsonl")).unwrap();
+    let (files, summary, code) = run_json(
+        &env,
+        &[d.to_str().unwrap(), "--in-place", "--backup-suffix", ".old"],
+    );
+    assert_eq!(code, 2, "{summary}");
+    assert_eq!(summary["stale_temp_files_removed"], 1);
+    assert!(!d.join(".pisess-tmp-4000000000-0-a.jsonl.tmp").exists());
+    assert_eq!(files[0]["status"], "migrated");
+    assert!(fs::read(d.join("a.jsonl.old")).unwrap() == a);
+    assert_eq!(files[1]["status"], "failed");
+    assert!(
+        files[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("already exists")
+    );
+    assert!(fs::read(d.join("b.jsonl")).unwrap() == b);
+    assert_eq!(
+        fs::read(d.join("b.jsonl.old")).unwrap(),
+        b"someone else's backup"
+    );
+    // A vanished input is reported, the others still run.
+    let (files, _, code) = run_json(
+        &env,
+        &[
+            d.join("gone.jsonl").to_str().unwrap(),
+            d.join("a.jsonl").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 2);
+    assert_eq!(files[0]["status"], "failed");
+    assert_eq!(files[1]["status"], "current");
+}
+
+#[test]
+fn stdout_mode_is_unchanged() {
+    let env = TestEnv::new();
+    let src = corpus().join("16-v1-60.jsonl");
+    let out = env
+        .pisess()
+        .args(["migrate", "--stdout"])
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout == lib_migrate(&src));
+    let out = env.pisess().args(["migrate", "--stdout"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = env
+        .pisess()
+        .args(["migrate", "--stdout", "--in-place"])
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "flags conflict");
+}
+
+#[test]
+fn human_output_has_a_summary_table() {
+    let env = TestEnv::new();
+    let m = Mixed::new();
+    let out = env.pisess().arg("migrate").arg(m.path()).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for want in [
+        "would migrate",
+        "already current",
+        "glued lines recovered",
+        "bad lines skipped",
+        "v4.jsonl: skipped (v4)",
+    ] {
+        assert!(text.contains(want), "{want:?} in\n{text}");
+    }
+}
+
+/// A small deterministic random generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
+/// Copies `src` with the header's id changed, so every copy migrates to different ids.
+fn put_renamed(src: &Path, dst: &Path, tag: usize) {
+    let text = fs::read_to_string(src).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let header: Value = serde_json::from_str(first).unwrap();
+    let id = header["id"].as_str().unwrap();
+    let first = first.replacen(
+        &format!("\"id\":\"{id}\""),
+        &format!("\"id\":\"{id}-{tag}\""),
+        1,
+    );
+    fs::write(dst, format!("{first}\n{rest}")).unwrap();
+}
+
+#[test]
+fn a_killed_migration_leaves_every_file_migrated_or_untouched() {
+    let env = TestEnv::new();
+    let master = tempfile::tempdir().unwrap();
+    let c = corpus();
+    let sources = [
+        c.join("16-v1-60.jsonl"),
+        c.join("17-v1-400.jsonl"),
+        c.join("18-v2-80.jsonl"),
+        c.join("19-v2-800.jsonl"),
+        realdata().join("pimono__large-session.v1.jsonl"),
+        realdata().join("pimono__before-compaction.v1.jsonl"),
+    ];
+    for i in 0..30 {
+        let sub = master.path().join(format!("p{}", i % 3));
+        fs::create_dir_all(&sub).unwrap();
+        put_renamed(
+            &sources[i % sources.len()],
+            &sub.join(format!("s{i:02}.jsonl")),
+            i,
+        );
+    }
+    let originals = snapshot(master.path());
+    // The uninterrupted result.
+    let expected_dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let (_, summary, code) = run_json(
+        &env,
+        &[
+            master.path().to_str().unwrap(),
+            "--out",
+            expected_dir.path().to_str().unwrap(),
+            "--jobs",
+            "2",
+        ],
+    );
+    let full = started.elapsed();
+    assert_eq!(code, 0, "{summary}");
+    assert_eq!(summary["migrated"], 30);
+    let expected = snapshot(expected_dir.path());
+
+    let seed = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("crash test seed {seed}, uninterrupted run {full:?}");
+    let mut rng = Rng(seed);
+    let window = full.as_millis().max(200) as u64;
+    let (mut migrated_seen, mut untouched_seen) = (0, 0);
+    for round in 0..24 {
+        let work = tempfile::tempdir().unwrap();
+        for (rel, bytes) in &originals {
+            let p = work.path().join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(&p, bytes).unwrap();
+        }
+        // Half the rounds within 0–200 ms, half anywhere in the run.
+        let wait = if round % 2 == 0 {
+            rng.below(200)
+        } else {
+            rng.below(window)
+        };
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+            .args(["migrate", "--in-place", "--jobs", "2"])
+            .arg(work.path())
+            .env_clear()
+            .env("HOME", env.home.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(wait));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+
+        let now = snapshot(work.path());
+        for (rel, orig) in &originals {
+            let cur = &now[rel];
+            let migrated = expected[rel] == *cur;
+            assert!(
+                migrated || cur == orig,
+                "round {round} (seed {seed}, {wait} ms): {} is neither migrated nor untouched",
+                rel.display()
+            );
+            if migrated {
+                migrated_seen += 1;
+            } else {
+                untouched_seen += 1;
+            }
+            let backup = PathBuf::from(format!("{}.v1.bak", rel.display()));
+            if let Some(b) = now.get(&backup) {
+                assert!(
+                    b == orig,
+                    "round {round}: backup of {} is partial",
+                    rel.display()
+                );
+            } else {
+                assert!(
+                    !migrated,
+                    "round {round}: {} migrated without a backup",
+                    rel.display()
+                );
+            }
+        }
+        for rel in now.keys() {
+            let name = rel.file_name().unwrap().to_string_lossy();
+            assert!(
+                originals.contains_key(rel)
+                    || name.ends_with(".v1.bak")
+                    || name.starts_with(".pisess-tmp-"),
+                "round {round}: unexpected file {}",
+                rel.display()
+            );
+        }
+        // Finishing the job afterwards gives the uninterrupted result, and no temp file is left.
+        if round % 6 == 5 {
+            let (_, summary, code) = run_json(&env, &[work.path().to_str().unwrap(), "--in-place"]);
+            assert_eq!(code, 0, "{summary}");
+            let done = snapshot(work.path());
+            for (rel, bytes) in &expected {
+                assert!(done[rel] == *bytes, "{}", rel.display());
+            }
+            assert_eq!(done.len(), 60, "30 files and 30 backups, no temp files");
+        }
+    }
+    eprintln!("crash test: {migrated_seen} files found migrated, {untouched_seen} untouched");
+    assert!(migrated_seen > 0 && untouched_seen > 0);
+}

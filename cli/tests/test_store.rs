@@ -1,0 +1,119 @@
+//! The store commands: import (twice: all unchanged), export (byte-identical for v3), ls,
+//! files (a path known to be in a fixture), verify.
+
+use crate::common::{TestEnv, fixture};
+
+#[test]
+fn import_export_ls_files_verify() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let names: Vec<String> = std::fs::read_dir(fixture("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    for n in &names {
+        std::fs::copy(fixture("sessions").join(n), dir.join(n)).unwrap();
+    }
+    let first = env
+        .pisess()
+        .args(["--json", "import"])
+        .arg(&dir)
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&first.get_output().stdout).unwrap();
+    assert_eq!(v["new"], names.len());
+    assert_eq!(v["failed"], 0);
+    let second = env
+        .pisess()
+        .args(["--json", "import"])
+        .arg(&dir)
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&second.get_output().stdout).unwrap();
+    assert_eq!(v["unchanged"], names.len(), "{v}");
+    // Export of v3 files is byte-identical; -o writes the same bytes.
+    for n in names
+        .iter()
+        .filter(|n| !n.contains("v1") && !n.contains("v2"))
+    {
+        let src = dir.join(n);
+        let out = env.pisess().arg("export").arg(&src).assert().success();
+        assert!(
+            out.get_output().stdout == std::fs::read(&src).unwrap(),
+            "{n}"
+        );
+    }
+    let o = env.home.path().join("out.jsonl");
+    let src = dir.join("01-tiny.jsonl");
+    env.pisess()
+        .arg("export")
+        .arg(&src)
+        .arg("-o")
+        .arg(&o)
+        .assert()
+        .success();
+    assert_eq!(std::fs::read(&o).unwrap(), std::fs::read(&src).unwrap());
+    // ls lists every session.
+    let ls = env.pisess().args(["--json", "ls"]).assert().success();
+    let text = String::from_utf8(ls.get_output().stdout.clone()).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), names.len());
+    for r in &rows {
+        for k in [
+            "id",
+            "file",
+            "cwd",
+            "created",
+            "entries",
+            "messages",
+            "bytes",
+            "firstMessage",
+        ] {
+            assert!(r.get(k).is_some(), "{k} missing in {r}");
+        }
+    }
+    // files: `/etc/hosts` is read in the fixtures (grep '"path":"/etc/hosts"').
+    let f = env
+        .pisess()
+        .args(["--json", "files", "/etc/hosts"])
+        .assert()
+        .success();
+    let text = String::from_utf8(f.get_output().stdout.clone()).unwrap();
+    assert!(text.lines().count() >= 1);
+    assert!(text.contains("\"path\":\"/etc/hosts\""));
+    env.pisess()
+        .args(["files", "/nowhere/at/all"])
+        .assert()
+        .code(1);
+    env.pisess()
+        .args(["files", "**/*.proto"])
+        .assert()
+        .success();
+    env.pisess().arg("verify").assert().success();
+}
+
+#[test]
+fn failed_files_give_exit_2_after_all_were_tried() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("bad.jsonl"), "not json\n").unwrap();
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), dir.join("ok.jsonl")).unwrap();
+    let a = env
+        .pisess()
+        .args(["--json", "import"])
+        .arg(&dir)
+        .assert()
+        .code(2);
+    let v: serde_json::Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    assert_eq!(
+        (v["new"].as_u64(), v["failed"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("bad.jsonl"));
+}
