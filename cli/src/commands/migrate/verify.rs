@@ -152,10 +152,42 @@ pub fn verify(written: &Path, source: &Path) -> Result<(), String> {
             ));
         }
     }
-    // TODO(issue 6, agent layer): also compare the context at every leaf of `written` with the
-    // context of `source` through `pisess_engine::agent` (buildSessionContext) once that layer
-    // (being written in engine/src/agent) is available. Hook: call it here and map a
-    // difference to `Err(format!("leaf {id}: context differs"))`.
+    // What the model sees must not change either: compare pi's context (the agent layer's
+    // buildSessionContext) at every leaf of the written file with the source's migration.
+    // The ids were renamed identically on both sides above, so the contexts compare directly.
+    contexts_match(&values, &out)?;
+    Ok(())
+}
+
+/// Checks that the context at every leaf (an entry no other entry names as parent) is the same
+/// in `a` and `b` (header first in both).
+fn contexts_match(a: &[Value], b: &[Value]) -> Result<(), String> {
+    use pisess_engine::agent::{EntryIndex, project};
+    let (a, b) = (
+        a.get(1..).unwrap_or_default(),
+        b.get(1..).unwrap_or_default(),
+    );
+    let parents: std::collections::HashSet<&str> = b
+        .iter()
+        .filter_map(|e| e.get("parentId").and_then(Value::as_str))
+        .collect();
+    let (ia, ib) = (EntryIndex::new(a), EntryIndex::new(b));
+    for leaf in b.iter().filter_map(|e| e.get("id").and_then(Value::as_str)) {
+        if parents.contains(leaf) {
+            continue;
+        }
+        let pa = ia
+            .path(Some(leaf))
+            .map_err(|e| format!("source, leaf {leaf}: {e}"))?;
+        let pb = ib
+            .path(Some(leaf))
+            .map_err(|e| format!("output, leaf {leaf}: {e}"))?;
+        if project(&pa).context_json() != project(&pb).context_json() {
+            return Err(format!(
+                "the model's context at leaf {leaf} differs from the source's"
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -163,6 +195,22 @@ pub fn verify(written: &Path, source: &Path) -> Result<(), String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contexts_are_compared_at_every_leaf() {
+        let a: Vec<Value> = serde_json::from_str(
+            r#"[{"type":"session","id":"s"},
+                {"type":"message","id":"x","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hi","timestamp":1}},
+                {"type":"message","id":"y","parentId":"x","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"one","timestamp":2}},
+                {"type":"message","id":"z","parentId":"x","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"two","timestamp":3}}]"#,
+        )
+        .unwrap();
+        assert_eq!(contexts_match(&a, &a), Ok(()));
+        let mut b = a.clone();
+        b[3]["message"]["content"] = Value::from("changed");
+        let err = contexts_match(&a, &b).unwrap_err();
+        assert!(err.contains("leaf z"), "{err}");
+    }
 
     #[test]
     fn normalize_renames_by_first_appearance() {
