@@ -3,6 +3,7 @@
 
 mod common;
 mod test_check;
+mod test_import_crash;
 mod test_inspect;
 mod test_migrate;
 mod test_migrate_stdout;

@@ -56,6 +56,15 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// A new store file could not be created and moved into place.
+    #[error("cannot create the store {path}")]
+    Create {
+        /// The store file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A redb operation failed.
     #[error("store operation failed")]
     Redb(#[from] redb::Error),

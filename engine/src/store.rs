@@ -73,11 +73,56 @@ impl Store {
                     source,
                 })?;
             }
-            Database::create(&path).map_err(|e| StoreError::from_open(e, &path))?
+            Self::create_atomically(&path)?;
+            Database::open(&path).map_err(|e| StoreError::from_open(e, &path))?
         };
         let store = Self { db, path };
         store.init()?;
         Ok(store)
+    }
+
+    /// Creates a new, initialised store at `path` without ever leaving a half-made file there:
+    /// it is built under a temporary name in the same folder, synced, then renamed into place
+    /// (a process killed while redb writes its first pages would otherwise leave a file that
+    /// every later open refuses).
+    fn create_atomically(path: &Path) -> Result<(), StoreError> {
+        let io = |source| StoreError::Create {
+            path: path.to_path_buf(),
+            source,
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{name}.creating-{}", std::process::id()));
+        match std::fs::remove_file(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(e)),
+        }
+        let built = (|| {
+            let db = Database::create(&tmp).map_err(|e| StoreError::from_open(e, &tmp))?;
+            let store = Self {
+                db,
+                path: tmp.clone(),
+            };
+            store.init()?;
+            drop(store);
+            std::fs::File::open(&tmp)
+                .and_then(|f| f.sync_all())
+                .map_err(io)?;
+            std::fs::rename(&tmp, path).map_err(io)?;
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(io)?;
+            }
+            Ok(())
+        })();
+        if built.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        built
     }
 
     /// Opens the store at [`default_store_path`].

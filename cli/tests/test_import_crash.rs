@@ -1,0 +1,282 @@
+//! `pisess import` killed (SIGKILL) at a random point: the store still verifies, a second
+//! import completes it, and the result equals an uninterrupted import (the catalogue and every
+//! session's exported bytes). The source files are never changed.
+//!
+//! Inputs: `fixtures/sessions/*.jsonl` plus a few larger files of the oracle's standard corpus
+//! (`~/.cache/pisess-oracle/corpus`, or `$PISESS_CORPUS`; built by `../shared/oracle/corpus`).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{TestEnv, fixture};
+
+fn corpus() -> PathBuf {
+    let dir = std::env::var_os("PISESS_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pisess-oracle/corpus")
+        });
+    assert!(
+        dir.join("12-large-5000.jsonl").is_file(),
+        "the standard corpus is missing at {}: run ../shared/oracle/corpus first",
+        dir.display()
+    );
+    dir
+}
+
+/// A small deterministic PRNG (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
+/// Every file under `dir`: relative path → blake3 hash.
+fn hashes(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let h = blake3::hash(&fs::read(&p).unwrap()).to_hex().to_string();
+                out.insert(p.strip_prefix(dir).unwrap().to_path_buf(), h);
+            }
+        }
+    }
+    out
+}
+
+/// An environment whose store is `store`.
+fn pisess(env: &TestEnv, store: &Path) -> assert_cmd::Command {
+    let mut cmd = env.pisess();
+    cmd.env("PISESS_STORE", store);
+    cmd
+}
+
+/// Runs a command to completion; returns (exit code, stdout, stderr).
+fn run(mut cmd: assert_cmd::Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `pisess import DIR` to completion (must succeed).
+fn import(env: &TestEnv, store: &Path, dir: &Path, what: &str) {
+    let mut cmd = pisess(env, store);
+    cmd.arg("import").arg(dir);
+    let (code, out, err) = run(cmd);
+    assert_eq!(code, 0, "{what}: import failed\n{out}\n{err}");
+}
+
+/// `pisess ls --json`, one line per session, sorted.
+fn catalogue(env: &TestEnv, store: &Path, what: &str) -> Vec<String> {
+    let mut cmd = pisess(env, store);
+    cmd.args(["ls", "--json"]);
+    let (code, out, err) = run(cmd);
+    assert_eq!(code, 0, "{what}: ls failed\n{out}\n{err}");
+    let mut lines: Vec<String> = out.lines().map(str::to_owned).collect();
+    lines.sort();
+    lines
+}
+
+/// The whole observable result: the catalogue and each file's exported bytes (by file path).
+#[derive(PartialEq, Eq)]
+struct State {
+    ls: Vec<String>,
+    exports: BTreeMap<PathBuf, String>,
+}
+
+fn state(env: &TestEnv, store: &Path, files: &[PathBuf], what: &str) -> State {
+    let ls = catalogue(env, store, what);
+    let mut exports = BTreeMap::new();
+    for f in files {
+        let mut cmd = pisess(env, store);
+        cmd.arg("export").arg(f);
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{what}: export {} failed: {}",
+            f.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        exports.insert(
+            f.clone(),
+            blake3::hash(&out.stdout).to_hex().to_string() + &format!(":{}", out.stdout.len()),
+        );
+    }
+    State { ls, exports }
+}
+
+fn describe_diff(reference: &State, got: &State) -> String {
+    let mut s = String::new();
+    if reference.ls != got.ls {
+        s += &format!(
+            "ls differs:\n  expected {} sessions, got {}\n",
+            reference.ls.len(),
+            got.ls.len()
+        );
+        for l in &got.ls {
+            if !reference.ls.contains(l) {
+                s += &format!("  unexpected: {l}\n");
+            }
+        }
+        for l in &reference.ls {
+            if !got.ls.contains(l) {
+                s += &format!("  missing: {l}\n");
+            }
+        }
+    }
+    for (f, h) in &reference.exports {
+        if got.exports.get(f) != Some(h) {
+            s += &format!(
+                "export of {} differs: expected {h}, got {:?}\n",
+                f.display(),
+                got.exports.get(f)
+            );
+        }
+    }
+    s
+}
+
+#[test]
+fn a_killed_import_leaves_a_valid_store_that_a_second_import_completes() {
+    let env = TestEnv::new();
+    let src = tempfile::tempdir().unwrap();
+    let c = corpus();
+    let mut inputs: Vec<PathBuf> = fs::read_dir(fixture("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    for name in [
+        "03-small-100",
+        "05-med-500",
+        "06-med-1000",
+        "09-med-3000-manybranch",
+        "12-large-5000",
+        "16-v1-60",
+        "18-v2-80",
+    ] {
+        inputs.push(c.join(format!("{name}.jsonl")));
+    }
+    let mut files = Vec::new();
+    for (i, p) in inputs.iter().enumerate() {
+        // Corpus and fixture names may overlap: prefix with a group and an index.
+        let sub = src.path().join(if i % 2 == 0 { "a" } else { "b" });
+        fs::create_dir_all(&sub).unwrap();
+        let dst = sub.join(format!(
+            "{i:02}-{}",
+            p.file_name().unwrap().to_string_lossy()
+        ));
+        fs::copy(p, &dst).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        files.push(dst);
+    }
+    assert!(files.len() >= 15, "only {} inputs", files.len());
+    let originals = hashes(src.path());
+
+    // The reference: one uninterrupted import into a fresh store.
+    let stores = tempfile::tempdir().unwrap();
+    let ref_store = stores.path().join("reference.redb");
+    let started = Instant::now();
+    import(&env, &ref_store, src.path(), "reference");
+    let full = started.elapsed();
+    let reference = state(&env, &ref_store, &files, "reference");
+    assert_eq!(
+        reference.ls.len(),
+        files.len(),
+        "every file is one session: {:?}",
+        reference.ls
+    );
+    eprintln!(
+        "import crash test: {} files, uninterrupted import {full:?}",
+        files.len()
+    );
+
+    let window = (full.as_millis() as u64).max(50);
+    let rounds = 20;
+    let (mut no_store, mut empty, mut partial, mut complete) = (0, 0, 0, 0);
+    let mut waits = Vec::new();
+    let test_start = Instant::now();
+    for round in 0..rounds {
+        let what = format!("round {round}");
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ ((round as u64 + 1) * 0x0100_0000_01b3));
+        // A few rounds early (opening and creating the store), the rest anywhere in the run.
+        let wait = if round % 4 == 0 {
+            rng.below(window.min(30))
+        } else {
+            rng.below(window)
+        };
+        waits.push(wait);
+        let store = stores.path().join(format!("round{round}.redb"));
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+            .arg("import")
+            .arg(src.path())
+            .env_clear()
+            .env("HOME", env.home.path())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .env("PISESS_STORE", &store)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(wait));
+        child.kill().unwrap(); // SIGKILL (or nothing if it already finished)
+        child.wait().unwrap();
+
+        let existed = store.exists();
+        // The killed store verifies.
+        let mut cmd = pisess(&env, &store);
+        cmd.arg("verify");
+        let (code, out, err) = run(cmd);
+        assert_eq!(
+            code, 0,
+            "{what} ({wait} ms of {full:?}): verify after the kill failed\n{out}\n{err}"
+        );
+        // Where the kill landed.
+        let n = catalogue(&env, &store, &what).len();
+        if !existed {
+            no_store += 1;
+        } else if n == 0 {
+            empty += 1;
+        } else if n < files.len() {
+            partial += 1;
+        } else {
+            complete += 1;
+        }
+        // Completing the import gives the uninterrupted result.
+        import(&env, &store, src.path(), &what);
+        let got = state(&env, &store, &files, &what);
+        assert!(
+            got == reference,
+            "{what} ({wait} ms of {full:?}, {n} sessions after the kill): result differs\n{}",
+            describe_diff(&reference, &got)
+        );
+        assert_eq!(
+            hashes(src.path()),
+            originals,
+            "{what}: source files changed"
+        );
+        let _ = fs::remove_file(&store);
+    }
+    eprintln!(
+        "import crash test: {rounds} kills in {:?}; waits {waits:?} ms; \
+         no store {no_store}, empty {empty}, partial {partial}, complete {complete}",
+        test_start.elapsed()
+    );
+    assert_eq!(hashes(src.path()), originals, "source files changed");
+}
