@@ -11,21 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{TestEnv, fixture};
-
-fn corpus() -> PathBuf {
-    let dir = std::env::var_os("PISESS_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pisess-oracle/corpus")
-        });
-    assert!(
-        dir.join("12-large-5000.jsonl").is_file(),
-        "the standard corpus is missing at {}: run ../shared/oracle/corpus first",
-        dir.display()
-    );
-    dir
-}
+use crate::common::{TestEnv, corpus, fixture};
 
 /// A small deterministic PRNG (xorshift64*).
 struct Rng(u64);

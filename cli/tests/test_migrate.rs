@@ -16,21 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use pisess_formats::js;
 use serde_json::Value;
 
-use crate::common::{TestEnv, realdata, root};
-
-fn corpus() -> PathBuf {
-    let dir = std::env::var_os("PISESS_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pisess-oracle/corpus")
-        });
-    assert!(
-        dir.join("16-v1-60.jsonl").is_file(),
-        "the standard corpus is missing at {}: run ../shared/oracle/corpus first",
-        dir.display()
-    );
-    dir
-}
+use crate::common::{TestEnv, corpus, realdata, root};
 
 /// Copies `src` to `dst` (creating folders), writable.
 fn put(src: &Path, dst: &Path) {

@@ -384,26 +384,6 @@ fn cycles_are_reported() {
     assert!(!ids.is_empty(), "{err}");
 }
 
-fn corpus_dir() -> PathBuf {
-    let dir = std::env::var_os("PISESS_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("PISESS_ORACLE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                        .join(".cache/pisess-oracle")
-                });
-            home.join("corpus")
-        });
-    assert!(
-        dir.join("15-large-50000.jsonl").is_file(),
-        "the standard corpus is missing at {}: run ../shared/oracle/corpus first",
-        dir.display()
-    );
-    dir
-}
-
 fn oracle(args: &[&str]) -> Value {
     let bin = root().join("../shared/oracle/oracle");
     let out = std::process::Command::new(&bin)
@@ -423,7 +403,7 @@ fn oracle(args: &[&str]) -> Value {
 /// and `cut --full` (which adds the serialised history the goldens leave out).
 #[test]
 fn corpus_matches_live_oracle() {
-    let dir = corpus_dir();
+    let dir = crate::common::corpus();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
