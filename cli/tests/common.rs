@@ -45,6 +45,19 @@ pub fn corpus() -> PathBuf {
     dir
 }
 
+/// A small deterministic random generator (xorshift64*), so crash tests replay exactly.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
 /// A test environment with its own HOME (so pi's folder and the store are private).
 pub struct TestEnv {
     /// The temporary HOME.

@@ -11,19 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{TestEnv, corpus, fixture};
-
-/// A small deterministic PRNG (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
-    }
-}
+use crate::common::{Rng, TestEnv, corpus, fixture};
 
 /// Every file under `dir`: relative path → blake3 hash.
 fn hashes(dir: &Path) -> BTreeMap<PathBuf, String> {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use pisess_formats::js;
 use serde_json::Value;
 
-use crate::common::{TestEnv, corpus, realdata, root};
+use crate::common::{Rng, TestEnv, corpus, realdata, root};
 
 /// Copies `src` to `dst` (creating folders), writable.
 fn put(src: &Path, dst: &Path) {
@@ -454,18 +454,6 @@ fn human_output_has_a_summary_table() {
         "v4.jsonl: skipped (v4)",
     ] {
         assert!(text.contains(want), "{want:?} in\n{text}");
-    }
-}
-
-/// A small deterministic random generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
     }
 }
 
