@@ -256,7 +256,7 @@ impl Session {
     pub fn value(&self, e: EntryKey) -> Result<Value, CommandError> {
         let text = self
             .snap
-            .with_entry(e, |a| a.json_text().map(str::to_owned))?
+            .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))?
             .flatten()
             .ok_or_else(|| anyhow!("entry {e} has no JSON text in the store"))?;
         Ok(serde_json::from_str(&text)?)

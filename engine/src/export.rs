@@ -59,8 +59,12 @@ impl Snapshot {
                 key: key.to_string(),
                 source,
             })?;
-            let raw = a.raw.as_slice();
-            out.write_all(raw)?;
+            let raw = a.raw_bytes().map_err(|e| StoreError::CorruptRecord {
+                table: schema::ENTRIES_NAME,
+                key: key.to_string(),
+                source: <rkyv::rancor::Error as rkyv::rancor::Source>::new(e),
+            })?;
+            out.write_all(&raw)?;
             n += raw.len() as u64;
         }
         Ok(n)
@@ -127,7 +131,7 @@ impl Snapshot {
                     (
                         a.id.as_ref().map(|t| t.as_str().to_owned()),
                         a.parent_id.as_ref().map(|t| t.as_str().to_owned()),
-                        a.json_text().map(str::to_owned),
+                        a.json_text().map(std::borrow::Cow::into_owned),
                     )
                 })?
                 .ok_or_else(|| StoreError::Inconsistent(format!("row {e} is missing")))?;

@@ -17,8 +17,9 @@
 //!   the path as written and by the path resolved against the session `cwd` and normalised
 //!   lexically ([`normalize`]: `.`, `..`, duplicate slashes; no filesystem access); both keys
 //!   point at the same row, so a hit is reported once;
-//! - whether an entry is on the active path (leaf → root) is computed at query time with
-//!   [`Snapshot::is_ancestor`] (O(log depth)), so appends never rewrite old rows.
+//! - whether an entry is on the active path (leaf → root) is computed at query time, so appends
+//!   never rewrite old rows: per session either one walk of the path or an O(log depth)
+//!   [`Snapshot::is_ancestor`] test per hit, whichever costs fewer lookups.
 
 use std::collections::BTreeMap;
 
@@ -471,7 +472,6 @@ impl Snapshot {
         keys: impl Iterator<Item = (u64, u32)>,
         f: &FileFilter,
     ) -> Result<Vec<FileHit>, StoreError> {
-        let mut leaves: BTreeMap<u64, Option<EntryKey>> = BTreeMap::new();
         let mut out = Vec::new();
         for (e, i) in keys {
             let Some(v) = self.file_ops.get((e, i))? else {
@@ -495,21 +495,6 @@ impl Snapshot {
             if !f.ops.is_empty() && !f.ops.contains(&op) {
                 continue;
             }
-            let leaf = match leaves.get(&s) {
-                Some(l) => *l,
-                None => {
-                    let l = self.leaf(SessionKey(s))?;
-                    leaves.insert(s, l);
-                    l
-                }
-            };
-            let active = match leaf {
-                Some(l) => self.is_ancestor(EntryKey(e), l)?,
-                None => false,
-            };
-            if f.active_only && !active {
-                continue;
-            }
             let tool_call_id = a.tool_call_id.as_ref().map(|t| t.as_str().to_owned());
             let is_error = match &tool_call_id {
                 Some(t) => self
@@ -530,11 +515,59 @@ impl Snapshot {
                 resolved: a.resolved.as_str().to_owned(),
                 timestamp: a.timestamp.as_ref().map(|t| t.as_str().to_owned()),
                 is_error,
-                active,
+                active: false,
             });
+        }
+        self.mark_active(&mut out)?;
+        if f.active_only {
+            out.retain(|h| h.active);
         }
         Ok(out)
     }
+
+    /// Sets each hit's `active` flag. Per session, whichever is cheaper: one walk of the active
+    /// path (O(depth), then a set lookup per hit) or an O(log depth) ancestor test per hit.
+    fn mark_active(&self, hits: &mut [FileHit]) -> Result<(), StoreError> {
+        let mut per_session: BTreeMap<SessionKey, usize> = BTreeMap::new();
+        for h in hits.iter() {
+            *per_session.entry(h.session).or_default() += 1;
+        }
+        let mut on_path: BTreeMap<SessionKey, Active> = BTreeMap::new();
+        for (&s, &n) in &per_session {
+            let active = match self.leaf(s)? {
+                None => Active::Nothing,
+                Some(leaf) => {
+                    let depth = u64::from(self.link(leaf)?.map_or(0, |l| l.depth)) + 1;
+                    let per_hit_cost = n as u64 * (u64::from(depth.ilog2()) + 2);
+                    if per_hit_cost >= depth {
+                        let keys = self.path_to_root(leaf)?;
+                        Active::Path(keys.into_iter().map(|k| k.0).collect())
+                    } else {
+                        Active::Leaf(leaf)
+                    }
+                }
+            };
+            on_path.insert(s, active);
+        }
+        for h in hits.iter_mut() {
+            h.active = match on_path.get(&h.session) {
+                Some(Active::Path(set)) => set.contains(&h.entry.0),
+                Some(Active::Leaf(leaf)) => self.is_ancestor(h.entry, *leaf)?,
+                Some(Active::Nothing) | None => false,
+            };
+        }
+        Ok(())
+    }
+}
+
+/// How the hits of one session learn whether they are on its active path.
+enum Active {
+    /// The session has no leaf.
+    Nothing,
+    /// The keys of the whole active path.
+    Path(std::collections::HashSet<u64>),
+    /// Test each hit against the leaf.
+    Leaf(EntryKey),
 }
 
 #[cfg(test)]

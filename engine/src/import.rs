@@ -553,6 +553,10 @@ impl Store {
         let mut first = true;
         // Line numbers from the reader count from the start offset.
         let line_base = st.rec.lines;
+        // Chunks are pipelined: while this thread writes chunk k, a worker parses, hashes,
+        // compresses and serialises chunk k+1 (on the rayon pool). Until the header is found
+        // each chunk is prepared and classified on its own first (header detection is serial).
+        let mut pending: Option<Prepared> = None;
         loop {
             let chunk = match reader.next_chunk() {
                 Ok(Some(c)) => c,
@@ -561,38 +565,43 @@ impl Store {
             };
             let bom = first && start == 0 && reader.had_bom();
             first = false;
-            let lines: Vec<Line<'_>> = chunk.lines().collect();
-            let drafts: Vec<Vec<Draft>> = lines
-                .par_iter()
-                .map(|l| draft_line(l, s.0, start, line_base))
-                .collect();
-            let mut rows: Vec<Draft> = Vec::with_capacity(drafts.len());
-            for d in drafts {
-                rows.extend(d);
-            }
-            if bom && let Some(r) = rows.first_mut() {
-                let mut raw = b"\xEF\xBB\xBF".to_vec();
-                raw.extend_from_slice(&r.rec.raw);
-                r.rec.raw = raw;
-                r.rec.offset = 0;
-            }
-            if let Err(e) = st.classify(&mut rows) {
-                return Ok(Err(e));
-            }
-            let encoded: Vec<Vec<u8>> = rows
-                .par_iter()
-                .map(|r| encode(&r.rec))
-                .collect::<Result<_, _>>()?;
-            if let Some(last) = lines.last() {
-                st.ends_with_newline = last.terminated;
-            }
-            st.lines_read += lines.len() as u64;
-            st.rec.lines += lines.len() as u64;
-            st.bytes_read += chunk.len() as u64 + if bom { 3 } else { 0 };
-            if w.write_rows(&mut st, rows, &encoded)?.is_err() {
-                return Ok(Ok(Err(Conflict)));
-            }
-            progress(ImportEvent::Bytes(chunk.len() as u64));
+            let prepared = if st.header_pending {
+                if let Some(p) = pending.take()
+                    && w.write_prepared(&mut st, p, progress)?.is_err()
+                {
+                    return Ok(Ok(Err(Conflict)));
+                }
+                let mut p = prepare_chunk(&chunk, s.0, start, line_base, bom, None)?;
+                if let Err(e) = st.classify(&mut p.rows) {
+                    return Ok(Err(e));
+                }
+                p.encoded = encode_rows(&mut p.rows)?;
+                p
+            } else {
+                let prev = pending.take();
+                let (prepared, written) = std::thread::scope(|scope| {
+                    let worker =
+                        scope.spawn(|| prepare_chunk(&chunk, s.0, start, line_base, bom, Some(())));
+                    let written = match prev {
+                        Some(p) => w.write_prepared(&mut st, p, progress),
+                        None => Ok(Ok(())),
+                    };
+                    let prepared = worker.join().unwrap_or_else(|_| {
+                        Err(StoreError::Inconsistent("an import worker panicked".into()))
+                    });
+                    (prepared, written)
+                });
+                if written?.is_err() {
+                    return Ok(Ok(Err(Conflict)));
+                }
+                prepared?
+            };
+            pending = Some(prepared);
+        }
+        if let Some(p) = pending.take()
+            && w.write_prepared(&mut st, p, progress)?.is_err()
+        {
+            return Ok(Ok(Err(Conflict)));
         }
         if st.rec.session_id.is_empty() && st.header_pending {
             let reason = if size == 0 {
@@ -634,6 +643,72 @@ impl Store {
             error: None,
         })))
     }
+}
+
+/// A row's serialised record and the blake3 of its plain bytes.
+type Encoded = (Vec<u8>, [u8; 32]);
+
+/// A chunk's rows, ready to write.
+struct Prepared {
+    rows: Vec<Draft>,
+    /// Each row's serialised record and the blake3 of its plain bytes.
+    encoded: Vec<Encoded>,
+    /// Physical lines in the chunk.
+    lines: u64,
+    /// Whether the chunk's last line ends with a newline.
+    last_terminated: Option<bool>,
+    /// Bytes of the file the chunk covers (with a leading byte order mark).
+    bytes: u64,
+}
+
+/// Parses a chunk's lines into rows (in parallel); with `encode` also hashes, compresses and
+/// serialises them (only once the header is known: classification may change rows).
+fn prepare_chunk(
+    chunk: &pisess_formats::reader::Chunk,
+    session: u64,
+    start: u64,
+    line_base: u64,
+    bom: bool,
+    encode: Option<()>,
+) -> Result<Prepared, StoreError> {
+    let lines: Vec<Line<'_>> = chunk.lines().collect();
+    let drafts: Vec<Vec<Draft>> = lines
+        .par_iter()
+        .map(|l| draft_line(l, session, start, line_base))
+        .collect();
+    let mut rows: Vec<Draft> = Vec::with_capacity(drafts.len());
+    for d in drafts {
+        rows.extend(d);
+    }
+    if bom && let Some(r) = rows.first_mut() {
+        let mut raw = b"\xEF\xBB\xBF".to_vec();
+        raw.extend_from_slice(&r.rec.raw);
+        r.rec.raw_len = raw.len() as u64;
+        r.rec.raw = raw;
+        r.rec.offset = 0;
+    }
+    let encoded = match encode {
+        Some(()) => encode_rows(&mut rows)?,
+        None => Vec::new(),
+    };
+    Ok(Prepared {
+        rows,
+        encoded,
+        lines: lines.len() as u64,
+        last_terminated: lines.last().map(|l| l.terminated),
+        bytes: chunk.len() as u64 + if bom { 3 } else { 0 },
+    })
+}
+
+/// Hashes the plain bytes of each row, then compresses and serialises it, in parallel.
+fn encode_rows(rows: &mut [Draft]) -> Result<Vec<Encoded>, StoreError> {
+    rows.par_iter_mut()
+        .map(|r| {
+            let hash = *blake3::hash(&r.rec.raw).as_bytes();
+            r.rec.pack();
+            Ok((encode(&r.rec)?, hash))
+        })
+        .collect()
 }
 
 /// Per-file state while importing.
@@ -801,17 +876,12 @@ fn draft_line(line: &Line<'_>, session: u64, base_offset: u64, line_base: u64) -
             } else {
                 RowKind::Value
             },
-            raw: if first {
+            json,
+            ..EntryRecord::with_raw(if first {
                 std::mem::take(&mut raw)
             } else {
                 Vec::new()
-            },
-            json,
-            id: None,
-            parent_id: None,
-            type_name: None,
-            role: None,
-            timestamp: None,
+            })
         };
         let mut facts = Facts::default();
         if let Ok(e) = &piece.entry {
@@ -826,13 +896,7 @@ fn draft_line(line: &Line<'_>, session: u64, base_offset: u64, line_base: u64) -
                 line: number,
                 offset,
                 kind: RowKind::Junk,
-                raw,
-                json: None,
-                id: None,
-                parent_id: None,
-                type_name: None,
-                role: None,
-                timestamp: None,
+                ..EntryRecord::with_raw(raw)
             },
             facts: Facts::default(),
         });
@@ -958,21 +1022,40 @@ impl<'t> Writer<'t> {
         Ok(())
     }
 
+    /// Writes a prepared chunk and counts it.
+    fn write_prepared(
+        &mut self,
+        st: &mut FileState<'_>,
+        p: Prepared,
+        progress: &mut dyn FnMut(ImportEvent<'_>),
+    ) -> Result<Result<(), Conflict>, StoreError> {
+        if let Some(t) = p.last_terminated {
+            st.ends_with_newline = t;
+        }
+        st.lines_read += p.lines;
+        st.rec.lines += p.lines;
+        st.bytes_read += p.bytes;
+        if self.write_rows(st, p.rows, &p.encoded)?.is_err() {
+            return Ok(Err(Conflict));
+        }
+        progress(ImportEvent::Bytes(p.bytes));
+        Ok(Ok(()))
+    }
+
     /// Writes a chunk's rows; `Err(Conflict)` when an append would change old entries.
     fn write_rows(
         &mut self,
         st: &mut FileState<'_>,
         rows: Vec<Draft>,
-        encoded: &[Vec<u8>],
+        encoded: &[Encoded],
     ) -> Result<Result<(), Conflict>, StoreError> {
         let s = st.s.0;
-        for (mut row, bytes) in rows.into_iter().zip(encoded) {
+        for (mut row, (bytes, hash)) in rows.into_iter().zip(encoded) {
             let key = self.next_entry;
             self.next_entry += 1;
             let first_new = *st.first_new_key.get_or_insert(key);
             self.entries.insert(key, RecordRef::new(bytes))?;
-            self.row_hashes
-                .insert(key, blake3::hash(&row.rec.raw).as_bytes())?;
+            self.row_hashes.insert(key, hash)?;
             self.session_entries.insert((s, st.rec.rows), key)?;
             st.rec.rows += 1;
             let ops = std::mem::take(&mut row.facts.ops);

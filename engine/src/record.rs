@@ -4,6 +4,9 @@
 //! - every archived type here has alignment 1 (the workspace pins rkyv's `unaligned` format),
 //!   so [`RecordRef::archived`] validates and reads straight out of a redb page;
 //! - records are only ever read through checked `rkyv::access` (never `access_unchecked`);
+//! - a row's line bytes (`raw`) are stored as written or zstd-compressed ([`Codec`]); every
+//!   reader goes through [`ArchivedEntryRecord::raw_bytes`] / [`ArchivedEntryRecord::json_text`]
+//!   (or gets an unpacked owned record from [`decode_entry`]), never reads `raw` directly;
 //! - each record type has a versioned redb type name ([`Record::TYPE_NAME`]); changing a record's
 //!   layout means a new type (`…V2`) and a new name, so an old store fails loudly with
 //!   `TableTypeMismatch` instead of being misread.
@@ -36,6 +39,53 @@ pub enum RowKind {
     Junk,
 }
 
+/// How a row's `raw` bytes are stored.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[rkyv(derive(Debug, PartialEq, Eq))]
+#[rkyv(compare(PartialEq))]
+pub enum Codec {
+    /// As written.
+    #[default]
+    Plain,
+    /// zstd-compressed (one frame); `raw_len` is the plain length.
+    Zstd,
+}
+
+/// Rows shorter than this are stored plain: compression gains nothing on them.
+pub const COMPRESS_MIN: usize = 96;
+/// zstd level: 1 is the fastest, and still halves pi's lines.
+const ZSTD_LEVEL: i32 = 1;
+
+thread_local! {
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// zstd-compresses `data` with a per-thread context; `None` when compression does not help or
+/// fails (the row is then stored plain).
+fn compress(data: &[u8]) -> Option<Vec<u8>> {
+    COMPRESSOR.with(|c| {
+        let mut c = c.try_borrow_mut().ok()?;
+        if c.is_none() {
+            *c = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+        }
+        let z = c.as_mut()?.compress(data).ok()?;
+        (z.len() < data.len()).then_some(z)
+    })
+}
+
+fn decompress(data: &[u8], len: u64) -> std::io::Result<Vec<u8>> {
+    let len = usize::try_from(len).map_err(std::io::Error::other)?;
+    let out = zstd::bulk::decompress(data, len)?;
+    if out.len() != len {
+        return Err(std::io::Error::other(format!(
+            "decompressed {} bytes where the record says {len}",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
 /// One stored row of a session file.
 ///
 /// Export concatenates `raw` of a session's rows in order and gets the file back byte for byte:
@@ -53,8 +103,13 @@ pub struct EntryRecord {
     pub offset: u64,
     /// What the row is.
     pub kind: RowKind,
-    /// The bytes this row contributes to the file (line plus terminator).
+    /// How `raw` is stored.
+    pub codec: Codec,
+    /// The bytes this row contributes to the file (line plus terminator), stored as `codec`
+    /// says: read them with `raw_bytes()`.
     pub raw: Vec<u8>,
+    /// The length of the plain `raw` bytes.
+    pub raw_len: u64,
     /// The record's JSON text when it is not simply `raw` without its terminator.
     pub json: Option<String>,
     /// The entry's `id`, when it is a string.
@@ -70,21 +125,85 @@ pub struct EntryRecord {
 }
 
 impl Record for EntryRecord {
-    const TYPE_NAME: &'static str = "pisess::EntryRecordV1";
+    const TYPE_NAME: &'static str = "pisess::EntryRecordV2";
+}
+
+impl EntryRecord {
+    /// A row whose `raw` bytes are `raw`, stored plain; [`Self::pack`] compresses them.
+    pub fn with_raw(raw: Vec<u8>) -> Self {
+        Self {
+            session: 0,
+            line: 0,
+            offset: 0,
+            kind: RowKind::Junk,
+            codec: Codec::Plain,
+            raw_len: raw.len() as u64,
+            raw,
+            json: None,
+            id: None,
+            parent_id: None,
+            type_name: None,
+            role: None,
+            timestamp: None,
+        }
+    }
+
+    /// Compresses a plain `raw` when that makes it smaller.
+    pub fn pack(&mut self) {
+        if self.codec != Codec::Plain || self.raw.len() < COMPRESS_MIN {
+            return;
+        }
+        if let Some(z) = compress(&self.raw) {
+            self.raw_len = self.raw.len() as u64;
+            self.raw = z;
+            self.codec = Codec::Zstd;
+        }
+    }
+
+    /// Makes `raw` plain again.
+    pub fn unpack(&mut self) -> std::io::Result<()> {
+        if self.codec == Codec::Zstd {
+            self.raw = decompress(&self.raw, self.raw_len)?;
+            self.codec = Codec::Plain;
+        }
+        Ok(())
+    }
 }
 
 impl ArchivedEntryRecord {
-    /// The record's JSON text (`None` for junk rows that are not valid UTF-8).
-    pub fn json_text(&self) -> Option<&str> {
-        if let Some(j) = self.json.as_ref() {
-            return Some(j.as_str());
+    /// The bytes this row contributes to the file (decompressed when stored compressed).
+    pub fn raw_bytes(&self) -> std::io::Result<std::borrow::Cow<'_, [u8]>> {
+        match self.codec {
+            ArchivedCodec::Plain => Ok(std::borrow::Cow::Borrowed(self.raw.as_slice())),
+            ArchivedCodec::Zstd => {
+                decompress(self.raw.as_slice(), self.raw_len.to_native()).map(Into::into)
+            }
         }
-        let raw = self.raw.as_slice();
-        let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
-        std::str::from_utf8(raw).ok()
     }
+
+    /// The record's JSON text (`None` for junk rows that are not valid UTF-8, or for a stored
+    /// row that does not decompress — `verify` reports those).
+    pub fn json_text(&self) -> Option<std::borrow::Cow<'_, str>> {
+        if let Some(j) = self.json.as_ref() {
+            return Some(std::borrow::Cow::Borrowed(j.as_str()));
+        }
+        match self.raw_bytes().ok()? {
+            std::borrow::Cow::Borrowed(raw) => {
+                std::str::from_utf8(trim_line(raw)).ok().map(Into::into)
+            }
+            std::borrow::Cow::Owned(raw) => {
+                let text = std::str::from_utf8(trim_line(&raw)).ok()?.to_owned();
+                Some(text.into())
+            }
+        }
+    }
+}
+
+/// A line without its terminator and byte order mark.
+fn trim_line(raw: &[u8]) -> &[u8] {
+    let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+    let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+    raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw)
 }
 
 /// One imported session file.
@@ -253,7 +372,7 @@ pub fn decode_session(bytes: &[u8], key: u64) -> Result<SessionRecord, StoreErro
     rkyv::deserialize::<SessionRecord, rancor::Error>(a).map_err(corrupt)
 }
 
-/// Reads an archived entry back into an owned value.
+/// Reads an archived entry back into an owned value, its `raw` bytes plain.
 pub fn decode_entry(bytes: &[u8], key: u64) -> Result<EntryRecord, StoreError> {
     let corrupt = |source| StoreError::CorruptRecord {
         table: crate::schema::ENTRIES_NAME,
@@ -261,7 +380,10 @@ pub fn decode_entry(bytes: &[u8], key: u64) -> Result<EntryRecord, StoreError> {
         source,
     };
     let a = rkyv::access::<ArchivedEntryRecord, rancor::Error>(bytes).map_err(corrupt)?;
-    rkyv::deserialize::<EntryRecord, rancor::Error>(a).map_err(corrupt)
+    let mut rec = rkyv::deserialize::<EntryRecord, rancor::Error>(a).map_err(corrupt)?;
+    rec.unpack()
+        .map_err(|e| corrupt(<rancor::Error as rancor::Source>::new(e)))?;
+    Ok(rec)
 }
 
 #[cfg(test)]
@@ -277,13 +399,9 @@ mod tests {
             line: 3,
             offset: 99,
             kind: RowKind::Entry,
-            raw: b"{\"type\":\"x\"}\n".to_vec(),
-            json: None,
             id: Some("abc".into()),
-            parent_id: None,
             type_name: Some("x".into()),
-            role: None,
-            timestamp: None,
+            ..EntryRecord::with_raw(b"{\"type\":\"x\"}\n".to_vec())
         };
         let bytes = encode(&rec).unwrap();
         for shift in 0..8 {
@@ -292,8 +410,44 @@ mod tests {
             let r = RecordRef::<EntryRecord>::new(&buf[shift..]);
             let a = r.archived().unwrap();
             assert_eq!(a.id.as_ref().map(|s| s.as_str()), Some("abc"));
-            assert_eq!(a.json_text(), Some("{\"type\":\"x\"}"));
+            assert_eq!(a.json_text().as_deref(), Some("{\"type\":\"x\"}"));
             assert_eq!(decode_entry(&buf[shift..], 0).unwrap(), rec);
         }
+    }
+
+    #[test]
+    fn long_rows_are_compressed_and_read_back() {
+        let line = format!(
+            "{{\"type\":\"message\",\"text\":\"{}\"}}\n",
+            "abc ".repeat(200)
+        );
+        let mut rec = EntryRecord::with_raw(line.clone().into_bytes());
+        rec.pack();
+        assert_eq!(rec.codec, Codec::Zstd);
+        assert!(rec.raw.len() < line.len() / 4, "{} bytes", rec.raw.len());
+        let bytes = encode(&rec).unwrap();
+        let a = RecordRef::<EntryRecord>::new(&bytes).archived().unwrap();
+        assert_eq!(a.raw_bytes().unwrap().as_ref(), line.as_bytes());
+        assert_eq!(a.json_text().as_deref(), Some(line.trim_end()));
+        let back = decode_entry(&bytes, 0).unwrap();
+        assert_eq!(back.codec, Codec::Plain);
+        assert_eq!(back.raw, line.as_bytes());
+        // A short row stays plain.
+        let mut short = EntryRecord::with_raw(b"{}\n".to_vec());
+        short.pack();
+        assert_eq!(short.codec, Codec::Plain);
+    }
+
+    #[test]
+    fn a_damaged_compressed_row_is_an_error_not_a_panic() {
+        let mut rec = EntryRecord::with_raw("x".repeat(1000).into_bytes());
+        rec.pack();
+        let n = rec.raw.len();
+        rec.raw.truncate(n / 2);
+        let bytes = encode(&rec).unwrap();
+        let a = RecordRef::<EntryRecord>::new(&bytes).archived().unwrap();
+        assert!(a.raw_bytes().is_err());
+        assert!(a.json_text().is_none());
+        assert!(decode_entry(&bytes, 0).is_err());
     }
 }

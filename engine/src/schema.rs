@@ -1,7 +1,7 @@
 //! Every redb table of the store, and the schema version.
 //!
 //! Invariants:
-//! - table names and record type names carry a version (`entries.v1`, `pisess::EntryRecordV1`);
+//! - table names and record type names carry a version (`entries.v2`, `pisess::EntryRecordV2`);
 //!   only `meta` is unversioned, because it holds the schema version itself;
 //! - every index row is written in the same write transaction as the rows it indexes, so a
 //!   committed store never has an index that disagrees with its data;
@@ -13,7 +13,7 @@
 //! | `sources.v1` | canonical file path → session key |
 //! | `sessions.v1` | session key → [`SessionRecord`] |
 //! | `session_ids.v1` | (session id, session key) → () |
-//! | `entries.v1` | entry key → [`EntryRecord`] (one per stored row) |
+//! | `entries.v2` | entry key → [`EntryRecord`] (one per stored row; long lines zstd-compressed) |
 //! | `session_entries.v1` | (session key, row sequence) → entry key (file order) |
 //! | `entry_ids.v1` | (session key, entry id) → entry key (a later duplicate id wins, as in pi) |
 //! | `parents.v1` | entry key → [`Link`] (parent, skip pointer, depth; 20 bytes) |
@@ -24,7 +24,8 @@
 //! | `file_paths.v1` | (path as written or resolved, entry key, op index) → how found |
 //! | `tool_results.v1` | (session key, tool call id) → 1 if the result was an error |
 //!
-//! Schema 2 added `row_hashes`, `file_paths`, `tool_results` and the filled `file_ops.v2`.
+//! Schema 2 added `row_hashes`, `file_paths`, `tool_results` and the filled `file_ops.v2`;
+//! schema 3 stores long lines zstd-compressed (`entries.v2`, `EntryRecordV2`).
 
 use redb::{TableDefinition, TypeName, Value};
 
@@ -32,7 +33,7 @@ use crate::ids::{EntryKey, Link};
 use crate::record::{EntryRecord, Rkyv, SessionRecord};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 2;
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// `meta` key of the schema version.
 pub const META_SCHEMA: &str = "schema_version";
@@ -44,7 +45,7 @@ pub const META_NEXT_SESSION: &str = "next_session";
 /// Name of the sessions table (for error messages).
 pub const SESSIONS_NAME: &str = "sessions.v1";
 /// Name of the entries table (for error messages).
-pub const ENTRIES_NAME: &str = "entries.v1";
+pub const ENTRIES_NAME: &str = "entries.v2";
 
 /// Store-wide settings and counters.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");

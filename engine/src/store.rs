@@ -60,12 +60,24 @@ pub fn default_session_dir() -> Option<PathBuf> {
     set("HOME").map(|h| h.join(".pi/agent/sessions"))
 }
 
+/// redb's page cache (its write buffer is at most half of it). redb's default, 1 GiB, let
+/// the import of a 1 GiB session peak at 680 MB of memory; 96 MiB bounds an import, whatever
+/// the file size, to about 200 MB (issue 3: under 256 MiB), and is ample for queries.
+const CACHE_BYTES: usize = 96 << 20;
+
+fn open_db(path: &Path) -> Result<Database, StoreError> {
+    redb::Builder::new()
+        .set_cache_size(CACHE_BYTES)
+        .open(path)
+        .map_err(|e| StoreError::from_open(e, path))
+}
+
 impl Store {
     /// Opens the store at `path` for reading and writing, creating it (and its folder) if needed.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         let db = if path.exists() {
-            Database::open(&path).map_err(|e| StoreError::from_open(e, &path))?
+            open_db(&path)?
         } else {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
@@ -74,7 +86,7 @@ impl Store {
                 })?;
             }
             Self::create_atomically(&path)?;
-            Database::open(&path).map_err(|e| StoreError::from_open(e, &path))?
+            open_db(&path)?
         };
         let store = Self { db, path };
         store.init()?;

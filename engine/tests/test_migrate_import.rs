@@ -77,7 +77,7 @@ fn old_files_import_migrated_and_export_as_migrate_file_writes_them() {
                 .unwrap()
                 .unwrap_or_else(|| panic!("{}: id {id} not found", p.display()));
             let json = snap
-                .with_entry(e, |a| a.json_text().map(str::to_owned))
+                .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))
                 .unwrap()
                 .flatten();
             assert_eq!(

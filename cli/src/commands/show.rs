@@ -40,10 +40,10 @@ pub fn cmd_show(ui: &mut Ui, args: &ShowArgs) -> CommandResult {
         let bytes = session
             .snap
             .with_entry(e, |a| {
-                if a.raw.is_empty() {
+                if a.raw_len == 0 {
                     a.json_text().map(|t| format!("{t}\n").into_bytes())
                 } else {
-                    Some(a.raw.as_slice().to_vec())
+                    a.raw_bytes().ok().map(std::borrow::Cow::into_owned)
                 }
             })?
             .flatten()
