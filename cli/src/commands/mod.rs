@@ -29,7 +29,7 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Import session files and folders into the store (incremental; default: pi's folder).
     Import(import::ImportArgs),
-    /// Write a session (or one branch, as a new session) as JSONL.
+    /// Write a session or a branch as JSONL, a Markdown transcript, or an HTML page.
     Export(export::ExportArgs),
     /// List the imported sessions, newest first.
     Ls(ls::LsArgs),
