@@ -342,7 +342,7 @@ fn modified_ms(file: &Path) -> i64 {
 #[test]
 fn prune_sessions_moves_old_sessions_to_the_trash_and_deletes_nothing() {
     let env = TestEnv::new();
-    let dir = env.home.path().join("sessions/--work--");
+    let dir = env.home.path().join(".pi/agent/sessions/--work--");
     std::fs::create_dir_all(&dir).unwrap();
     let names = [
         "01-tiny",
@@ -362,6 +362,13 @@ fn prune_sessions_moves_old_sessions_to_the_trash_and_deletes_nothing() {
         .args(["import", dir.to_str().unwrap()])
         .output()
         .unwrap();
+    assert!(out.status.success());
+    // A session imported from outside pi's folder is left alone unless --any-folder.
+    let elsewhere = env.home.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let other = elsewhere.join("old.jsonl");
+    std::fs::copy(fixture("sessions/03-compactions.jsonl"), &other).unwrap();
+    let out = env.pisess().arg("import").arg(&other).output().unwrap();
     assert!(out.status.success());
     // An age between the newest and the oldest session, so some go and some stay.
     let now = std::time::SystemTime::now()
@@ -396,6 +403,7 @@ fn prune_sessions_moves_old_sessions_to_the_trash_and_deletes_nothing() {
     assert_eq!(hash_tree(&dir), before, "the dry run changed the folder");
     assert!(!env.home.path().join("trash").exists());
     assert_eq!(r["sessions"].as_array().unwrap().len(), expect_moved.len());
+    assert_eq!(r["outsidePiFolder"], 1);
 
     let r = run_json(&env, &["prune", "--sessions", "--older-than", &age]);
     let trash = env.home.path().join("trash");
@@ -421,8 +429,17 @@ fn prune_sessions_moves_old_sessions_to_the_trash_and_deletes_nothing() {
     }
     // Nothing deleted: the same files (by content) exist, in the folder or in the trash.
     assert_eq!(all_hashes(env.home.path()), hashes_before);
+    assert!(other.exists(), "a session outside pi's folder was moved");
     // The catalogue no longer lists the moved sessions.
     let out = env.pisess().args(["--json", "ls"]).output().unwrap();
     let listed = String::from_utf8(out.stdout).unwrap().lines().count();
-    assert_eq!(listed, names.len() - expect_moved.len());
+    assert_eq!(listed, names.len() - expect_moved.len() + 1);
+    // --any-folder takes the outside one too.
+    let r = run_json(
+        &env,
+        &["prune", "--sessions", "--older-than", &age, "--any-folder"],
+    );
+    assert_eq!(r["sessions"].as_array().unwrap().len(), 1);
+    assert!(!other.exists());
+    assert_eq!(all_hashes(env.home.path()), hashes_before);
 }

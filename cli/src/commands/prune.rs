@@ -10,7 +10,8 @@
 //!   folder; `--in-place` first keeps the original bytes at FILE.bak (a hard link, else an
 //!   atomic copy) unless `--no-backup`, and re-imports the new file so the store matches;
 //! - `--sessions` never deletes: files are renamed into `trash/` beside the store (a copy that
-//!   is checked byte for byte before the original is removed, across file systems).
+//!   is checked byte for byte before the original is removed, across file systems); only
+//!   files inside pi's session folder are moved unless `--any-folder`.
 
 use std::collections::BTreeSet;
 use std::io::{BufWriter, Write};
@@ -39,9 +40,9 @@ use crate::ui::{Ui, safe};
 /// replaces the session file, keeping the original as FILE.bak unless --no-backup. Writes are
 /// atomic.
 ///
-/// `pisess prune --sessions --older-than 90d [--dry-run]` moves every session last modified
-/// (pi's rule: newest message) before then into the folder `trash/` beside the store; nothing
-/// is deleted.
+/// `pisess prune --sessions --older-than 90d [--dry-run]` moves every session of pi's session
+/// folder last modified (pi's rule: newest message) before then into the folder `trash/` beside
+/// the store; nothing is deleted. Sessions imported from elsewhere stay unless --any-folder.
 ///
 /// With --json: one object `{type: "prune", …}` (or `{type: "pruneSessions", …}`).
 #[derive(Debug, clap::Args)]
@@ -84,6 +85,10 @@ pub struct PruneArgs {
     /// 2w, 30m, 45s.
     #[arg(long, value_name = "AGE", requires = "sessions")]
     pub older_than: Option<String>,
+    /// With --sessions: also move sessions imported from outside pi's session folder (by
+    /// default those are left alone: they may be someone's fixtures or a copy kept on purpose).
+    #[arg(long, requires = "sessions")]
+    pub any_folder: bool,
 }
 
 /// Runs `pisess prune`.
@@ -475,11 +480,21 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
         .join("trash");
+    let pi_root =
+        pisess_formats::layout::session_root().map(|r| std::fs::canonicalize(&r).unwrap_or(r));
     let snap = store.snapshot()?;
     let mut old = Vec::new();
+    let mut outside = 0usize;
     for (_, r) in snap.sessions()? {
         let modified = r.modified_ms.or(r.created_ms);
         if r.gone || modified.is_none_or(|m| m >= cutoff) {
+            continue;
+        }
+        let in_pi = pi_root
+            .as_ref()
+            .is_some_and(|root| Path::new(&r.path).starts_with(root));
+        if !in_pi && !args.any_folder {
+            outside += 1;
             continue;
         }
         old.push((r, modified));
@@ -549,6 +564,7 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
             "olderThan": iso(Some(cutoff)),
             "trash": trash.to_string_lossy(),
             "sessions": sessions,
+            "outsidePiFolder": outside,
         }))?;
     } else {
         let out = ui.out();
@@ -582,6 +598,13 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
                 ]);
             }
             writeln!(out, "{t}")?;
+        }
+        if outside > 0 {
+            writeln!(
+                out,
+                "{outside} old session(s) outside pi's session folder left alone (--any-folder \
+                 moves them too)"
+            )?;
         }
         if args.dry_run {
             writeln!(out, "dry run: nothing moved")?;
