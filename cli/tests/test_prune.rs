@@ -443,3 +443,47 @@ fn prune_sessions_moves_old_sessions_to_the_trash_and_deletes_nothing() {
     assert!(!other.exists());
     assert_eq!(all_hashes(env.home.path()), hashes_before);
 }
+
+#[test]
+fn prune_keeps_the_leaf_context_of_the_edge_cases() {
+    // Duplicate ids, orphans, several roots, a leaf that is not on the last branch, labels
+    // set and cleared, context edits, compactions, CRLF, junk lines, non-ASCII text.
+    let env = TestEnv::new();
+    for name in [
+        "duplicate-ids",
+        "orphan-parent",
+        "multi-root",
+        "leaf-not-last-branch",
+        "label-set-and-clear",
+        "context-edits",
+        "compaction-firstkept-missing",
+        "compaction-retain-none",
+        "two-compactions-older-in-kept-range",
+        "crlf",
+        "malformed-and-blank-lines",
+        "leading-malformed-then-header",
+        "unicode",
+    ] {
+        let src = fixture(&format!("edge/{name}.jsonl"));
+        let out = env.home.path().join(format!("{name}.jsonl"));
+        run_json(
+            &env,
+            &[
+                "prune",
+                src.to_str().unwrap(),
+                "--keep-leaf",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(
+            essence(&context(&out, None), true),
+            essence(&context(&src, None), true),
+            "{name}: context at the leaf differs"
+        );
+        let load = oracle(&["load", out.to_str().unwrap()]);
+        let src_load = oracle(&["load", src.to_str().unwrap()]);
+        assert_eq!(load["leafId"], src_load["leafId"], "{name}");
+        assert_eq!(load["sessionName"], src_load["sessionName"], "{name}");
+    }
+}
