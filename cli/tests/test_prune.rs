@@ -487,3 +487,95 @@ fn prune_keeps_the_leaf_context_of_the_edge_cases() {
         assert_eq!(load["sessionName"], src_load["sessionName"], "{name}");
     }
 }
+
+#[test]
+fn a_killed_in_place_prune_leaves_the_file_pruned_or_untouched() {
+    use std::time::{Duration, Instant, SystemTime};
+
+    use crate::common::{Rng, corpus};
+
+    let src = corpus().join("09-med-3000-manybranch.jsonl");
+    let original = std::fs::read(&src).unwrap();
+    // The uninterrupted result.
+    let env = TestEnv::new();
+    let expect = env.home.path().join("expect.jsonl");
+    let started = Instant::now();
+    run_json(
+        &env,
+        &[
+            "prune",
+            src.to_str().unwrap(),
+            "--keep-leaf",
+            "-o",
+            expect.to_str().unwrap(),
+        ],
+    );
+    let full = started.elapsed();
+    let expected = std::fs::read(&expect).unwrap();
+    assert!(expected.len() < original.len());
+    let seed = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("prune crash test seed {seed}, uninterrupted run {full:?}");
+    let mut rng = Rng(seed);
+    let window = (full.as_millis() as u64).max(200) * 2;
+    let mut seen = [0usize; 2];
+    for round in 0..12 {
+        let work = tempfile::tempdir().unwrap();
+        let file = work.path().join("s.jsonl");
+        std::fs::write(&file, &original).unwrap();
+        let wait = rng.below(window);
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+            .args(["prune", "--keep-leaf", "--in-place"])
+            .arg(&file)
+            .env_clear()
+            .env("HOME", work.path())
+            .env("PISESS_STORE", work.path().join("store/store.redb"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(wait));
+        let _ = child.kill(); // SIGKILL (or it already finished)
+        child.wait().unwrap();
+        let now = std::fs::read(&file).unwrap();
+        let pruned = now == expected;
+        assert!(
+            pruned || now == original,
+            "round {round} (killed after {wait} ms): the file is neither pruned nor untouched"
+        );
+        let bak = work.path().join("s.jsonl.bak");
+        if bak.exists() {
+            assert_eq!(std::fs::read(&bak).unwrap(), original, "round {round}");
+        }
+        seen[usize::from(pruned)] += 1;
+        if pruned {
+            assert!(bak.exists(), "round {round}: pruned without a backup");
+            continue;
+        }
+        // Untouched: a second, uninterrupted run finishes the job and leaves no temp file.
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+            .args(["prune", "--keep-leaf", "--in-place"])
+            .arg(&file)
+            .env_clear()
+            .env("HOME", work.path())
+            .env("PISESS_STORE", work.path().join("store/store.redb"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "round {round}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), expected, "round {round}");
+        let names: Vec<String> = std::fs::read_dir(work.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(names.is_empty(), "round {round}: left {names:?}");
+    }
+    eprintln!("untouched {}, pruned {}", seen[0], seen[1]);
+}

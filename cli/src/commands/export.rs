@@ -138,6 +138,8 @@ fn write_file(
             "give a file name",
         )
     })?;
+    // Temp files of a run that was killed (never those of a live pisess).
+    atomic::clean_stale(dir);
     let tmp = atomic::TempFile::create(dir, name)
         .map_err(|e| anyhow!("cannot create a temp file in {}: {e}", dir.display()))?;
     {

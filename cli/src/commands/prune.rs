@@ -46,7 +46,6 @@ use crate::ui::{Ui, safe};
 ///
 /// With --json: one object `{type: "prune", …}` (or `{type: "pruneSessions", …}`).
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("what").args(["keep_leaf", "keep", "keep_labeled"]).multiple(true)))]
 pub struct PruneArgs {
     /// The session: a file, a session id or unique prefix, or @latest.
     #[arg(required_unless_present = "sessions", conflicts_with = "sessions")]
@@ -237,6 +236,8 @@ fn write_atomically(
             "give a file name",
         )
     })?;
+    // Temp files of a run that was killed (never those of a live pisess).
+    atomic::clean_stale(dir);
     let tmp = atomic::TempFile::create(dir, name)
         .map_err(|e| anyhow!("cannot create a temp file in {}: {e}", dir.display()))?;
     let n = {
