@@ -344,3 +344,35 @@ fn export_md_fences_hold_hostile_text() {
     );
     assert_eq!(headings.last().map(|h| h.contains("h0000008")), Some(true));
 }
+
+#[test]
+fn export_md_and_html_of_every_edge_case_succeed_or_fail_with_an_error() {
+    let env = TestEnv::new();
+    let mut pages = 0;
+    for entry in std::fs::read_dir(fixture("edge")).unwrap() {
+        let f = entry.unwrap().path();
+        if f.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        for format in ["md", "html"] {
+            let out = env
+                .pisess()
+                .args(["export", f.to_str().unwrap(), "--format", format])
+                .output()
+                .unwrap();
+            let code = out.status.code();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                code == Some(0) || (code == Some(2) && stderr.starts_with("error: ")),
+                "{} {format}: exit {code:?}: {stderr}",
+                f.display()
+            );
+            if code == Some(0) && format == "html" {
+                let page = String::from_utf8(out.stdout).unwrap();
+                assert!(page.ends_with("</body></html>\n"), "{}", f.display());
+                pages += 1;
+            }
+        }
+    }
+    assert!(pages >= 20, "{pages}");
+}

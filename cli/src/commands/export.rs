@@ -69,9 +69,10 @@ fn write(sess: &Session, args: &ExportArgs, out: &mut dyn Write) -> Result<(), C
             sess.snap.export_session(sess.key, out)?;
         }
         (f, b) => {
+            // A session without entries has no leaf: its page shows the header facts only.
             let target = match b {
-                Some(b) => sess.entry(b)?,
-                None => sess.leaf()?,
+                Some(b) => Some(sess.entry(b)?),
+                None => sess.snap.leaf(sess.key)?,
             };
             transcript(sess, f, target, out)?;
         }
@@ -83,10 +84,13 @@ fn write(sess: &Session, args: &ExportArgs, out: &mut dyn Write) -> Result<(), C
 fn transcript(
     sess: &Session,
     format: Format,
-    target: pisess_engine::EntryKey,
+    target: Option<pisess_engine::EntryKey>,
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
-    let path = sess.snap.path_to_root(target)?;
+    let path = match target {
+        Some(t) => sess.snap.path_to_root(t)?,
+        None => Vec::new(),
+    };
     let labels = sess.label_map()?;
     let r = &sess.record;
     let title = Title {
@@ -95,7 +99,10 @@ fn transcript(
         cwd: r.cwd.clone(),
         file: r.path.clone(),
         created: r.created.clone(),
-        branch_id: sess.id(target)?,
+        branch_id: match target {
+            Some(t) => sess.id(t)?,
+            None => String::new(),
+        },
         entries: path.len(),
     };
     let nonce = html::nonce();

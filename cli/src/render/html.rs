@@ -127,7 +127,7 @@ pub fn tree(
     out: &mut dyn Write,
     session: &Session,
     on_path: &HashSet<EntryKey>,
-    target: EntryKey,
+    target: Option<EntryKey>,
     labels: &HashMap<String, String>,
 ) -> Result<(), CommandError> {
     enum Step {
@@ -172,7 +172,7 @@ pub fn tree(
         if on {
             class.push_str(" on");
         }
-        if nd.key == target {
+        if Some(nd.key) == target {
             class.push_str(" target");
         }
         let text = sa::clip(&sa::summary(&v), width);
@@ -243,7 +243,11 @@ pub fn facts(out: &mut dyn Write, t: &Title) -> io::Result<()> {
         ("created", t.created.as_str()),
         (
             "branch",
-            &format!("root → {} ({} entries)", t.branch_id, t.entries),
+            &if t.entries == 0 {
+                "(no entries)".to_owned()
+            } else {
+                format!("root → {} ({} entries)", t.branch_id, t.entries)
+            },
         ),
     ] {
         writeln!(out, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v))?;

@@ -47,12 +47,16 @@ pub fn begin(out: &mut dyn Write, t: &Title) -> io::Result<()> {
     writeln!(out, "- session: `{}`", one_line(&t.session_id))?;
     writeln!(out, "- folder: `{}`", one_line(&t.cwd))?;
     writeln!(out, "- created: {}", one_line(&t.created))?;
-    writeln!(
-        out,
-        "- branch: root → `{}` ({} entries)\n",
-        one_line(&t.branch_id),
-        t.entries
-    )?;
+    if t.entries == 0 {
+        writeln!(out, "- branch: (no entries)\n")?;
+    } else {
+        writeln!(
+            out,
+            "- branch: root → `{}` ({} entries)\n",
+            one_line(&t.branch_id),
+            t.entries
+        )?;
+    }
     Ok(())
 }
 
