@@ -3,8 +3,10 @@
 
 mod common;
 mod test_check;
+mod test_export_render;
 mod test_import_crash;
 mod test_inspect;
 mod test_migrate;
 mod test_migrate_stdout;
+mod test_prune;
 mod test_store;

@@ -5,6 +5,7 @@
 //! - [`import`] brings files and folders in, incrementally and in parallel;
 //! - [`graph`] answers tree queries (ancestors, LCA, children, labels) without reading files;
 //! - [`export`] writes sessions back out, byte for byte;
+//! - [`prune`] plans and writes a session with only some of its branches;
 //! - [`files`] indexes tool calls that read or change files;
 //! - [`verify`] checks the store's consistency.
 //!
@@ -18,6 +19,7 @@ pub mod files;
 pub mod graph;
 pub mod ids;
 pub mod import;
+pub mod prune;
 pub mod record;
 pub mod schema;
 pub mod store;
@@ -29,6 +31,7 @@ pub use files::{FileFilter, FileHit, FileOp, FileQueryError};
 pub use graph::{Lookup, Snapshot};
 pub use ids::{EntryKey, Link, SessionKey};
 pub use import::{FileReport, ImportEvent, ImportOptions, ImportReport, Outcome};
+pub use prune::{DroppedBranch, PruneError, PrunePlan, RowFate};
 pub use record::{EntryRecord, RowKind, SessionRecord};
 pub use store::{Store, default_session_dir, default_store_path};
 pub use verify::{Finding, VerifyReport};

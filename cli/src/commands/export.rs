@@ -1,14 +1,23 @@
-//! `pisess export SESSION [--branch ENTRY] [-o FILE]`: a session (or one branch) as JSONL.
+//! `pisess export SESSION [--branch ENTRY] [--format jsonl|md|html] [-o FILE]`: a session (or
+//! one branch) as JSONL, or a branch as a Markdown transcript or a self-contained HTML page.
 //!
 //! Invariants: a whole v3 session is written byte for byte as imported (v1/v2: migrated);
-//! `-o` writes atomically (temp file in the same folder, fsync, rename), so a reader never
-//! sees a half-written file.
+//! `md` and `html` show the path root → ENTRY (default: the leaf), streamed entry by entry, and
+//! `html` escapes every text of the session (see `render::html`); `-o` writes atomically (temp
+//! file in the same folder, fsync, rename, fsync of the folder), so a reader never sees a
+//! half-written file.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 
-use crate::command_error::{CommandResult, Outcome};
-use crate::session_arg::open_session;
+use anyhow::anyhow;
+use clap::ValueEnum;
+
+use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::commands::migrate::atomic;
+use crate::render::{self, Title, html, markdown};
+use crate::session_arg::{Session, open_session};
 use crate::ui::Ui;
 
 /// Arguments of `pisess export`.
@@ -16,53 +25,137 @@ use crate::ui::Ui;
 pub struct ExportArgs {
     /// The session: a file, a session id or unique prefix, or `@latest`.
     pub session: String,
-    /// Export only the path root → ENTRY, as a new session whose parentSession is the source.
+    /// Export only the path root → ENTRY (jsonl: as a new session whose parentSession is the
+    /// source; md/html: the transcript shown; default there: the leaf).
     #[arg(long, value_name = "ENTRY")]
     pub branch: Option<String>,
+    /// What to write: the session file (jsonl), a Markdown transcript (md), or one HTML page
+    /// with the tree and the transcript (html).
+    #[arg(long, value_enum, default_value_t = Format::Jsonl)]
+    pub format: Format,
     /// Write to FILE (atomically) instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// pi's session format.
+    Jsonl,
+    /// A Markdown transcript of one branch.
+    Md,
+    /// A self-contained HTML page: the tree and the transcript of one branch.
+    Html,
+}
+
 /// Runs `pisess export`.
 pub fn cmd_export(ui: &mut Ui, args: &ExportArgs) -> CommandResult {
     let sess = open_session(&args.session)?;
-    let mut buf: Vec<u8> = Vec::new();
-    let write = |out: &mut dyn Write| -> CommandResult {
-        match &args.branch {
-            Some(b) => {
-                let e = sess.entry(b)?;
-                sess.snap.export_branch(sess.key, e, out)?;
-            }
-            None => {
-                sess.snap.export_session(sess.key, out)?;
-            }
-        }
-        Ok(Outcome::Success)
-    };
     match &args.output {
-        None => write(ui.out()),
-        Some(path) => {
-            write(&mut buf)?;
-            let dir = path
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), PathBuf::from);
-            let name = path
-                .file_name()
-                .map_or_else(|| "export".to_owned(), |n| n.to_string_lossy().into_owned());
-            let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-            let result = (|| -> std::io::Result<()> {
-                let mut f = std::fs::File::create(&tmp)?;
-                f.write_all(&buf)?;
-                f.sync_all()?;
-                std::fs::rename(&tmp, path)
-            })();
-            if let Err(e) = result {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(e.into());
-            }
-            Ok(Outcome::Success)
+        None => write(&sess, args, ui.out())?,
+        Some(path) => write_file(path, |out| write(&sess, args, out))?,
+    }
+    Ok(Outcome::Success)
+}
+
+fn write(sess: &Session, args: &ExportArgs, out: &mut dyn Write) -> Result<(), CommandError> {
+    match (args.format, &args.branch) {
+        (Format::Jsonl, Some(b)) => {
+            let e = sess.entry(b)?;
+            sess.snap.export_branch(sess.key, e, out)?;
+        }
+        (Format::Jsonl, None) => {
+            sess.snap.export_session(sess.key, out)?;
+        }
+        (f, b) => {
+            // A session without entries has no leaf: its page shows the header facts only.
+            let target = match b {
+                Some(b) => Some(sess.entry(b)?),
+                None => sess.snap.leaf(sess.key)?,
+            };
+            transcript(sess, f, target, out)?;
         }
     }
+    Ok(())
+}
+
+/// Writes the md or html rendering of the path root → `target`.
+fn transcript(
+    sess: &Session,
+    format: Format,
+    target: Option<pisess_engine::EntryKey>,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let path = match target {
+        Some(t) => sess.snap.path_to_root(t)?,
+        None => Vec::new(),
+    };
+    let labels = sess.label_map()?;
+    let r = &sess.record;
+    let title = Title {
+        session_id: r.session_id.clone(),
+        name: sess.snap.session_name(sess.key)?,
+        cwd: r.cwd.clone(),
+        file: r.path.clone(),
+        created: r.created.clone(),
+        branch_id: match target {
+            Some(t) => sess.id(t)?,
+            None => String::new(),
+        },
+        entries: path.len(),
+    };
+    let nonce = html::nonce();
+    match format {
+        Format::Md => markdown::begin(out, &title)?,
+        _ => {
+            html::begin(out, &title, &nonce)?;
+            let on_path: HashSet<_> = path.iter().copied().collect();
+            html::tree(out, sess, &on_path, target, &labels)?;
+            html::facts(out, &title)?;
+        }
+    }
+    for &k in &path {
+        let v = sess.value(k)?;
+        let rendered = render::parts(&v);
+        let label = labels.get(&rendered.id).map(String::as_str);
+        match format {
+            Format::Md => markdown::entry(out, &rendered, label)?,
+            _ => html::entry(out, &rendered, label)?,
+        }
+    }
+    if format == Format::Html {
+        html::end(out, &nonce)?;
+    }
+    Ok(())
+}
+
+/// Writes FILE atomically: a temp file beside it, fsync, rename, fsync of the folder.
+fn write_file(
+    path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> Result<(), CommandError>,
+) -> Result<(), CommandError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| {
+        CommandError::with_hint(
+            anyhow!("{} names no file", path.display()),
+            "give a file name",
+        )
+    })?;
+    // Temp files of a run that was killed (never those of a live pisess).
+    atomic::clean_stale(dir);
+    let tmp = atomic::TempFile::create(dir, name)
+        .map_err(|e| anyhow!("cannot create a temp file in {}: {e}", dir.display()))?;
+    {
+        let mut w = BufWriter::with_capacity(256 << 10, tmp.file()?);
+        body(&mut w)?;
+        w.flush()?;
+    }
+    tmp.file()?.sync_all()?;
+    tmp.persist(path)
+        .map_err(|e| anyhow!("cannot rename the export to {}: {e}", path.display()))?;
+    Ok(())
 }

@@ -7,7 +7,7 @@
 //! was not fully parsed (skipped lines, glued records) is not written without `--force`; every
 //! file is tried before the exit status is decided.
 
-mod atomic;
+pub(crate) mod atomic;
 mod report;
 mod verify;
 

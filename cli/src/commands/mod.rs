@@ -16,6 +16,7 @@ pub mod log;
 pub mod ls;
 pub mod migrate;
 pub mod navigate;
+pub mod prune;
 pub mod show;
 pub mod tree;
 pub mod util;
@@ -28,7 +29,7 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Import session files and folders into the store (incremental; default: pi's folder).
     Import(import::ImportArgs),
-    /// Write a session (or one branch, as a new session) as JSONL.
+    /// Write a session or a branch as JSONL, a Markdown transcript, or an HTML page.
     Export(export::ExportArgs),
     /// List the imported sessions, newest first.
     Ls(ls::LsArgs),
@@ -59,6 +60,9 @@ pub enum Command {
     // (help: the doc comment of the Args struct)
     #[allow(missing_docs)]
     Navigate(navigate::NavigateArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Prune(prune::PruneArgs),
 }
 
 /// Runs a command.
@@ -78,5 +82,6 @@ pub fn run(ui: &mut Ui, command: Command) -> CommandResult {
         Command::Diff(args) => diff::cmd_diff(ui, &args),
         Command::Compact(args) => compact::cmd_compact(ui, &args),
         Command::Navigate(args) => navigate::cmd_navigate(ui, &args),
+        Command::Prune(args) => prune::cmd_prune(ui, &args),
     }
 }

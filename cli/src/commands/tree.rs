@@ -55,14 +55,15 @@ pub enum Filter {
     All,
 }
 
-struct Node {
-    key: EntryKey,
-    id: String,
+/// A tree node with what pi orders siblings by.
+pub(crate) struct Node {
+    pub(crate) key: EntryKey,
+    pub(crate) id: String,
     time: Option<f64>,
 }
 
 /// Reads the children of `e` in pi's order.
-fn sorted_children(
+pub(crate) fn sorted_children(
     session: &Session,
     e: EntryKey,
 ) -> Result<Vec<Node>, crate::command_error::CommandError> {
@@ -78,7 +79,10 @@ fn sorted_children(
     Ok(nodes)
 }
 
-fn node(session: &Session, k: EntryKey) -> Result<Node, crate::command_error::CommandError> {
+pub(crate) fn node(
+    session: &Session,
+    k: EntryKey,
+) -> Result<Node, crate::command_error::CommandError> {
     let (id, ts) = session
         .snap
         .with_entry(k, |a| {

@@ -1,0 +1,639 @@
+//! `pisess prune`: drop the branches of a session that are not on the kept paths, or move whole
+//! old sessions into a trash folder.
+//!
+//! Invariants:
+//! - the output is a valid pi session in which the context pi builds at every kept entry equals
+//!   the source's (see `pisess_engine::prune` for what is kept and why);
+//! - nothing on disk changes in a dry run (the default when neither `-o` nor `--in-place` is
+//!   given); the plan is still written, to a byte counter, so the numbers are exact;
+//! - every write is atomic: a temp file in the target's folder, fsync, rename, fsync of the
+//!   folder; `--in-place` first keeps the original bytes at FILE.bak (a hard link, else an
+//!   atomic copy) unless `--no-backup`, and re-imports the new file so the store matches;
+//! - `--sessions` never deletes: files are renamed into `trash/` beside the store (a copy that
+//!   is checked byte for byte before the original is removed, across file systems); only
+//!   files inside pi's session folder are moved unless `--any-folder`.
+
+use std::collections::BTreeSet;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+use pisess_engine::{EntryKey, PrunePlan, RowFate};
+use serde_json::json;
+
+use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::commands::migrate::atomic;
+use crate::session_arg::{self as sa, Session, open_session, open_store};
+use crate::ui::{Ui, safe};
+
+/// Drop the branches not on the kept paths, or move old sessions to a trash folder.
+///
+/// `pisess prune SESSION (--keep-leaf | --keep ENTRY...) [--keep-labeled]` keeps the paths
+/// root → each kept entry (and, with --keep-labeled, root → each labelled entry) and drops every
+/// other branch. The result is a valid pi session: the header and every kept entry unchanged,
+/// so pi builds the same context at every kept entry. Labels and the session name are resolved
+/// by pi over the whole file, so the last label of each kept entry and the last session_info
+/// are kept too, re-attached to their nearest kept ancestor if their branch goes.
+///
+/// Without -o or --in-place it is a dry run: it prints what would go (entries, bytes,
+/// branches) and changes nothing. -o FILE writes the pruned session to FILE; --in-place
+/// replaces the session file, keeping the original as FILE.bak unless --no-backup. Writes are
+/// atomic.
+///
+/// `pisess prune --sessions --older-than 90d [--dry-run]` moves every session of pi's session
+/// folder last modified (pi's rule: newest message) before then into the folder `trash/` beside
+/// the store; nothing is deleted. Sessions imported from elsewhere stay unless --any-folder.
+///
+/// With --json: one object `{type: "prune", …}` (or `{type: "pruneSessions", …}`).
+#[derive(Debug, clap::Args)]
+pub struct PruneArgs {
+    /// The session: a file, a session id or unique prefix, or @latest.
+    #[arg(required_unless_present = "sessions", conflicts_with = "sessions")]
+    pub session: Option<String>,
+    /// Keep the path to the session's leaf (where pi resumes).
+    #[arg(long)]
+    pub keep_leaf: bool,
+    /// Keep the path to ENTRY (an id or prefix, @leaf, label:NAME, ENTRY~N); repeatable.
+    #[arg(long, value_name = "ENTRY", num_args = 1.., action = clap::ArgAction::Append)]
+    pub keep: Vec<String>,
+    /// Also keep the path to every labelled entry.
+    #[arg(long)]
+    pub keep_labeled: bool,
+    /// Only print what would be dropped or moved (the default for a session without -o or
+    /// --in-place).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Write the pruned session to FILE (atomically).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        conflicts_with = "in_place"
+    )]
+    pub output: Option<PathBuf>,
+    /// Replace the session file (atomically), keeping the original as FILE.bak.
+    #[arg(long)]
+    pub in_place: bool,
+    /// With --in-place: keep no backup.
+    #[arg(long, requires = "in_place")]
+    pub no_backup: bool,
+    /// Move whole old sessions to the trash folder beside the store instead.
+    #[arg(long, requires = "older_than", conflicts_with_all = ["keep_leaf", "keep", "keep_labeled", "output", "in_place"])]
+    pub sessions: bool,
+    /// With --sessions: the age (by last message) beyond which a session is moved: 90d, 12h,
+    /// 2w, 30m, 45s.
+    #[arg(long, value_name = "AGE", requires = "sessions")]
+    pub older_than: Option<String>,
+    /// With --sessions: also move sessions imported from outside pi's session folder (by
+    /// default those are left alone: they may be someone's fixtures or a copy kept on purpose).
+    #[arg(long, requires = "sessions")]
+    pub any_folder: bool,
+}
+
+/// Runs `pisess prune`.
+pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
+    if args.sessions {
+        return prune_sessions(ui, args);
+    }
+    let Some(arg) = &args.session else {
+        return Err(anyhow!("give a SESSION, or --sessions --older-than AGE").into());
+    };
+    if !args.keep_leaf && args.keep.is_empty() && !args.keep_labeled {
+        return Err(CommandError::with_hint(
+            anyhow!("nothing to keep was given"),
+            "give --keep-leaf, --keep ENTRY… and/or --keep-labeled",
+        ));
+    }
+    let mut session = open_session(arg)?;
+    if args.in_place && !args.dry_run && Path::new(arg) != Path::new(&session.record.path) {
+        // Refresh the store from the file about to be replaced.
+        let path = session.record.path.clone();
+        drop(session);
+        session = open_session(&path)?;
+    }
+    let (targets, names) = keep_targets(&session, args)?;
+    let plan = session.snap.prune_plan(session.key, &targets)?;
+    let source = PathBuf::from(&session.record.path);
+    let dry = args.dry_run || (args.output.is_none() && !args.in_place);
+    let mut bytes_before = 0u64;
+    for &(_, _, len) in &plan.rows {
+        bytes_before += len;
+    }
+    let target = match (&args.output, args.in_place) {
+        (Some(o), _) => Some(o.clone()),
+        (None, true) => Some(source.clone()),
+        (None, false) => None,
+    };
+    if let Some(o) = &args.output
+        && same_file(o, &source)
+    {
+        return Err(CommandError::with_hint(
+            anyhow!("{} is the session file itself", o.display()),
+            "use --in-place to replace it (with a backup)",
+        ));
+    }
+    let mut backup = None;
+    let bytes_after = if dry {
+        let mut counter = Counter(0);
+        session.snap.write_pruned(&plan, &mut counter)?;
+        counter.0
+    } else {
+        let target = target.clone().ok_or_else(|| anyhow!("no output"))?;
+        let (n, b) = write_atomically(&session, &plan, &target, args)?;
+        backup = b;
+        n
+    };
+    let report = Report {
+        session: &session,
+        plan: &plan,
+        names: &names,
+        dry,
+        bytes_before,
+        bytes_after,
+        target: target.as_deref(),
+        backup: backup.as_deref(),
+    };
+    let key = session.key;
+    let leaf_id = match plan.new_leaf {
+        Some(l) => Some(session.id(l)?),
+        None => None,
+    };
+    if ui.json {
+        ui.json_line(&report.json(leaf_id.as_deref())?)?;
+    } else {
+        report.human(ui, leaf_id.as_deref())?;
+    }
+    drop(session);
+    if !dry && args.in_place {
+        // The file changed under the store: import it again.
+        let reopened = open_session(&source.to_string_lossy())?;
+        if reopened.key != key {
+            eprintln!(
+                "note: the pruned file was imported as a new session in the store ({})",
+                reopened.record.session_id
+            );
+        }
+    }
+    Ok(Outcome::Success)
+}
+
+/// The entries to keep and how they were named.
+fn keep_targets(
+    session: &Session,
+    args: &PruneArgs,
+) -> Result<(Vec<EntryKey>, Vec<String>), CommandError> {
+    let mut targets = Vec::new();
+    let mut names = Vec::new();
+    if args.keep_leaf {
+        targets.push(session.leaf()?);
+        names.push("@leaf".to_owned());
+    }
+    for k in &args.keep {
+        targets.push(session.entry(k)?);
+        names.push(k.clone());
+    }
+    if args.keep_labeled {
+        let mut labels = session.snap.labels(session.key)?;
+        labels.sort();
+        for (id, label) in labels {
+            if let Some(e) = session.snap.entry_by_id(session.key, &id)?
+                && session.snap.link(e)?.is_some()
+            {
+                targets.push(e);
+                names.push(format!("label:{label}"));
+            }
+        }
+    }
+    Ok((targets, names))
+}
+
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes the plan to `target` via a temp file; returns the bytes and the backup made.
+fn write_atomically(
+    session: &Session,
+    plan: &PrunePlan,
+    target: &Path,
+    args: &PruneArgs,
+) -> Result<(u64, Option<PathBuf>), CommandError> {
+    let dir = target
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = target.file_name().ok_or_else(|| {
+        CommandError::with_hint(
+            anyhow!("{} names no file", target.display()),
+            "give a file name",
+        )
+    })?;
+    // Temp files of a run that was killed (never those of a live pisess).
+    atomic::clean_stale(dir);
+    let tmp = atomic::TempFile::create(dir, name)
+        .map_err(|e| anyhow!("cannot create a temp file in {}: {e}", dir.display()))?;
+    let n = {
+        let mut w = BufWriter::with_capacity(256 << 10, tmp.file()?);
+        let n = session.snap.write_pruned(plan, &mut w)?;
+        w.flush()?;
+        n
+    };
+    let source = Path::new(&session.record.path);
+    if args.in_place
+        && let Ok(meta) = std::fs::metadata(source)
+    {
+        tmp.file()?.set_permissions(meta.permissions())?;
+    }
+    tmp.file()?.sync_all()?;
+    let mut backup = None;
+    if args.in_place && !args.no_backup {
+        let mut b = source.as_os_str().to_owned();
+        b.push(".bak");
+        let b = PathBuf::from(b);
+        atomic::make_backup(source, &b)?;
+        backup = Some(b);
+    }
+    tmp.persist(target)
+        .map_err(|e| anyhow!("cannot rename the pruned file to {}: {e}", target.display()))?;
+    Ok((n, backup))
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+struct Report<'a> {
+    session: &'a Session,
+    plan: &'a PrunePlan,
+    names: &'a [String],
+    dry: bool,
+    bytes_before: u64,
+    bytes_after: u64,
+    target: Option<&'a Path>,
+    backup: Option<&'a Path>,
+}
+
+impl Report<'_> {
+    fn reattached_ids(&self) -> Result<Vec<String>, CommandError> {
+        let mut out = Vec::new();
+        for &(e, fate, _) in &self.plan.rows {
+            if fate == RowFate::Reattached {
+                out.push(self.session.id(e)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn json(&self, leaf: Option<&str>) -> Result<serde_json::Value, CommandError> {
+        let branches: Vec<serde_json::Value> = self
+            .plan
+            .branches
+            .iter()
+            .map(|b| {
+                json!({
+                    "id": b.top_id,
+                    "fromId": b.from_id,
+                    "entries": b.entries,
+                    "bytes": b.bytes,
+                })
+            })
+            .collect();
+        Ok(json!({
+            "type": "prune",
+            "dryRun": self.dry,
+            "sessionId": self.session.record.session_id,
+            "file": self.session.record.path,
+            "keep": self.names,
+            "keptEntries": self.plan.kept_entries,
+            "reattached": self.reattached_ids()?,
+            "droppedEntries": self.plan.dropped_entries,
+            "droppedOther": self.plan.dropped_other,
+            "bytesBefore": self.bytes_before,
+            "bytesAfter": self.bytes_after,
+            "branches": branches,
+            "leafId": leaf,
+            "output": self.target.map(|p| p.to_string_lossy().into_owned()),
+            "backup": self.backup.map(|p| p.to_string_lossy().into_owned()),
+        }))
+    }
+
+    fn human(&self, ui: &mut Ui, leaf: Option<&str>) -> Result<(), CommandError> {
+        let p = self.plan;
+        let total = p.kept_entries + p.dropped_entries;
+        let verb = if self.dry { "would drop" } else { "dropped" };
+        let out = ui.out();
+        writeln!(
+            out,
+            "{} ({})",
+            safe(&self.session.record.path),
+            self.session.record.session_id
+        )?;
+        writeln!(
+            out,
+            "keep:  the paths to {} — {} entries{}",
+            safe(&self.names.join(", ")),
+            p.kept_entries,
+            match self.reattached_ids()?.len() {
+                0 => String::new(),
+                n => format!(
+                    " ({n} label/session-name entr{} re-attached)",
+                    if n == 1 { "y" } else { "ies" }
+                ),
+            }
+        )?;
+        writeln!(
+            out,
+            "{verb}: {} of {total} entries in {} branch{}, {} of {} bytes{}",
+            p.dropped_entries,
+            p.branches.len(),
+            if p.branches.len() == 1 { "" } else { "es" },
+            self.bytes_before.saturating_sub(self.bytes_after),
+            self.bytes_before,
+            match p.dropped_other {
+                0 => String::new(),
+                n => format!(", and {n} line(s) that are not entries"),
+            }
+        )?;
+        if let Some(l) = leaf {
+            writeln!(out, "pi resumes at: {}", safe(l))?;
+        }
+        if !p.branches.is_empty() {
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::NOTHING);
+            t.set_header(vec!["branch", "from", "entries", "bytes", "first entry"]);
+            let width = sa::width().saturating_sub(40).max(20);
+            for b in &p.branches {
+                let first = match self.session.value(b.top) {
+                    Ok(v) => format!("{}: {}", sa::kind(&v), sa::summary(&v)),
+                    Err(_) => String::new(),
+                };
+                t.add_row(vec![
+                    safe(sa::short_id(&b.top_id)).into_owned(),
+                    b.from_id.as_deref().map_or_else(
+                        || "(root)".to_owned(),
+                        |f| safe(sa::short_id(f)).into_owned(),
+                    ),
+                    b.entries.to_string(),
+                    b.bytes.to_string(),
+                    safe(&sa::clip(&first, width)).into_owned(),
+                ]);
+            }
+            writeln!(out, "{t}")?;
+        }
+        match (self.dry, self.target) {
+            (true, None) => writeln!(
+                out,
+                "dry run: nothing written (give -o FILE or --in-place to write)"
+            )?,
+            (true, Some(t)) => writeln!(out, "dry run: {} not written", t.display())?,
+            (false, Some(t)) => {
+                writeln!(out, "wrote {} ({} bytes)", t.display(), self.bytes_after)?;
+                if let Some(b) = self.backup {
+                    writeln!(out, "the original is kept as {}", b.display())?;
+                }
+            }
+            (false, None) => {}
+        }
+        Ok(())
+    }
+}
+
+// ---- --sessions ---------------------------------------------------------------------------
+
+/// Parses an age: a number and a unit (s, m, h, d, w).
+fn parse_age(s: &str) -> Result<i64, CommandError> {
+    let bad = || {
+        CommandError::with_hint(
+            anyhow!("cannot read the age {s:?}"),
+            "use a number and a unit: 90d, 12h, 2w, 30m, 45s",
+        )
+    };
+    let t = s.trim();
+    let unit = t.chars().last().ok_or_else(bad)?;
+    let n: i64 = t[..t.len() - unit.len_utf8()].parse().map_err(|_| bad())?;
+    let ms = match unit {
+        's' => 1_000,
+        'm' => 60_000,
+        'h' => 3_600_000,
+        'd' => 86_400_000,
+        'w' => 7 * 86_400_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(ms).filter(|v| *v >= 0).ok_or_else(bad)
+}
+
+/// A free name for `file` in `dir`: the file name, else `NAME.1`, `NAME.2`, ….
+fn free_name(dir: &Path, file: &Path) -> PathBuf {
+    let name = file.file_name().unwrap_or_default();
+    let mut candidate = dir.join(name);
+    let mut i = 1u32;
+    while candidate.symlink_metadata().is_ok() {
+        let mut n = name.to_owned();
+        n.push(format!(".{i}"));
+        candidate = dir.join(n);
+        i += 1;
+    }
+    candidate
+}
+
+/// Moves `src` to `dst` (a new name): rename, else (another file system) a checked atomic copy
+/// and then the removal of the original.
+fn move_file(src: &Path, dst: &Path) -> std::io::Result<()> {
+    match std::fs::rename(src, dst) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
+            atomic::copy_atomic(src, dst)?;
+            if !atomic::same_bytes(src, dst)? {
+                return Err(std::io::Error::other(format!(
+                    "the copy at {} differs from the original; the original was left in place",
+                    dst.display()
+                )));
+            }
+            std::fs::remove_file(src)?;
+        }
+        Err(e) => return Err(e),
+    }
+    atomic::sync_dir(dst)?;
+    atomic::sync_dir(src)
+}
+
+fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
+    let age = parse_age(args.older_than.as_deref().unwrap_or(""))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let cutoff = now.saturating_sub(age);
+    let store = open_store()?;
+    let trash = store
+        .path()
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join("trash");
+    let pi_root =
+        pisess_formats::layout::session_root().map(|r| std::fs::canonicalize(&r).unwrap_or(r));
+    let snap = store.snapshot()?;
+    let mut old = Vec::new();
+    let mut outside = 0usize;
+    for (_, r) in snap.sessions()? {
+        let modified = r.modified_ms.or(r.created_ms);
+        if r.gone || modified.is_none_or(|m| m >= cutoff) {
+            continue;
+        }
+        let in_pi = pi_root
+            .as_ref()
+            .is_some_and(|root| Path::new(&r.path).starts_with(root));
+        if !in_pi && !args.any_folder {
+            outside += 1;
+            continue;
+        }
+        old.push((r, modified));
+    }
+    drop(snap);
+    old.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.path.cmp(&b.0.path)));
+    let mut moved = Vec::new();
+    let mut failed = 0usize;
+    let mut folders = BTreeSet::new();
+    for (r, modified) in &old {
+        let src = PathBuf::from(&r.path);
+        let sub = src
+            .parent()
+            .and_then(Path::file_name)
+            .map_or_else(|| PathBuf::from("_"), PathBuf::from);
+        let dir = trash.join(sub);
+        let dst = free_name(&dir, &src);
+        let status = if !src.is_file() {
+            failed += 1;
+            Err("the file is missing".to_owned())
+        } else if args.dry_run {
+            Ok(())
+        } else {
+            let res = std::fs::create_dir_all(&dir).and_then(|()| move_file(&src, &dst));
+            match res {
+                Ok(()) => {
+                    if let Some(p) = src.parent() {
+                        folders.insert(p.to_path_buf());
+                    }
+                    Ok(())
+                }
+                Err(e) => {
+                    failed += 1;
+                    Err(e.to_string())
+                }
+            }
+        };
+        moved.push((r, *modified, src, dst, status));
+    }
+    // The moved files' folders: import them so the catalogue marks those sessions gone.
+    if !folders.is_empty() {
+        let folders: Vec<PathBuf> = folders.into_iter().collect();
+        store.import(
+            &folders,
+            &pisess_engine::ImportOptions::default(),
+            &mut |_| {},
+        )?;
+    }
+    let iso = |ms: Option<i64>| ms.map(pisess_engine::export::ms_to_iso);
+    if ui.json {
+        let sessions: Vec<serde_json::Value> = moved
+            .iter()
+            .map(|(r, m, src, dst, status)| {
+                json!({
+                    "sessionId": r.session_id,
+                    "file": src.to_string_lossy(),
+                    "modified": iso(*m),
+                    "bytes": r.file_size,
+                    "trashPath": dst.to_string_lossy(),
+                    "error": status.as_ref().err(),
+                })
+            })
+            .collect();
+        ui.json_line(&json!({
+            "type": "pruneSessions",
+            "dryRun": args.dry_run,
+            "olderThan": iso(Some(cutoff)),
+            "trash": trash.to_string_lossy(),
+            "sessions": sessions,
+            "outsidePiFolder": outside,
+        }))?;
+    } else {
+        let out = ui.out();
+        let verb = if args.dry_run { "would move" } else { "moved" };
+        let ok = moved.len() - failed;
+        let bytes: u64 = moved
+            .iter()
+            .filter(|m| m.4.is_ok())
+            .map(|m| m.0.file_size)
+            .sum();
+        writeln!(
+            out,
+            "{verb} {ok} session{} ({bytes} bytes) last modified before {} to {}",
+            if ok == 1 { "" } else { "s" },
+            iso(Some(cutoff)).unwrap_or_default(),
+            trash.display()
+        )?;
+        if !moved.is_empty() {
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::NOTHING);
+            t.set_header(vec!["session", "modified", "file", "to"]);
+            for (r, m, src, dst, status) in &moved {
+                t.add_row(vec![
+                    safe(&r.session_id.chars().take(13).collect::<String>()).into_owned(),
+                    iso(*m).unwrap_or_default(),
+                    safe(&src.to_string_lossy()).into_owned(),
+                    match status {
+                        Ok(()) => safe(&dst.to_string_lossy()).into_owned(),
+                        Err(e) => format!("not moved: {}", safe(e)),
+                    },
+                ]);
+            }
+            writeln!(out, "{t}")?;
+        }
+        if outside > 0 {
+            writeln!(
+                out,
+                "{outside} old session(s) outside pi's session folder left alone (--any-folder \
+                 moves them too)"
+            )?;
+        }
+        if args.dry_run {
+            writeln!(out, "dry run: nothing moved")?;
+        } else if ok > 0 {
+            writeln!(
+                out,
+                "nothing was deleted; move a file back to restore it (then `pisess import`)"
+            )?;
+        }
+    }
+    Ok(if failed > 0 {
+        Outcome::PartialFailure
+    } else {
+        Outcome::Success
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_age;
+
+    #[test]
+    fn ages_parse() {
+        assert_eq!(parse_age("90d").ok(), Some(90 * 86_400_000));
+        assert_eq!(parse_age("2w").ok(), Some(14 * 86_400_000));
+        assert_eq!(parse_age("30m").ok(), Some(1_800_000));
+        assert!(parse_age("d").is_err());
+        assert!(parse_age("10y").is_err());
+        assert!(parse_age("").is_err());
+    }
+}

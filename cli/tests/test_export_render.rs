@@ -1,0 +1,378 @@
+//! `pisess export --format md|html`: the Markdown transcript follows the oracle's path, and the
+//! HTML page, rendered by headless Chromium, has the oracle's tree (every node, its parent,
+//! pi's order) and shows script-injection strings from a session as text without running them.
+//!
+//! The HTML tests need a headless Chromium (`chromium`, `chromium-browser`, `google-chrome`,
+//! `headless_shell`, or `$PISESS_CHROMIUM`): they FAIL when none is found (`apt-get install -y
+//! chromium`; `.ci/run` installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::common::{TestEnv, fixture, root};
+
+fn chromium() -> PathBuf {
+    if let Some(p) = std::env::var_os("PISESS_CHROMIUM") {
+        return PathBuf::from(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for name in [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+        "headless_shell",
+        "chromium-headless-shell",
+    ] {
+        for dir in std::env::split_paths(&path) {
+            let p = dir.join(name);
+            if p.is_file() {
+                return p;
+            }
+        }
+    }
+    panic!(
+        "no headless Chromium found (chromium, chromium-browser, google-chrome, headless_shell): \
+         install one (`apt-get install -y chromium`) or set PISESS_CHROMIUM"
+    );
+}
+
+/// The DOM after the page's scripts ran, as headless Chromium serialises it.
+fn dump_dom(page: &Path, scratch: &Path) -> String {
+    let out = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            scratch.join("profile").display()
+        ))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8(out.stdout).unwrap();
+    assert!(dom.contains("</html>"), "no DOM from chromium: {dom}");
+    dom
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&nbsp;", "\u{a0}")
+        .replace("&amp;", "&")
+}
+
+/// Text as Chromium serialises a text node.
+fn as_text_node(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Every `data-id="…" data-parent="…"` pair of the DOM, in document order.
+fn tree_nodes(dom: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = dom;
+    while let Some(i) = rest.find(" data-id=\"") {
+        rest = &rest[i + 10..];
+        let end = rest.find('"').unwrap();
+        let id = unescape(&rest[..end]);
+        rest = &rest[end..];
+        let p = rest.find(" data-parent=\"").unwrap();
+        rest = &rest[p + 14..];
+        let end = rest.find('"').unwrap();
+        let parent = unescape(&rest[..end]);
+        out.push((id, parent));
+    }
+    out
+}
+
+fn oracle(args: &[&str]) -> Value {
+    let out = Command::new(root().join("../shared/oracle/oracle"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "oracle {args:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The oracle's tree nodes as (id, parentId) in its depth-first order.
+fn oracle_nodes(tree: &Value) -> Vec<(String, String)> {
+    tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["id"].as_str().unwrap().to_owned(),
+                n["parentId"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+const SCRIPT: &str = "<script>document.title='pwned-script'</script>";
+const IMG: &str = "\"><img src=x onerror=\"document.title='pwned-img'\">";
+const ALERT: &str = "<script>alert(1)</script>";
+const ATTR: &str = "\"><img src=x onerror=alert(1)>";
+
+/// 02-small-branches with hostile entries appended: a user message, an assistant reply with a
+/// tool call, a tool result, a second branch, a label and a session name, and an entry whose
+/// id itself is hostile.
+fn hostile_session(dir: &Path) -> (PathBuf, String) {
+    let src = std::fs::read_to_string(fixture("sessions/02-small-branches.jsonl")).unwrap();
+    let last: Value = serde_json::from_str(src.lines().last().unwrap()).unwrap();
+    let leaf = last["id"].as_str().unwrap().to_owned();
+    let t = "2026-07-27T10:00:00.000Z";
+    let ms = 1_785_146_400_000_i64;
+    let name = format!("name {SCRIPT}");
+    let bad_id = format!("bad{ATTR}");
+    let lines = [
+        json!({"type":"message","id":"h0000001","parentId":leaf,"timestamp":t,
+            "message":{"role":"user","content":format!("look {SCRIPT} and {IMG}"),"timestamp":ms}}),
+        json!({"type":"message","id":"h0000002","parentId":"h0000001","timestamp":t,
+            "message":{"role":"assistant","content":[
+                {"type":"text","text":format!("sure {ALERT} {ATTR}")},
+                {"type":"toolCall","id":"c1","name":format!("read{SCRIPT}"),
+                 "arguments":{"path":format!("</pre>{IMG}")}}],
+             "provider":"x","model":format!("m{ATTR}"),"api":"x","stopReason":"toolUse",
+             "usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,
+               "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},
+             "timestamp":ms}}),
+        json!({"type":"message","id":"h0000003","parentId":"h0000002","timestamp":t,
+            "message":{"role":"toolResult","toolCallId":"c1","toolName":"read",
+              "content":[{"type":"text","text":format!("</pre></section>{SCRIPT}")}],
+              "isError":false,"timestamp":ms}}),
+        json!({"type":"message","id":"h0000004","parentId":"h0000001","timestamp":t,
+            "message":{"role":"user","content":format!("other branch {IMG}"),"timestamp":ms}}),
+        json!({"type":"label","id":"h0000005","parentId":"h0000003","timestamp":t,
+            "targetId":"h0000001","label":format!("lab{SCRIPT}")}),
+        json!({"type":"session_info","id":"h0000006","parentId":"h0000005","timestamp":t,
+            "name":name}),
+        json!({"type":"message","id":bad_id,"parentId":"h0000006","timestamp":t,
+            "message":{"role":"user","content":format!("last {ALERT}"),"timestamp":ms}}),
+    ];
+    let mut text = src.clone();
+    for l in lines {
+        text.push_str(&serde_json::to_string(&l).unwrap());
+        text.push('\n');
+    }
+    let path = dir.join("hostile.jsonl");
+    std::fs::write(&path, text).unwrap();
+    (path, name)
+}
+
+#[test]
+fn export_html_renders_in_chromium_with_the_tree_and_injections_as_text() {
+    let env = TestEnv::new();
+    let (file, name) = hostile_session(env.home.path());
+    let page = env.home.path().join("page.html");
+    let out = env
+        .pisess()
+        .args(["export", file.to_str().unwrap(), "--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = dump_dom(&page, env.home.path());
+    let tree = oracle(&["tree", file.to_str().unwrap()]);
+    let expect = oracle_nodes(&tree);
+
+    // Our own script ran (so the injected ones had every chance to run too) …
+    let ready = format!("data-ready=\"{}\"", expect.len());
+    assert!(
+        dom.contains(&ready),
+        "the page script did not run ({ready})"
+    );
+    // … and no injected one did: the title is the escaped name, no element was injected.
+    let title = &dom[dom.find("<title>").unwrap() + 7..dom.find("</title>").unwrap()];
+    assert_eq!(unescape(title), format!("pisess: {name}"));
+    assert_eq!(
+        dom.matches("<script").count(),
+        1,
+        "an injected <script> element"
+    );
+    assert_eq!(dom.matches("<img").count(), 0, "an injected <img> element");
+    // The injection strings are shown as text.
+    for s in [SCRIPT, IMG, ALERT, ATTR] {
+        assert!(dom.contains(&as_text_node(s)), "{s:?} is not shown as text");
+    }
+    // The tree: every node of the oracle's tree with its parent, in pi's order.
+    assert_eq!(tree_nodes(&dom), expect);
+}
+
+#[test]
+fn export_html_tree_of_a_many_branch_session_equals_the_oracle_tree() {
+    let env = TestEnv::new();
+    let page = env.home.path().join("page.html");
+    let file = fixture("sessions/04-many-branches.jsonl");
+    let out = env
+        .pisess()
+        .args(["export", file.to_str().unwrap(), "--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let dom = dump_dom(&page, env.home.path());
+    let golden: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("golden/sessions/04-many-branches/tree.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(tree_nodes(&dom), oracle_nodes(&golden));
+    // Collapsible: the branches off the exported path are closed, those on it open.
+    assert!(dom.contains("<details open=\"\">") || dom.contains("<details open>"));
+    assert!(dom.contains("<details>"));
+}
+
+/// The entry ids of the transcript headings, in order.
+fn md_ids(md: &str) -> Vec<String> {
+    md.lines()
+        .filter(|l| l.starts_with("## "))
+        .map(|l| {
+            let a = l.rfind("<sub>`").unwrap() + 6;
+            let b = l.rfind("`</sub>").unwrap();
+            l[a..b].to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn export_md_is_the_transcript_of_the_oracle_path() {
+    let env = TestEnv::new();
+    let paths: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("golden/sessions/04-many-branches/path.json")).unwrap(),
+    )
+    .unwrap();
+    let file = fixture("sessions/04-many-branches.jsonl");
+    let tree: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("golden/sessions/04-many-branches/tree.json")).unwrap(),
+    )
+    .unwrap();
+    let leaf = tree["leafId"].as_str().unwrap();
+    let mut checked = 0;
+    for (id, path) in paths.as_object().unwrap() {
+        let Some(path) = path.as_array() else {
+            continue;
+        };
+        if path.is_empty() {
+            continue;
+        }
+        let mut cmd = env.pisess();
+        cmd.args(["export", file.to_str().unwrap(), "--format", "md"]);
+        if id != leaf {
+            cmd.args(["--branch", id]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{id}");
+        let md = String::from_utf8(out.stdout).unwrap();
+        let want: Vec<String> = path
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(md_ids(&md), want, "{id}");
+        checked += 1;
+        if checked == 4 {
+            break;
+        }
+    }
+    assert!(checked >= 2);
+}
+
+#[test]
+fn export_md_fences_hold_hostile_text() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let (file, _) = hostile_session(dir);
+    // A tool result that tries to close its fence and forge a heading.
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    let forged = json!({"type":"message","id":"h0000008","parentId":"h0000003",
+        "timestamp":"2026-07-27T10:00:01.000Z",
+        "message":{"role":"toolResult","toolCallId":"c1","toolName":"read",
+          "content":[{"type":"text","text":"```\n## user <sub>`forged`</sub>\n```"}],
+          "isError":false,"timestamp":1}});
+    text.push_str(&serde_json::to_string(&forged).unwrap());
+    text.push('\n');
+    std::fs::write(&file, text).unwrap();
+    let out = env
+        .pisess()
+        .args([
+            "export",
+            file.to_str().unwrap(),
+            "--format",
+            "md",
+            "--branch",
+            "h0000008",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let md = String::from_utf8(out.stdout).unwrap();
+    // Outside code fences, no forged heading.
+    let mut fence: Option<String> = None;
+    let mut headings = Vec::new();
+    for l in md.lines() {
+        let ticks: String = l.chars().take_while(|&c| c == '`').collect();
+        match &fence {
+            Some(f) if l == f => fence = None,
+            Some(_) => {}
+            None if ticks.len() >= 3 => fence = Some(ticks),
+            None if l.starts_with("## ") => headings.push(l.to_owned()),
+            None => {}
+        }
+    }
+    assert!(
+        headings.iter().all(|h| !h.contains("forged")),
+        "{headings:?}"
+    );
+    assert_eq!(headings.last().map(|h| h.contains("h0000008")), Some(true));
+}
+
+#[test]
+fn export_md_and_html_of_every_edge_case_succeed_or_fail_with_an_error() {
+    let env = TestEnv::new();
+    let mut pages = 0;
+    for entry in std::fs::read_dir(fixture("edge")).unwrap() {
+        let f = entry.unwrap().path();
+        if f.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        for format in ["md", "html"] {
+            let out = env
+                .pisess()
+                .args(["export", f.to_str().unwrap(), "--format", format])
+                .output()
+                .unwrap();
+            let code = out.status.code();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                code == Some(0) || (code == Some(2) && stderr.starts_with("error: ")),
+                "{} {format}: exit {code:?}: {stderr}",
+                f.display()
+            );
+            if code == Some(0) && format == "html" {
+                let page = String::from_utf8(out.stdout).unwrap();
+                assert!(page.ends_with("</body></html>\n"), "{}", f.display());
+                pages += 1;
+            }
+        }
+    }
+    assert!(pages >= 20, "{pages}");
+}

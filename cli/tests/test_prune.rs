@@ -1,0 +1,581 @@
+//! `pisess prune` against the live oracle: the pruned file loads in pi's own library, with the
+//! same context at every kept leaf (and at an ancestor of each) as the source has there, the
+//! same labels on kept entries and the same session name; the dry run changes nothing;
+//! `--in-place` keeps a byte-identical backup; `--sessions` moves and never deletes.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, fixture, realdata, root};
+
+fn oracle(args: &[&str]) -> Value {
+    let out = Command::new(root().join("../shared/oracle/oracle"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "oracle {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn context(file: &Path, leaf: Option<&str>) -> Value {
+    let f = file.to_str().unwrap();
+    let v = match leaf {
+        Some(l) => oracle(&["context", f, "--leaf", l]),
+        None => oracle(&["context", f]),
+    };
+    if let Some(l) = leaf {
+        assert_eq!(v["resolvedLeafId"], l, "{f}: the oracle did not find {l}");
+    }
+    v
+}
+
+/// The parts of a context that must not change.
+fn essence(v: &Value, with_ids: bool) -> Value {
+    let mut o = serde_json::Map::new();
+    for k in ["messages", "thinkingLevel", "model"] {
+        o.insert(k.into(), v[k].clone());
+    }
+    if with_ids {
+        o.insert("contextEntryIds".into(), v["contextEntryIds"].clone());
+    }
+    Value::Object(o)
+}
+
+/// (id, parentId) of every entry of a v3 file, in file order, read independently of pisess.
+fn entries(file: &Path) -> Vec<(String, Option<String>, Value)> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            let id = v.get("id")?.as_str()?.to_owned();
+            let parent = v.get("parentId").and_then(Value::as_str).map(str::to_owned);
+            Some((id, parent, v))
+        })
+        .collect()
+}
+
+fn run_json(env: &TestEnv, args: &[&str]) -> Value {
+    let out = env.pisess().arg("--json").args(args).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Prunes `src` keeping the leaf and two other leaves, then checks it with the oracle.
+fn check_prune(src: &Path) {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("in");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(src.file_name().unwrap());
+    std::fs::copy(src, &file).unwrap();
+    let all = entries(&file);
+    let parents: HashSet<&str> = all.iter().filter_map(|e| e.1.as_deref()).collect();
+    let leaves: Vec<&str> = all
+        .iter()
+        .map(|e| e.0.as_str())
+        .filter(|id| !parents.contains(id))
+        .collect();
+    let mut keep: Vec<&str> = Vec::new();
+    if leaves.len() > 2 {
+        keep.push(leaves[0]);
+        keep.push(leaves[leaves.len() / 2]);
+    }
+    let out = env.home.path().join("out.jsonl");
+    let f = file.to_str().unwrap();
+    let o = out.to_str().unwrap();
+    let mut args = vec!["prune", f, "--keep-leaf"];
+    for k in &keep {
+        args.push("--keep");
+        args.push(k);
+    }
+    args.extend(["-o", o]);
+    let report = run_json(&env, &args);
+    assert_eq!(report["dryRun"], false);
+    // Every entry is either kept or dropped.
+    assert_eq!(
+        report["keptEntries"].as_u64().unwrap() + report["droppedEntries"].as_u64().unwrap(),
+        all.len() as u64,
+        "{f}"
+    );
+    // It loads in pi as it is (no repair, no migration).
+    let load = oracle(&["load", o]);
+    assert_eq!(load["migrated"], false, "{o}");
+    assert_eq!(load["rewrittenOnLoad"], false, "{o}");
+    let src_load = oracle(&["load", f]);
+    assert_eq!(load["sessionName"], src_load["sessionName"], "{f}");
+    assert_eq!(load["header"], src_load["header"], "{f}: header changed");
+    // The same context at each kept leaf and at the parent of each.
+    let pruned = entries(&out);
+    let by_id: HashMap<&str, Option<&str>> = pruned
+        .iter()
+        .map(|e| (e.0.as_str(), e.1.as_deref()))
+        .collect();
+    let leaf = src_load["leafId"].as_str().unwrap().to_owned();
+    let mut points: Vec<String> = vec![leaf.clone()];
+    points.extend(keep.iter().map(|k| (*k).to_owned()));
+    for p in points.clone() {
+        if let Some(Some(parent)) = by_id.get(p.as_str()) {
+            points.push((*parent).to_owned());
+        }
+    }
+    assert_eq!(
+        load["leafId"],
+        leaf.as_str(),
+        "{f}: pi would resume elsewhere"
+    );
+    for p in &points {
+        assert!(by_id.contains_key(p.as_str()), "{p} is not in the output");
+        assert_eq!(
+            essence(&context(&out, Some(p)), true),
+            essence(&context(&file, Some(p)), true),
+            "{f}: context at {p} differs"
+        );
+    }
+    // Dropped: exactly the entries on no kept path.
+    let src_parent: HashMap<&str, Option<&str>> =
+        all.iter().map(|e| (e.0.as_str(), e.1.as_deref())).collect();
+    let mut on_paths = HashSet::new();
+    for p in std::iter::once(leaf.as_str()).chain(keep.iter().copied()) {
+        let mut cur = Some(p);
+        while let Some(c) = cur {
+            if !on_paths.insert(c) {
+                break;
+            }
+            cur = src_parent.get(c).copied().flatten();
+        }
+    }
+    for (id, _, v) in &pruned {
+        if !on_paths.contains(id.as_str()) {
+            let t = v["type"].as_str().unwrap();
+            assert!(
+                t == "label" || t == "session_info",
+                "{f}: {id} ({t}) is on no kept path"
+            );
+        }
+    }
+    assert!(on_paths.iter().all(|id| by_id.contains_key(id)), "{f}");
+    // Labels of kept entries are those of the source.
+    let tree_src = oracle(&["tree", f]);
+    let tree_out = oracle(&["tree", o]);
+    let labels = |t: &Value| -> BTreeMap<String, Value> {
+        t["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| on_paths.contains(n["id"].as_str().unwrap()))
+            .map(|n| {
+                (
+                    n["id"].as_str().unwrap().to_owned(),
+                    n.get("label").cloned().unwrap_or(Value::Null),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(labels(&tree_out), labels(&tree_src), "{f}: labels differ");
+}
+
+#[test]
+fn prune_keeps_the_context_at_every_kept_leaf_many_branches() {
+    check_prune(&fixture("sessions/04-many-branches.jsonl"));
+}
+
+#[test]
+fn prune_keeps_the_context_at_every_kept_leaf_compactions() {
+    check_prune(&fixture("sessions/03-compactions.jsonl"));
+}
+
+#[test]
+fn prune_keeps_the_context_at_every_kept_leaf_context_edits_labels() {
+    check_prune(&fixture("sessions/05-context-edits-labels.jsonl"));
+}
+
+#[test]
+fn prune_keeps_the_context_at_every_kept_leaf_realdata() {
+    check_prune(
+        &realdata()
+            .join("pimonozig__2026-05-17T13-51-26-739Z_019e3634-be13-7330-a2a4-ffab205872d1.jsonl"),
+    );
+}
+
+#[test]
+fn prune_of_a_v1_file_keeps_its_context() {
+    // pi gives v1 entries random ids, so compare the contexts at the leaf without ids.
+    let env = TestEnv::new();
+    let src = realdata().join("pimono__large-session.v1.jsonl");
+    let out = env.home.path().join("out.jsonl");
+    run_json(
+        &env,
+        &[
+            "prune",
+            src.to_str().unwrap(),
+            "--keep-leaf",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        essence(&context(&out, None), false),
+        essence(&context(&src, None), false)
+    );
+}
+
+fn hash_tree(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                out.insert(
+                    p.strip_prefix(dir).unwrap().to_path_buf(),
+                    blake3::hash(&bytes).to_hex().to_string(),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn prune_dry_run_changes_nothing_and_in_place_keeps_a_backup() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("in");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    let f = file.to_str().unwrap();
+    let before = hash_tree(&dir);
+    for args in [
+        vec!["prune", f, "--keep-leaf"],
+        vec!["prune", f, "--keep-leaf", "--in-place", "--dry-run"],
+        vec!["prune", f, "--keep-labeled", "--keep", "@leaf~3"],
+    ] {
+        let r = run_json(&env, &args);
+        assert_eq!(r["dryRun"], true, "{args:?}");
+        assert!(r["droppedEntries"].as_u64().unwrap() > 0, "{args:?}");
+        assert_eq!(hash_tree(&dir), before, "{args:?} changed the folder");
+    }
+    // Human output of the dry run says so.
+    let out = env
+        .pisess()
+        .args(["prune", f, "--keep-leaf"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("dry run: nothing written"), "{text}");
+    assert_eq!(hash_tree(&dir), before);
+
+    // -o into a second file, then --in-place: same bytes; the backup is the original.
+    let expect = env.home.path().join("expect.jsonl");
+    run_json(
+        &env,
+        &["prune", f, "--keep-leaf", "-o", expect.to_str().unwrap()],
+    );
+    let original = std::fs::read(&file).unwrap();
+    let r = run_json(&env, &["prune", f, "--keep-leaf", "--in-place"]);
+    assert_eq!(r["dryRun"], false);
+    let bak = dir.join("s.jsonl.bak");
+    assert_eq!(r["backup"], bak.to_str().unwrap());
+    assert_eq!(std::fs::read(&bak).unwrap(), original, "backup differs");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        std::fs::read(&expect).unwrap()
+    );
+    // No temp file is left behind, and the store now has the pruned file.
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let again = run_json(&env, &["prune", f, "--keep-leaf"]);
+    assert_eq!(again["droppedEntries"], 0);
+    // --no-backup writes none.
+    let file2 = dir.join("t.jsonl");
+    std::fs::copy(fixture("sessions/02-small-branches.jsonl"), &file2).unwrap();
+    let r = run_json(
+        &env,
+        &[
+            "prune",
+            file2.to_str().unwrap(),
+            "--keep-leaf",
+            "--in-place",
+            "--no-backup",
+        ],
+    );
+    assert_eq!(r["backup"], Value::Null);
+    assert!(!dir.join("t.jsonl.bak").exists());
+}
+
+/// pi's `modified` of a session file: the newest user/assistant message time, else the header's.
+fn modified_ms(file: &Path) -> i64 {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut newest = None;
+    for l in text.lines().skip(1) {
+        let Ok(v) = serde_json::from_str::<Value>(l) else {
+            continue;
+        };
+        let role = v["message"]["role"].as_str();
+        if matches!(role, Some("user" | "assistant")) {
+            let t = v["message"]["timestamp"].as_i64().unwrap();
+            newest = Some(newest.map_or(t, |n: i64| n.max(t)));
+        }
+    }
+    newest.unwrap()
+}
+
+#[test]
+fn prune_sessions_moves_old_sessions_to_the_trash_and_deletes_nothing() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join(".pi/agent/sessions/--work--");
+    std::fs::create_dir_all(&dir).unwrap();
+    let names = [
+        "01-tiny",
+        "03-compactions",
+        "04-many-branches",
+        "05-context-edits-labels",
+    ];
+    for n in names {
+        std::fs::copy(
+            fixture(&format!("sessions/{n}.jsonl")),
+            dir.join(format!("{n}.jsonl")),
+        )
+        .unwrap();
+    }
+    let out = env
+        .pisess()
+        .args(["import", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // A session imported from outside pi's folder is left alone unless --any-folder.
+    let elsewhere = env.home.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let other = elsewhere.join("old.jsonl");
+    std::fs::copy(fixture("sessions/03-compactions.jsonl"), &other).unwrap();
+    let out = env.pisess().arg("import").arg(&other).output().unwrap();
+    assert!(out.status.success());
+    // An age between the newest and the oldest session, so some go and some stay.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut ages: Vec<(i64, &str)> = names
+        .iter()
+        .map(|n| (now - modified_ms(&dir.join(format!("{n}.jsonl"))), *n))
+        .collect();
+    ages.sort();
+    let cut_days = (ages[1].0 / 86_400_000 + ages[2].0 / 86_400_000) / 2;
+    assert!(cut_days * 86_400_000 > ages[1].0 && cut_days * 86_400_000 < ages[2].0);
+    let expect_moved: HashSet<&str> = ages.iter().skip(2).map(|a| a.1).collect();
+    let age = format!("{cut_days}d");
+
+    let all_hashes = |home: &Path| -> Vec<String> {
+        let mut v: Vec<String> = hash_tree(home)
+            .into_iter()
+            .filter(|(p, _)| p.extension().is_some_and(|x| x == "jsonl"))
+            .map(|(_, h)| h)
+            .collect();
+        v.sort();
+        v
+    };
+    let before = hash_tree(&dir);
+    let hashes_before = all_hashes(env.home.path());
+    let r = run_json(
+        &env,
+        &["prune", "--sessions", "--older-than", &age, "--dry-run"],
+    );
+    assert_eq!(hash_tree(&dir), before, "the dry run changed the folder");
+    assert!(!env.home.path().join("trash").exists());
+    assert_eq!(r["sessions"].as_array().unwrap().len(), expect_moved.len());
+    assert_eq!(r["outsidePiFolder"], 1);
+
+    let r = run_json(&env, &["prune", "--sessions", "--older-than", &age]);
+    let trash = env.home.path().join("trash");
+    assert_eq!(r["trash"], trash.to_str().unwrap());
+    for s in r["sessions"].as_array().unwrap() {
+        let file = PathBuf::from(s["file"].as_str().unwrap());
+        let to = PathBuf::from(s["trashPath"].as_str().unwrap());
+        let stem = file.file_stem().unwrap().to_str().unwrap();
+        assert!(expect_moved.contains(stem), "{stem} moved");
+        assert!(!file.exists());
+        assert!(to.starts_with(&trash));
+        assert_eq!(
+            std::fs::read(&to).unwrap(),
+            std::fs::read(fixture(&format!("sessions/{stem}.jsonl"))).unwrap()
+        );
+    }
+    for n in names {
+        assert_eq!(
+            dir.join(format!("{n}.jsonl")).exists(),
+            !expect_moved.contains(n),
+            "{n}"
+        );
+    }
+    // Nothing deleted: the same files (by content) exist, in the folder or in the trash.
+    assert_eq!(all_hashes(env.home.path()), hashes_before);
+    assert!(other.exists(), "a session outside pi's folder was moved");
+    // The catalogue no longer lists the moved sessions.
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    let listed = String::from_utf8(out.stdout).unwrap().lines().count();
+    assert_eq!(listed, names.len() - expect_moved.len() + 1);
+    // --any-folder takes the outside one too.
+    let r = run_json(
+        &env,
+        &["prune", "--sessions", "--older-than", &age, "--any-folder"],
+    );
+    assert_eq!(r["sessions"].as_array().unwrap().len(), 1);
+    assert!(!other.exists());
+    assert_eq!(all_hashes(env.home.path()), hashes_before);
+}
+
+#[test]
+fn prune_keeps_the_leaf_context_of_the_edge_cases() {
+    // Duplicate ids, orphans, several roots, a leaf that is not on the last branch, labels
+    // set and cleared, context edits, compactions, CRLF, junk lines, non-ASCII text.
+    let env = TestEnv::new();
+    for name in [
+        "duplicate-ids",
+        "orphan-parent",
+        "multi-root",
+        "leaf-not-last-branch",
+        "label-set-and-clear",
+        "context-edits",
+        "compaction-firstkept-missing",
+        "compaction-retain-none",
+        "two-compactions-older-in-kept-range",
+        "crlf",
+        "malformed-and-blank-lines",
+        "leading-malformed-then-header",
+        "unicode",
+    ] {
+        let src = fixture(&format!("edge/{name}.jsonl"));
+        let out = env.home.path().join(format!("{name}.jsonl"));
+        run_json(
+            &env,
+            &[
+                "prune",
+                src.to_str().unwrap(),
+                "--keep-leaf",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(
+            essence(&context(&out, None), true),
+            essence(&context(&src, None), true),
+            "{name}: context at the leaf differs"
+        );
+        let load = oracle(&["load", out.to_str().unwrap()]);
+        let src_load = oracle(&["load", src.to_str().unwrap()]);
+        assert_eq!(load["leafId"], src_load["leafId"], "{name}");
+        assert_eq!(load["sessionName"], src_load["sessionName"], "{name}");
+    }
+}
+
+#[test]
+fn a_killed_in_place_prune_leaves_the_file_pruned_or_untouched() {
+    use std::time::{Duration, Instant, SystemTime};
+
+    use crate::common::{Rng, corpus};
+
+    let src = corpus().join("09-med-3000-manybranch.jsonl");
+    let original = std::fs::read(&src).unwrap();
+    // The uninterrupted result.
+    let env = TestEnv::new();
+    let expect = env.home.path().join("expect.jsonl");
+    let started = Instant::now();
+    run_json(
+        &env,
+        &[
+            "prune",
+            src.to_str().unwrap(),
+            "--keep-leaf",
+            "-o",
+            expect.to_str().unwrap(),
+        ],
+    );
+    let full = started.elapsed();
+    let expected = std::fs::read(&expect).unwrap();
+    assert!(expected.len() < original.len());
+    let seed = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("prune crash test seed {seed}, uninterrupted run {full:?}");
+    let mut rng = Rng(seed);
+    let window = (full.as_millis() as u64).max(200) * 2;
+    let mut seen = [0usize; 2];
+    for round in 0..12 {
+        let work = tempfile::tempdir().unwrap();
+        let file = work.path().join("s.jsonl");
+        std::fs::write(&file, &original).unwrap();
+        let wait = rng.below(window);
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+            .args(["prune", "--keep-leaf", "--in-place"])
+            .arg(&file)
+            .env_clear()
+            .env("HOME", work.path())
+            .env("PISESS_STORE", work.path().join("store/store.redb"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(wait));
+        let _ = child.kill(); // SIGKILL (or it already finished)
+        child.wait().unwrap();
+        let now = std::fs::read(&file).unwrap();
+        let pruned = now == expected;
+        assert!(
+            pruned || now == original,
+            "round {round} (killed after {wait} ms): the file is neither pruned nor untouched"
+        );
+        let bak = work.path().join("s.jsonl.bak");
+        if bak.exists() {
+            assert_eq!(std::fs::read(&bak).unwrap(), original, "round {round}");
+        }
+        seen[usize::from(pruned)] += 1;
+        if pruned {
+            assert!(bak.exists(), "round {round}: pruned without a backup");
+            continue;
+        }
+        // Untouched: a second, uninterrupted run finishes the job and leaves no temp file.
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+            .args(["prune", "--keep-leaf", "--in-place"])
+            .arg(&file)
+            .env_clear()
+            .env("HOME", work.path())
+            .env("PISESS_STORE", work.path().join("store/store.redb"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "round {round}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), expected, "round {round}");
+        let names: Vec<String> = std::fs::read_dir(work.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(names.is_empty(), "round {round}: left {names:?}");
+    }
+    eprintln!("untouched {}, pruned {}", seen[0], seen[1]);
+}
