@@ -138,7 +138,7 @@ impl Snapshot {
 
     fn text(&self, e: EntryKey) -> Result<Option<String>, StoreError> {
         Ok(self
-            .with_entry(e, |a| a.json_text().map(str::to_owned))?
+            .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))?
             .flatten())
     }
 
