@@ -7,4 +7,5 @@ mod test_import_crash;
 mod test_inspect;
 mod test_migrate;
 mod test_migrate_stdout;
+mod test_query;
 mod test_store;

@@ -270,6 +270,12 @@ fn message_line(m: &Value) -> String {
     match s("role") {
         "compactionSummary" | "branchSummary" => sa::first_line(s("summary")).to_owned(),
         "bashExecution" => format!("$ {}", sa::first_line(s("command"))),
+        "system" => m
+            .get("sections")
+            .and_then(Value::as_object)
+            .and_then(|o| o.values().find_map(Value::as_str))
+            .map(|t| sa::first_line(t).to_owned())
+            .unwrap_or_default(),
         _ => m
             .get("content")
             .and_then(Value::as_array)
