@@ -9,8 +9,9 @@
 //!   stored JSON text in its JSON-escaped form (the escaping `JSON.stringify` and serde_json
 //!   share). Rows whose text uses optional escapes (`\uXXXX`, `\/`) could hide a literal, so
 //!   they are always decoded. Patterns without a usable prefix literal decode every row;
-//! - rows are read through the store's snapshot (`Snapshot::with_entry` + `json_text`), in
-//!   file order, sessions in path order; nothing is loaded per session beyond its row keys;
+//! - rows are read through the store's snapshot (`Snapshot::with_entry` + `json_text`),
+//!   blocks of rows in parallel (rayon), and printed in file order, sessions in path order;
+//!   nothing is held per session beyond its row keys and one block's results;
 //! - every piece of session text printed for a human passes through [`safe`].
 
 use std::io::Write;
@@ -219,6 +220,79 @@ pub fn cmd_grep(ui: &mut Ui, args: &GrepArgs) -> CommandResult {
     })
 }
 
+/// Rows searched in parallel at a time; their results are printed in file order before the
+/// next block starts, so output streams and memory stays bounded.
+const BLOCK: usize = 2048;
+
+/// One matching line.
+struct LineHit {
+    field: String,
+    line: usize,
+    snippet: String,
+    at: usize,
+    matched: String,
+}
+
+/// What searching one row gave.
+enum RowResult {
+    /// The pre-filter ruled it out (or it has no JSON text).
+    Skipped,
+    /// Decoded, but nothing matched (or it is not of the wanted kind).
+    NoMatch,
+    /// The entry and its matching lines.
+    Hits(Value, Vec<LineHit>),
+}
+
+fn search_row(
+    snap: &Snapshot,
+    row: pisess_engine::EntryKey,
+    matcher: &Matcher,
+    role: Option<&str>,
+) -> Result<RowResult, pisess_engine::StoreError> {
+    let decoded = snap
+        .with_entry(row, |a| {
+            let text = a.json_text()?;
+            if !matcher.may_match(text.as_bytes()) {
+                return None;
+            }
+            Some(serde_json::from_str::<Value>(text))
+        })?
+        .flatten();
+    let Some(parsed) = decoded else {
+        return Ok(RowResult::Skipped);
+    };
+    // A row that is not valid JSON (junk kept for byte-exact export) has nothing to search.
+    let Ok(v) = parsed else {
+        return Ok(RowResult::NoMatch);
+    };
+    if let Some(r) = role
+        && sa::kind(&v) != r
+        && sa::entry_type(&v) != r
+    {
+        return Ok(RowResult::NoMatch);
+    }
+    let mut hits = Vec::new();
+    for (field, text) in fields(&v) {
+        for (n, line) in text.split('\n').enumerate() {
+            if let Some(m) = matcher.re.find(line) {
+                let (snippet, at) = snippet(line, m.start(), m.end());
+                hits.push(LineHit {
+                    field: field.clone(),
+                    line: n + 1,
+                    snippet,
+                    at,
+                    matched: m.as_str().to_owned(),
+                });
+            }
+        }
+    }
+    Ok(if hits.is_empty() {
+        RowResult::NoMatch
+    } else {
+        RowResult::Hits(v, hits)
+    })
+}
+
 fn search_session(
     ui: &mut Ui,
     snap: &Snapshot,
@@ -228,46 +302,37 @@ fn search_session(
     args: &GrepArgs,
     counts: &mut Counts,
 ) -> Result<(), CommandError> {
+    use rayon::prelude::*;
     let mut headed = false;
-    for row in snap.rows(key)? {
-        counts.rows_scanned += 1;
-        let decoded = snap
-            .with_entry(row, |a| {
-                let text = a.json_text()?;
-                if !matcher.may_match(text.as_bytes()) {
-                    return None;
-                }
-                Some(serde_json::from_str::<Value>(text))
-            })?
-            .flatten();
-        let Some(parsed) = decoded else { continue };
-        counts.rows_decoded += 1;
-        // A row that is not valid JSON (junk kept for byte-exact export) has nothing to search.
-        let Ok(v) = parsed else { continue };
-        if let Some(r) = &args.role
-            && sa::kind(&v) != r
-            && sa::entry_type(&v) != r
-        {
-            continue;
-        }
-        let mut entry_hit = false;
-        for (field, text) in fields(&v) {
-            for (n, line) in text.split('\n').enumerate() {
-                let Some(m) = matcher.re.find(line) else {
+    let rows = snap.rows(key)?;
+    for block in rows.chunks(BLOCK) {
+        let results: Vec<Result<RowResult, pisess_engine::StoreError>> = block
+            .par_iter()
+            .map(|&row| search_row(snap, row, matcher, args.role.as_deref()))
+            .collect();
+        counts.rows_scanned += block.len() as u64;
+        for r in results {
+            let (v, hits) = match r? {
+                RowResult::Skipped => continue,
+                RowResult::NoMatch => {
+                    counts.rows_decoded += 1;
                     continue;
-                };
-                if !headed {
-                    headed = true;
-                    counts.sessions += 1;
-                    if !ui.json {
-                        let head = format!("{} {}", record.session_id, safe(&record.path));
-                        let painted = ui.paint("35", &head);
-                        writeln!(ui.out(), "{painted}")?;
-                    }
                 }
-                entry_hit = true;
+                RowResult::Hits(v, hits) => (v, hits),
+            };
+            counts.rows_decoded += 1;
+            counts.entries += 1;
+            if !headed {
+                headed = true;
+                counts.sessions += 1;
+                if !ui.json {
+                    let head = format!("{} {}", record.session_id, safe(&record.path));
+                    let painted = ui.paint("35", &head);
+                    writeln!(ui.out(), "{painted}")?;
+                }
+            }
+            for h in hits {
                 counts.matches += 1;
-                let (snippet, at) = snippet(line, m.start(), m.end());
                 if ui.json {
                     ui.json_line(&json!({
                         "type": "match",
@@ -277,42 +342,32 @@ fn search_session(
                         "entryType": sa::entry_type(&v),
                         "role": sa::role(&v),
                         "timestamp": v.get("timestamp"),
-                        "field": field,
-                        "line": n + 1,
-                        "snippet": snippet,
-                        "match": m.as_str(),
+                        "field": h.field,
+                        "line": h.line,
+                        "snippet": h.snippet,
+                        "match": h.matched,
                     }))?;
                 } else {
-                    write_match(ui, &v, &field, n + 1, &snippet, at, m.len())?;
+                    write_match(ui, &v, &h)?;
                 }
             }
-        }
-        if entry_hit {
-            counts.entries += 1;
         }
     }
     Ok(())
 }
 
-fn write_match(
-    ui: &mut Ui,
-    v: &Value,
-    field: &str,
-    line: usize,
-    snippet: &str,
-    at: usize,
-    len: usize,
-) -> std::io::Result<()> {
+fn write_match(ui: &mut Ui, v: &Value, h: &LineHit) -> std::io::Result<()> {
     let id = sa::id_of(v).unwrap_or("-");
-    let (before, rest) = snippet.split_at(at);
-    let (hit, after) = rest.split_at(len.min(rest.len()));
+    let (before, rest) = h.snippet.split_at(h.at);
+    let (hit, after) = rest.split_at(h.matched.len().min(rest.len()));
     let hit = ui.paint("1;31", &safe(hit));
     let id = ui.paint("33", &safe(sa::short_id(id)));
     writeln!(
         ui.out(),
-        "  {id} {:<13} {}:{line}: {}{hit}{}",
+        "  {id} {:<13} {}:{}: {}{hit}{}",
         safe(sa::kind(v)),
-        safe(field),
+        safe(&h.field),
+        h.line,
         safe(before),
         safe(after)
     )
