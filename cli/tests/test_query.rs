@@ -935,3 +935,26 @@ fn completions_and_man_pages() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("commands: "), "{}", r.stderr);
 }
+
+/// Two files with the same session id (pi's edge cases share one) are two sessions.
+#[test]
+fn stats_tell_apart_files_that_share_a_session_id() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["multi-root", "orphan-parent"] {
+        std::fs::copy(
+            fixture(&format!("edge/{name}.jsonl")),
+            dir.path().join(format!("{name}.jsonl")),
+        )
+        .unwrap();
+    }
+    out(&env, &["import", dir.path().to_str().unwrap()], 0);
+    let lines = json_lines(&env, &["stats", "--by", "session", "--json"], 0);
+    let (groups, total) = lines.split_at(lines.len() - 1);
+    assert_eq!(total[0]["sessions"], 2);
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    for g in groups {
+        assert!(g["key"].as_str().unwrap().ends_with(".jsonl)"), "{g}");
+        assert_eq!(g["sessions"], 1);
+    }
+}

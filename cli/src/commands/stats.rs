@@ -29,7 +29,7 @@ use crate::ui::Ui;
 /// Without SESSION every session in the store is counted, an entry shared by a fork and its
 /// parent (`parentSession`) once. --by splits the counts by the day of the entry's timestamp
 /// (UTC), by model (the message's model, else the model last set before it in the file) or by
-/// session.
+/// session (its id; id and file when several files share an id). `sessions` counts files.
 ///
 /// With --json: JSON Lines, one `{"type":"group", by, key, …counts}` per group (with --by),
 /// then `{"type":"total", …counts}`; counts are `sessions, entries, sharedEntries, messages,
@@ -68,7 +68,7 @@ impl By {
 /// The counts of one group.
 #[derive(Debug, Default, Clone)]
 struct Counts {
-    sessions: HashSet<String>,
+    sessions: HashSet<SessionKey>,
     entries: u64,
     shared: u64,
     messages: u64,
@@ -84,8 +84,8 @@ struct Counts {
 }
 
 impl Counts {
-    fn add_entry(&mut self, session: &str, v: &Value) {
-        self.sessions.insert(session.to_owned());
+    fn add_entry(&mut self, session: SessionKey, v: &Value) {
+        self.sessions.insert(session);
         self.entries += 1;
         if v.get("type").and_then(Value::as_str) != Some("message") {
             return;
@@ -121,7 +121,7 @@ impl Counts {
     }
 
     fn merge(&mut self, o: &Self) {
-        self.sessions.extend(o.sessions.iter().cloned());
+        self.sessions.extend(o.sessions.iter().copied());
         self.entries += o.entries;
         self.shared += o.shared;
         self.messages += o.messages;
@@ -182,7 +182,7 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
         count_session(
             &s.snap,
             s.key,
-            &s.record,
+            &s.record.session_id,
             args.by,
             None,
             &mut groups,
@@ -197,11 +197,24 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
             .filter(|(_, r)| !r.gone)
             .collect();
         let order = family_order(&snap, &sessions)?;
+        // --by session: the session id, with the file when several files share the id.
+        let mut id_uses: HashMap<&str, usize> = HashMap::new();
+        for (_, r) in &sessions {
+            *id_uses.entry(r.session_id.as_str()).or_default() += 1;
+        }
+        let label = |r: &SessionRecord| {
+            if id_uses[r.session_id.as_str()] > 1 {
+                format!("{} ({})", r.session_id, r.path)
+            } else {
+                r.session_id.clone()
+            }
+        };
         let mut seen: HashSet<[u8; 32]> = HashSet::new();
         for (i, in_family) in order {
             let (key, record) = &sessions[i];
             let seen = in_family.then_some(&mut seen);
-            count_session(&snap, *key, record, args.by, seen, &mut groups, &mut total)?;
+            let label = label(record);
+            count_session(&snap, *key, &label, args.by, seen, &mut groups, &mut total)?;
         }
     }
     if ui.json {
@@ -291,7 +304,7 @@ fn identity(v: &Value, text: &str) -> [u8; 32] {
 fn count_session(
     snap: &Snapshot,
     key: SessionKey,
-    record: &SessionRecord,
+    label: &str,
     by: Option<By>,
     mut seen: Option<&mut HashSet<[u8; 32]>>,
     groups: &mut BTreeMap<String, Counts>,
@@ -322,16 +335,13 @@ fn count_session(
         if let (Some(seen), Some(id)) = (seen.as_deref_mut(), id)
             && !seen.insert(id)
         {
-            let k = group_key(by, &v, &model_in_force, record);
+            let k = group_key(by, &v, &model_in_force, label);
             let g = local.entry(k).or_default();
             g.shared += 1;
             continue;
         }
-        let k = group_key(by, &v, &model_in_force, record);
-        local
-            .entry(k)
-            .or_default()
-            .add_entry(&record.session_id, &v);
+        let k = group_key(by, &v, &model_in_force, label);
+        local.entry(k).or_default().add_entry(key, &v);
     }
     for (k, c) in local {
         total.merge(&c);
@@ -363,7 +373,7 @@ fn entry_model(v: &Value) -> Option<String> {
     }
 }
 
-fn group_key(by: Option<By>, v: &Value, model: &str, record: &SessionRecord) -> String {
+fn group_key(by: Option<By>, v: &Value, model: &str, session: &str) -> String {
     match by {
         None => String::new(),
         Some(By::Day) => v
@@ -373,7 +383,7 @@ fn group_key(by: Option<By>, v: &Value, model: &str, record: &SessionRecord) -> 
             .unwrap_or("-")
             .to_owned(),
         Some(By::Model) => model.to_owned(),
-        Some(By::Session) => record.session_id.clone(),
+        Some(By::Session) => session.to_owned(),
     }
 }
 
