@@ -958,3 +958,14 @@ fn stats_tell_apart_files_that_share_a_session_id() {
         assert_eq!(g["sessions"], 1);
     }
 }
+
+#[test]
+fn diff_with_one_entry_says_it_needs_two() {
+    let env = TestEnv::new();
+    let f = session("02-small-branches");
+    let r = run(&env, &["diff", f.to_str().unwrap(), "@leaf"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("diff needs two"), "{}", r.stderr);
+    let r = run(&env, &["diff", f.to_str().unwrap(), "@leaf", "--context"]);
+    assert_eq!(r.code, 2);
+}

@@ -60,7 +60,14 @@ pub struct DiffArgs {
 /// Runs `pisess diff`.
 pub fn cmd_diff(ui: &mut Ui, args: &DiffArgs) -> CommandResult {
     let Some(b_arg) = &args.b else {
-        return diff_sessions(ui, &args.session, &args.a);
+        let a = &args.a;
+        if a.starts_with('@') && a != "@latest" || a.starts_with("label:") {
+            return Err(CommandError::with_hint(
+                anyhow::anyhow!("{a:?} is an entry, and diff needs two"),
+                "give both entries (`pisess diff SESSION A B`), or two sessions",
+            ));
+        }
+        return diff_sessions(ui, &args.session, a);
     };
     let session = open_session(&args.session)?;
     let a = session.entry(&args.a)?;
