@@ -969,3 +969,64 @@ fn diff_with_one_entry_says_it_needs_two() {
     let r = run(&env, &["diff", f.to_str().unwrap(), "@leaf", "--context"]);
     assert_eq!(r.code, 2);
 }
+
+/// Escapes in a session's header id, text, label and model never reach the terminal from the
+/// new commands' human output.
+#[test]
+fn new_commands_never_print_escapes_from_a_session() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let evil = "evil \u{1b}[2J\u{1b}]0;pwned\u{7} \r\n\u{9b}31m";
+    let text = std::fs::read_to_string(session("02-small-branches")).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[0]["id"] = Value::String(format!("sess-{evil}"));
+    for l in &mut lines {
+        if l["type"] == "message" && l["message"]["role"] == "user" {
+            l["message"]["content"] = Value::String(format!("pagination {evil}"));
+        }
+        if l["type"] == "message" && l["message"]["role"] == "assistant" {
+            l["message"]["model"] = Value::String(format!("m-{evil}"));
+            l["message"]["content"] = serde_json::json!([
+                {"type": "toolCall", "id": "t1", "name": format!("tool-{evil}"),
+                 "arguments": {"path": format!("pagination {evil}")}}
+            ]);
+        }
+        if l["type"] == "label" {
+            l["label"] = Value::String(evil.to_owned());
+        }
+    }
+    let p = dir.path().join("hostile.jsonl");
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&p, body).unwrap();
+    let f = p.to_str().unwrap();
+    let other = session("01-tiny");
+    let other = other.to_str().unwrap();
+    let leaf = golden("02-small-branches", "tree")["leafId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cmds: Vec<Vec<&str>> = vec![
+        vec!["log", f, "--all"],
+        vec!["grep", "pagination", "--session", f],
+        vec!["grep", "pagination"],
+        vec!["stats", f, "--by", "model"],
+        vec!["stats", "--by", "session"],
+        vec!["diff", f, "@root", &leaf, "--context"],
+        vec!["diff", f, other],
+    ];
+    for args in &cmds {
+        let r = run(&env, args);
+        assert!(r.code <= 1, "{args:?}: {}", r.stderr);
+        assert!(!r.stdout.is_empty(), "{args:?}");
+        for bad in ['\u{1b}', '\u{7}', '\u{9b}', '\r'] {
+            assert!(
+                !r.stdout.contains(bad),
+                "{args:?} printed {bad:?}:\n{}",
+                r.stdout
+            );
+        }
+    }
+}

@@ -394,7 +394,7 @@ fn diff_sessions(ui: &mut Ui, a_arg: &str, b_arg: &str) -> CommandResult {
             writeln!(
                 ui.out(),
                 "{mark} {} only: {} entries ({})",
-                r.session_id,
+                safe(&r.session_id),
                 p.len(),
                 safe(&r.path)
             )?;

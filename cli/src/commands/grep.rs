@@ -326,7 +326,7 @@ fn search_session(
                 headed = true;
                 counts.sessions += 1;
                 if !ui.json {
-                    let head = format!("{} {}", record.session_id, safe(&record.path));
+                    let head = format!("{} {}", safe(&record.session_id), safe(&record.path));
                     let painted = ui.paint("35", &head);
                     writeln!(ui.out(), "{painted}")?;
                 }
