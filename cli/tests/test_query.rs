@@ -292,6 +292,28 @@ fn log_all_on_a_deep_chain() {
     assert_eq!(text.lines().count(), n);
     assert!(text.lines().all(|l| !l.starts_with('│')));
     assert!(text.lines().last().unwrap().starts_with("● 00000000"));
+
+    // A reader that stops early (`pisess log --all | head -1`): a quiet exit 0.
+    use std::io::Read;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+        .args(["log", f, "--all"])
+        .env_clear()
+        .env("HOME", env.home.path())
+        .env("NO_COLOR", "1")
+        .env("PISESS_STORE", env.home.path().join("store.redb"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(0));
+    assert!(
+        done.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
 }
 
 // ---- diff --context ---------------------------------------------------------------------------
