@@ -54,6 +54,41 @@ pub fn open_store() -> Result<Store, CommandError> {
 /// Resolves a SESSION argument, importing a file path first.
 pub fn open_session(arg: &str) -> Result<Session, CommandError> {
     let store = open_store()?;
+    let key = resolve_session(&store, arg)?;
+    session_in(store, key)
+}
+
+/// Resolves two SESSION arguments against one store: the first as a [`Session`], the second
+/// as a key and record read from the same snapshot.
+pub fn open_session_pair(
+    a: &str,
+    b: &str,
+) -> Result<(Session, SessionKey, SessionRecord), CommandError> {
+    let store = open_store()?;
+    let ka = resolve_session(&store, a)?;
+    let kb = resolve_session(&store, b)?;
+    let session = session_in(store, ka)?;
+    let rb = session
+        .snap
+        .session(kb)?
+        .ok_or_else(|| anyhow!("session {kb} vanished from the store"))?;
+    Ok((session, kb, rb))
+}
+
+fn session_in(store: Store, key: SessionKey) -> Result<Session, CommandError> {
+    let snap = store.snapshot()?;
+    let record = snap
+        .session(key)?
+        .ok_or_else(|| anyhow!("session {key} vanished from the store"))?;
+    Ok(Session {
+        snap,
+        key,
+        record,
+        _store: store,
+    })
+}
+
+fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError> {
     let path = Path::new(arg);
     let key = if arg == "@latest" {
         let snap = store.snapshot()?;
@@ -98,16 +133,7 @@ pub fn open_session(arg: &str) -> Result<Session, CommandError> {
             }
         }
     };
-    let snap = store.snapshot()?;
-    let record = snap
-        .session(key)?
-        .ok_or_else(|| anyhow!("session {key} vanished from the store"))?;
-    Ok(Session {
-        snap,
-        key,
-        record,
-        _store: store,
-    })
+    Ok(key)
 }
 
 fn latest_for_cwd(snap: &Snapshot) -> Result<SessionKey, CommandError> {

@@ -9,4 +9,5 @@ mod test_inspect;
 mod test_migrate;
 mod test_migrate_stdout;
 mod test_prune;
+mod test_query;
 mod test_store;

@@ -18,6 +18,8 @@ use crate::ui::{Ui, safe};
 /// With --json: JSON Lines, one object per entry `{"type":"entry", id, parentId, entryType,
 /// role, timestamp, model, summary, tokens, label?, boundary?}` in the same order as the text
 /// output: newest first, or root first with --reverse (then the ids are pi's `getBranch`).
+/// With --all, every entry of the session once, each before its parent, with `column` (the
+/// graph lane), `leaf` and `active` (on the path to the leaf) added.
 #[derive(Debug, clap::Args)]
 pub struct LogArgs {
     /// The session: a file, a session id or unique prefix, or @latest.
@@ -29,8 +31,12 @@ pub struct LogArgs {
     #[arg(short = 'n', long = "max-count", value_name = "N")]
     pub max_count: Option<usize>,
     /// Oldest (the root) first.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "all")]
     pub reverse: bool,
+    /// Every branch, not only the path to one entry, with a graph like `git log --graph`:
+    /// newest first, each entry before its parent, the active path (leaf `@`) leftmost.
+    #[arg(long, conflicts_with = "at")]
+    pub all: bool,
     /// Only entries of this kind: an entry type (`message`, `compaction`, …) or a message role
     /// (`user`, `assistant`, `toolResult`, …).
     #[arg(long = "type", value_name = "T")]
@@ -40,6 +46,9 @@ pub struct LogArgs {
 /// Runs `pisess log`.
 pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
     let session = open_session(&args.session)?;
+    if args.all {
+        return crate::graphlog::log_all(ui, &session, args);
+    }
     let at = match &args.at {
         Some(a) => session.entry(a)?,
         None => session.leaf()?,
@@ -115,7 +124,7 @@ pub fn entry_json(v: &Value, labels: &HashMap<String, String>) -> Value {
 }
 
 /// How a compaction or branch summary bounds the context, as text.
-fn boundary(v: &Value) -> Option<String> {
+pub(crate) fn boundary(v: &Value) -> Option<String> {
     match sa::entry_type(v) {
         "compaction" => Some(format!(
             "compaction: earlier entries summarised, kept from {}",
@@ -137,12 +146,23 @@ fn write_line(
     labels: &HashMap<String, String>,
     width: usize,
 ) -> std::io::Result<()> {
-    let id = v.get("id").and_then(Value::as_str).unwrap_or("-");
     if let Some(b) = boundary(v) {
         let mark = format!("──── {} ────", safe(&b));
         let painted = ui.paint("35", &mark);
         writeln!(ui.out(), "{painted}")?;
     }
+    let line = line_text(ui, v, labels, width);
+    writeln!(ui.out(), "{line}")
+}
+
+/// One entry as a line of text (terminal-safe), laid out for `width` columns.
+pub(crate) fn line_text(
+    ui: &Ui,
+    v: &Value,
+    labels: &HashMap<String, String>,
+    width: usize,
+) -> String {
+    let id = v.get("id").and_then(Value::as_str).unwrap_or("-");
     let time = sa::short_time(v.get("timestamp").and_then(Value::as_str));
     let kind = sa::kind(v);
     let model = sa::model(v)
@@ -170,5 +190,5 @@ fn write_line(
         + 2;
     let room = width.saturating_sub(used).max(20);
     let summary = sa::clip(&sa::summary(v), room);
-    writeln!(ui.out(), "{head}  {}  {tokens}", safe(&summary))
+    format!("{head}  {}  {tokens}", safe(&summary))
 }

@@ -7,17 +7,21 @@ use crate::ui::Ui;
 
 pub mod check;
 pub mod compact;
+pub mod completions;
 pub mod context;
 pub mod diff;
 pub mod export;
 pub mod files;
+pub mod grep;
 pub mod import;
 pub mod log;
 pub mod ls;
+pub mod man;
 pub mod migrate;
 pub mod navigate;
 pub mod prune;
 pub mod show;
+pub mod stats;
 pub mod tree;
 pub mod util;
 pub mod verify;
@@ -63,6 +67,18 @@ pub enum Command {
     // (help: the doc comment of the Args struct)
     #[allow(missing_docs)]
     Prune(prune::PruneArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Grep(grep::GrepArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Stats(stats::StatsArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Completions(completions::CompletionsArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Man(man::ManArgs),
 }
 
 /// Runs a command.
@@ -83,5 +99,9 @@ pub fn run(ui: &mut Ui, command: Command) -> CommandResult {
         Command::Compact(args) => compact::cmd_compact(ui, &args),
         Command::Navigate(args) => navigate::cmd_navigate(ui, &args),
         Command::Prune(args) => prune::cmd_prune(ui, &args),
+        Command::Grep(args) => grep::cmd_grep(ui, &args),
+        Command::Stats(args) => stats::cmd_stats(ui, &args),
+        Command::Completions(args) => completions::cmd_completions(ui, &args),
+        Command::Man(args) => man::cmd_man(ui, &args),
     }
 }

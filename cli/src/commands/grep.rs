@@ -1,0 +1,532 @@
+//! `pisess grep PATTERN`: search message text and tool output across the stored sessions.
+//!
+//! Invariants:
+//! - what is searched is the *decoded* text of an entry's fields (text and thinking blocks,
+//!   tool-call arguments, tool output, bash commands and output, compaction and branch
+//!   summaries, custom messages), one line at a time, never the JSON syntax around it;
+//! - the raw-byte pre-filter only ever skips rows that cannot match: a match in a decoded
+//!   string starts with one of the regex's prefix literals, and that literal appears in the
+//!   stored JSON text in its JSON-escaped form (the escaping `JSON.stringify` and serde_json
+//!   share). Rows whose text uses optional escapes (`\uXXXX`, `\/`) could hide a literal, so
+//!   they are always decoded. Patterns without a usable prefix literal decode every row;
+//! - rows are read through the store's snapshot (`Snapshot::with_entry` + `json_text`),
+//!   blocks of rows in parallel (rayon), and printed in file order, sessions in path order;
+//!   nothing is held per session beyond its row keys and one block's results;
+//! - every piece of session text printed for a human passes through [`safe`].
+
+use std::io::Write;
+
+use anyhow::anyhow;
+use memchr::memmem;
+use pisess_engine::{SessionKey, SessionRecord, Snapshot};
+use regex::{Regex, RegexBuilder};
+use serde_json::{Value, json};
+
+use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::session_arg::{self as sa, open_session, open_store};
+use crate::ui::{Ui, safe};
+
+/// Search message text and tool output across sessions (a regex, like ripgrep).
+///
+/// PATTERN is a regular expression (Rust `regex` syntax) unless -F is given. It is matched
+/// against each line of: message text and thinking, tool-call arguments, tool output, bash
+/// commands and their output, compaction and branch summaries, and custom messages. Without
+/// --session every session in the store is searched (import pi's folder first with
+/// `pisess import`).
+///
+/// Output: one line per matching line, grouped by session: entry id, kind, the field and its
+/// line number, and the line cut around the match.
+///
+/// With --json: JSON Lines, `{"type":"match", sessionId, file, entryId, entryType, role,
+/// timestamp, field, line, snippet, match}` per matching line, then one `{"type":"summary",
+/// matches, entries, sessions, rowsScanned, rowsDecoded}`.
+///
+/// Exit status: 0 when something matched, 1 when nothing did, 2 on error.
+#[derive(Debug, clap::Args)]
+pub struct GrepArgs {
+    /// The regular expression (or, with -F, the text) to look for.
+    pub pattern: String,
+    /// Only this session: a file, a session id or unique prefix, or @latest.
+    #[arg(long, value_name = "SESSION")]
+    pub session: Option<String>,
+    /// Only entries of this kind: a message role (`user`, `assistant`, `toolResult`,
+    /// `bashExecution`, …) or an entry type (`compaction`, `branch_summary`, `custom_message`).
+    #[arg(long, value_name = "R")]
+    pub role: Option<String>,
+    /// Treat PATTERN as a literal text, not a regex.
+    #[arg(short = 'F', long = "fixed-strings")]
+    pub fixed: bool,
+    /// Match case-insensitively.
+    #[arg(short = 'i', long = "ignore-case")]
+    pub ignore_case: bool,
+}
+
+/// The compiled pattern and its raw-byte pre-filter.
+struct Matcher {
+    re: Regex,
+    pre: Prefilter,
+    /// Finds `\u` and `\/`, the escapes that can hide a literal in the raw text.
+    backslash_u: memmem::Finder<'static>,
+    backslash_slash: memmem::Finder<'static>,
+}
+
+enum Prefilter {
+    /// No usable literal: every row is decoded.
+    None,
+    /// A row can match only if it contains this (JSON-escaped) literal.
+    One(Box<memmem::Finder<'static>>),
+    /// A row can match only if it contains one of these (JSON-escaped) literals.
+    Any(regex::bytes::Regex),
+}
+
+impl Matcher {
+    fn new(args: &GrepArgs) -> Result<Self, CommandError> {
+        let pattern = if args.fixed {
+            regex::escape(&args.pattern)
+        } else {
+            args.pattern.clone()
+        };
+        let re = RegexBuilder::new(&pattern)
+            .case_insensitive(args.ignore_case)
+            .build()
+            .map_err(|e| {
+                CommandError::with_hint(
+                    anyhow!("invalid pattern {:?}: {e}", args.pattern),
+                    "use -F to search for the text as written",
+                )
+            })?;
+        Ok(Self {
+            re,
+            pre: prefilter(&pattern, args.ignore_case),
+            backslash_u: memmem::Finder::new(b"\\u").into_owned(),
+            backslash_slash: memmem::Finder::new(b"\\/").into_owned(),
+        })
+    }
+
+    /// Whether a row's stored JSON text may hold a match (false means it certainly does not).
+    fn may_match(&self, raw: &[u8]) -> bool {
+        let hit = match &self.pre {
+            Prefilter::None => return true,
+            Prefilter::One(f) => f.find(raw).is_some(),
+            Prefilter::Any(re) => re.is_match(raw),
+        };
+        hit || self.backslash_u.find(raw).is_some() || self.backslash_slash.find(raw).is_some()
+    }
+}
+
+/// The pre-filter of a pattern: its prefix literals, JSON-escaped, when every match must start
+/// with one of them.
+fn prefilter(pattern: &str, ignore_case: bool) -> Prefilter {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    let Ok(hir) = regex_syntax::ParserBuilder::new()
+        .case_insensitive(ignore_case)
+        .build()
+        .parse(pattern)
+    else {
+        return Prefilter::None;
+    };
+    let mut ex = Extractor::new();
+    ex.kind(ExtractKind::Prefix);
+    let seq = ex.extract(&hir);
+    let Some(lits) = seq.literals() else {
+        return Prefilter::None;
+    };
+    let mut escaped = Vec::with_capacity(lits.len());
+    for lit in lits {
+        let Ok(text) = std::str::from_utf8(lit.as_bytes()) else {
+            return Prefilter::None;
+        };
+        if text.is_empty() {
+            return Prefilter::None;
+        }
+        let Ok(quoted) = serde_json::to_string(text) else {
+            return Prefilter::None;
+        };
+        escaped.push(quoted[1..quoted.len() - 1].to_owned());
+    }
+    match escaped.as_slice() {
+        [] => Prefilter::None,
+        [one] => Prefilter::One(Box::new(memmem::Finder::new(one.as_bytes()).into_owned())),
+        many => {
+            let alt = many
+                .iter()
+                .map(|l| regex::escape(l))
+                .collect::<Vec<_>>()
+                .join("|");
+            match regex::bytes::Regex::new(&alt) {
+                Ok(re) => Prefilter::Any(re),
+                Err(_) => Prefilter::None,
+            }
+        }
+    }
+}
+
+/// Counters for the summary record.
+#[derive(Default)]
+struct Counts {
+    matches: u64,
+    entries: u64,
+    sessions: u64,
+    rows_scanned: u64,
+    rows_decoded: u64,
+}
+
+/// Runs `pisess grep`.
+pub fn cmd_grep(ui: &mut Ui, args: &GrepArgs) -> CommandResult {
+    let matcher = Matcher::new(args)?;
+    let mut counts = Counts::default();
+    if let Some(arg) = &args.session {
+        let session = open_session(arg)?;
+        search_session(
+            ui,
+            &session.snap,
+            session.key,
+            &session.record,
+            &matcher,
+            args,
+            &mut counts,
+        )?;
+    } else {
+        let store = open_store()?;
+        let snap = store.snapshot()?;
+        let mut sessions: Vec<(SessionKey, SessionRecord)> = snap
+            .sessions()?
+            .into_iter()
+            .filter(|(_, r)| !r.gone)
+            .collect();
+        sessions.sort_by(|(_, a), (_, b)| {
+            a.path
+                .cmp(&b.path)
+                .then_with(|| a.session_id.cmp(&b.session_id))
+        });
+        for (key, record) in &sessions {
+            search_session(ui, &snap, *key, record, &matcher, args, &mut counts)?;
+        }
+    }
+    if ui.json {
+        ui.json_line(&json!({
+            "type": "summary",
+            "matches": counts.matches,
+            "entries": counts.entries,
+            "sessions": counts.sessions,
+            "rowsScanned": counts.rows_scanned,
+            "rowsDecoded": counts.rows_decoded,
+        }))?;
+    }
+    Ok(if counts.matches == 0 {
+        Outcome::Negative
+    } else {
+        Outcome::Success
+    })
+}
+
+/// Rows searched in parallel at a time; their results are printed in file order before the
+/// next block starts, so output streams and memory stays bounded.
+const BLOCK: usize = 2048;
+
+/// One matching line.
+struct LineHit {
+    field: String,
+    line: usize,
+    snippet: String,
+    at: usize,
+    matched: String,
+}
+
+/// What searching one row gave.
+enum RowResult {
+    /// The pre-filter ruled it out (or it has no JSON text).
+    Skipped,
+    /// Decoded, but nothing matched (or it is not of the wanted kind).
+    NoMatch,
+    /// The entry and its matching lines.
+    Hits(Value, Vec<LineHit>),
+}
+
+fn search_row(
+    snap: &Snapshot,
+    row: pisess_engine::EntryKey,
+    matcher: &Matcher,
+    role: Option<&str>,
+) -> Result<RowResult, pisess_engine::StoreError> {
+    let decoded = snap
+        .with_entry(row, |a| {
+            let text = a.json_text()?;
+            if !matcher.may_match(text.as_bytes()) {
+                return None;
+            }
+            Some(serde_json::from_str::<Value>(&text))
+        })?
+        .flatten();
+    let Some(parsed) = decoded else {
+        return Ok(RowResult::Skipped);
+    };
+    // A row that is not valid JSON (junk kept for byte-exact export) has nothing to search.
+    let Ok(v) = parsed else {
+        return Ok(RowResult::NoMatch);
+    };
+    if let Some(r) = role
+        && sa::kind(&v) != r
+        && sa::entry_type(&v) != r
+    {
+        return Ok(RowResult::NoMatch);
+    }
+    let mut hits = Vec::new();
+    for (field, text) in fields(&v) {
+        for (n, line) in text.split('\n').enumerate() {
+            if let Some(m) = matcher.re.find(line) {
+                let (snippet, at) = snippet(line, m.start(), m.end());
+                hits.push(LineHit {
+                    field: field.clone(),
+                    line: n + 1,
+                    snippet,
+                    at,
+                    matched: m.as_str().to_owned(),
+                });
+            }
+        }
+    }
+    Ok(if hits.is_empty() {
+        RowResult::NoMatch
+    } else {
+        RowResult::Hits(v, hits)
+    })
+}
+
+fn search_session(
+    ui: &mut Ui,
+    snap: &Snapshot,
+    key: SessionKey,
+    record: &SessionRecord,
+    matcher: &Matcher,
+    args: &GrepArgs,
+    counts: &mut Counts,
+) -> Result<(), CommandError> {
+    use rayon::prelude::*;
+    let mut headed = false;
+    let rows = snap.rows(key)?;
+    for block in rows.chunks(BLOCK) {
+        let results: Vec<Result<RowResult, pisess_engine::StoreError>> = block
+            .par_iter()
+            .map(|&row| search_row(snap, row, matcher, args.role.as_deref()))
+            .collect();
+        counts.rows_scanned += block.len() as u64;
+        for r in results {
+            let (v, hits) = match r? {
+                RowResult::Skipped => continue,
+                RowResult::NoMatch => {
+                    counts.rows_decoded += 1;
+                    continue;
+                }
+                RowResult::Hits(v, hits) => (v, hits),
+            };
+            counts.rows_decoded += 1;
+            counts.entries += 1;
+            if !headed {
+                headed = true;
+                counts.sessions += 1;
+                if !ui.json {
+                    let head = format!("{} {}", safe(&record.session_id), safe(&record.path));
+                    let painted = ui.paint("35", &head);
+                    writeln!(ui.out(), "{painted}")?;
+                }
+            }
+            for h in hits {
+                counts.matches += 1;
+                if ui.json {
+                    ui.json_line(&json!({
+                        "type": "match",
+                        "sessionId": record.session_id,
+                        "file": record.path,
+                        "entryId": sa::id_of(&v),
+                        "entryType": sa::entry_type(&v),
+                        "role": sa::role(&v),
+                        "timestamp": v.get("timestamp"),
+                        "field": h.field,
+                        "line": h.line,
+                        "snippet": h.snippet,
+                        "match": h.matched,
+                    }))?;
+                } else {
+                    write_match(ui, &v, &h)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_match(ui: &mut Ui, v: &Value, h: &LineHit) -> std::io::Result<()> {
+    let id = sa::id_of(v).unwrap_or("-");
+    let (before, rest) = h.snippet.split_at(h.at);
+    let (hit, after) = rest.split_at(h.matched.len().min(rest.len()));
+    let hit = ui.paint("1;31", &safe(hit));
+    let id = ui.paint("33", &safe(sa::short_id(id)));
+    writeln!(
+        ui.out(),
+        "  {id} {:<13} {}:{}: {}{hit}{}",
+        safe(sa::kind(v)),
+        safe(&h.field),
+        h.line,
+        safe(before),
+        safe(after)
+    )
+}
+
+/// Characters of context kept on each side of a match.
+const BEFORE: usize = 40;
+const AFTER: usize = 80;
+
+/// A line cut around a match (`…` marks the cuts); returns the snippet and the match's byte
+/// offset in it.
+fn snippet(line: &str, start: usize, end: usize) -> (String, usize) {
+    let head = &line[..start];
+    let tail = &line[end..];
+    let mut out = String::new();
+    let skip = head.chars().count().saturating_sub(BEFORE);
+    if skip > 0 {
+        out.push('…');
+        out.extend(head.chars().skip(skip));
+    } else {
+        out.push_str(head);
+    }
+    let at = out.len();
+    out.push_str(&line[start..end]);
+    if tail.chars().count() > AFTER {
+        out.extend(tail.chars().take(AFTER));
+        out.push('…');
+    } else {
+        out.push_str(tail);
+    }
+    (out, at)
+}
+
+/// The searchable text fields of an entry: (field name, text).
+fn fields(v: &Value) -> Vec<(String, &str)> {
+    fn str_of(x: Option<&Value>) -> Option<&str> {
+        x.and_then(Value::as_str)
+    }
+    let mut out: Vec<(String, &str)> = Vec::new();
+    match sa::entry_type(v) {
+        "message" => {
+            let Some(m) = v.get("message") else {
+                return out;
+            };
+            let role = str_of(m.get("role")).unwrap_or("");
+            let text_field = if role == "toolResult" {
+                "output"
+            } else {
+                "text"
+            };
+            if role == "bashExecution" {
+                if let Some(c) = str_of(m.get("command")) {
+                    out.push(("command".into(), c));
+                }
+                if let Some(o) = str_of(m.get("output")) {
+                    out.push(("output".into(), o));
+                }
+            }
+            content_fields(m.get("content"), text_field, &mut out);
+        }
+        "compaction" | "branch_summary" => {
+            if let Some(s) = str_of(v.get("summary")) {
+                out.push(("summary".into(), s));
+            }
+        }
+        "custom_message" => content_fields(v.get("content"), "text", &mut out),
+        _ => {}
+    }
+    out
+}
+
+fn content_fields<'v>(
+    content: Option<&'v Value>,
+    text_field: &str,
+    out: &mut Vec<(String, &'v str)>,
+) {
+    match content {
+        Some(Value::String(s)) => out.push((text_field.to_owned(), s)),
+        Some(Value::Array(blocks)) => {
+            for b in blocks {
+                match b.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        if let Some(t) = b.get("text").and_then(Value::as_str) {
+                            out.push((text_field.to_owned(), t));
+                        }
+                    }
+                    Some("thinking") => {
+                        if let Some(t) = b.get("thinking").and_then(Value::as_str) {
+                            out.push(("thinking".into(), t));
+                        }
+                    }
+                    Some("toolCall") => {
+                        let name = b.get("name").and_then(Value::as_str).unwrap_or("tool");
+                        // Every string in the arguments, found with an explicit stack.
+                        let mut stack: Vec<(String, &Value)> = Vec::new();
+                        if let Some(a) = b.get("arguments") {
+                            stack.push((name.to_owned(), a));
+                        }
+                        while let Some((path, x)) = stack.pop() {
+                            match x {
+                                Value::String(s) => out.push((path, s)),
+                                Value::Array(items) => {
+                                    for (i, it) in items.iter().enumerate().rev() {
+                                        stack.push((format!("{path}[{i}]"), it));
+                                    }
+                                }
+                                Value::Object(o) => {
+                                    for (k, it) in o.iter().rev() {
+                                        stack.push((format!("{path}.{k}"), it));
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn may(pattern: &str, ic: bool, raw: &str) -> bool {
+        let args = GrepArgs {
+            pattern: pattern.into(),
+            session: None,
+            role: None,
+            fixed: false,
+            ignore_case: ic,
+        };
+        Matcher::new(&args).unwrap().may_match(raw.as_bytes())
+    }
+
+    #[test]
+    fn prefilter_never_skips_a_row_that_matches_after_decoding() {
+        // The literal is found in its escaped form.
+        assert!(may("say \"hi\"", false, r#"{"t":"say \"hi\" now"}"#));
+        assert!(may("a\nb", false, r#"{"t":"a\nb"}"#));
+        assert!(may("FOO", true, r#"{"t":"foo"}"#));
+        // Optional escapes always go to the decoder.
+        assert!(may("é", false, r#"{"t":"\u00e9"}"#));
+        assert!(may("a/b", false, r#"{"t":"a\/b"}"#));
+        // A pattern without a prefix literal decodes everything.
+        assert!(may(".*x", false, r#"{"t":"y"}"#));
+        // And a row without the literal is skipped.
+        assert!(!may("needle", false, r#"{"t":"haystack"}"#));
+        assert!(!may("foo|bar", false, r#"{"t":"baz"}"#));
+    }
+
+    #[test]
+    fn snippets_cut_long_lines_around_the_match() {
+        let line = format!("{}needle{}", "a".repeat(100), "b".repeat(100));
+        let (s, at) = snippet(&line, 100, 106);
+        assert!(s.starts_with('…') && s.ends_with('…'));
+        assert_eq!(&s[at..at + 6], "needle");
+    }
+}

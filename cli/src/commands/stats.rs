@@ -1,0 +1,468 @@
+//! `pisess stats [SESSION] [--by day|model|session]`: entries, messages, tool calls, tokens
+//! and cost, from the store.
+//!
+//! Invariants:
+//! - tokens and cost are read from assistant messages' `usage` as pi wrote it, never estimated;
+//! - an entry shared by a fork and its parent is counted once. A fork (pi's
+//!   `createBranchedSession`) copies the entries of the path it forks byte for byte, ids and
+//!   timestamps included, so an entry's identity is (id, timestamp, blake3 of its JSON text):
+//!   the same id with another timestamp or other content is a different entry. Only sessions
+//!   in a fork family (a session whose header names a `parentSession` that is in the store,
+//!   and that parent) are checked, so unrelated sessions cost no memory; parents are counted
+//!   before their forks, so the parent owns the shared entries and a fork's row shows only
+//!   what it added (`sharedEntries` says how many were skipped);
+//! - with SESSION, that one session is counted in full (nothing is shared with itself);
+//! - rows are read through the snapshot (`with_entry` + `json_text`), one at a time.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+
+use pisess_engine::{SessionKey, SessionRecord, Snapshot};
+use serde_json::{Map, Value, json};
+
+use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::session_arg::{open_session, open_store};
+use crate::ui::Ui;
+
+/// Count entries, messages, tool calls by tool, tokens and cost (from `usage`).
+///
+/// Without SESSION every session in the store is counted, an entry shared by a fork and its
+/// parent (`parentSession`) once. --by splits the counts by the day of the entry's timestamp
+/// (UTC), by model (the message's model, else the model last set before it in the file) or by
+/// session (its id; id and file when several files share an id). `sessions` counts files.
+///
+/// With --json: JSON Lines, one `{"type":"group", by, key, …counts}` per group (with --by),
+/// then `{"type":"total", …counts}`; counts are `sessions, entries, sharedEntries, messages,
+/// roles{role: n}, toolCalls{tool: n}, toolErrors, tokens{input, output, cacheRead,
+/// cacheWrite, total}, cost`.
+#[derive(Debug, clap::Args)]
+pub struct StatsArgs {
+    /// Only this session: a file, a session id or unique prefix, or @latest.
+    pub session: Option<String>,
+    /// Split the counts by day, model or session.
+    #[arg(long, value_enum, value_name = "BY")]
+    pub by: Option<By>,
+}
+
+/// What to split the counts by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum By {
+    /// The UTC day of the entry's timestamp.
+    Day,
+    /// The model of the message, else the one last set before it.
+    Model,
+    /// The session.
+    Session,
+}
+
+impl By {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Day => "day",
+            Self::Model => "model",
+            Self::Session => "session",
+        }
+    }
+}
+
+/// The counts of one group.
+#[derive(Debug, Default, Clone)]
+struct Counts {
+    sessions: HashSet<SessionKey>,
+    entries: u64,
+    shared: u64,
+    messages: u64,
+    roles: BTreeMap<String, u64>,
+    tool_calls: BTreeMap<String, u64>,
+    tool_errors: u64,
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    total_tokens: u64,
+    cost: f64,
+}
+
+impl Counts {
+    fn add_entry(&mut self, session: SessionKey, v: &Value) {
+        self.sessions.insert(session);
+        self.entries += 1;
+        if v.get("type").and_then(Value::as_str) != Some("message") {
+            return;
+        }
+        self.messages += 1;
+        let Some(m) = v.get("message") else { return };
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+        *self.roles.entry(role.to_owned()).or_default() += 1;
+        if role == "toolResult" && m.get("isError") == Some(&Value::Bool(true)) {
+            self.tool_errors += 1;
+        }
+        if let Some(blocks) = m.get("content").and_then(Value::as_array) {
+            for b in blocks {
+                if b.get("type").and_then(Value::as_str) == Some("toolCall") {
+                    let name = b.get("name").and_then(Value::as_str).unwrap_or("?");
+                    *self.tool_calls.entry(name.to_owned()).or_default() += 1;
+                }
+            }
+        }
+        if let Some(u) = m.get("usage") {
+            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            self.input += n("input");
+            self.output += n("output");
+            self.cache_read += n("cacheRead");
+            self.cache_write += n("cacheWrite");
+            self.total_tokens += n("totalTokens");
+            self.cost += u
+                .get("cost")
+                .and_then(|c| c.get("total"))
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+        }
+    }
+
+    fn merge(&mut self, o: &Self) {
+        self.sessions.extend(o.sessions.iter().copied());
+        self.entries += o.entries;
+        self.shared += o.shared;
+        self.messages += o.messages;
+        for (k, n) in &o.roles {
+            *self.roles.entry(k.clone()).or_default() += n;
+        }
+        for (k, n) in &o.tool_calls {
+            *self.tool_calls.entry(k.clone()).or_default() += n;
+        }
+        self.tool_errors += o.tool_errors;
+        self.input += o.input;
+        self.output += o.output;
+        self.cache_read += o.cache_read;
+        self.cache_write += o.cache_write;
+        self.total_tokens += o.total_tokens;
+        self.cost += o.cost;
+    }
+
+    fn tool_call_count(&self) -> u64 {
+        self.tool_calls.values().sum()
+    }
+
+    fn to_json(&self, head: Map<String, Value>) -> Value {
+        let mut o = head;
+        o.insert("sessions".into(), self.sessions.len().into());
+        o.insert("entries".into(), self.entries.into());
+        o.insert("sharedEntries".into(), self.shared.into());
+        o.insert("messages".into(), self.messages.into());
+        o.insert("roles".into(), json!(self.roles));
+        o.insert("toolCalls".into(), json!(self.tool_calls));
+        o.insert("toolErrors".into(), self.tool_errors.into());
+        o.insert(
+            "tokens".into(),
+            json!({
+                "input": self.input,
+                "output": self.output,
+                "cacheRead": self.cache_read,
+                "cacheWrite": self.cache_write,
+                "total": self.total_tokens,
+            }),
+        );
+        o.insert("cost".into(), json!(round_cost(self.cost)));
+        Value::Object(o)
+    }
+}
+
+/// Cost rounded to 1e-9 dollars, so sums print without float noise.
+fn round_cost(c: f64) -> f64 {
+    (c * 1e9).round() / 1e9
+}
+
+/// Runs `pisess stats`.
+pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
+    let mut groups: BTreeMap<String, Counts> = BTreeMap::new();
+    let mut total = Counts::default();
+    if let Some(arg) = &args.session {
+        let s = open_session(arg)?;
+        count_session(
+            &s.snap,
+            s.key,
+            &s.record.session_id,
+            args.by,
+            None,
+            &mut groups,
+            &mut total,
+        )?;
+    } else {
+        let store = open_store()?;
+        let snap = store.snapshot()?;
+        let sessions: Vec<(SessionKey, SessionRecord)> = snap
+            .sessions()?
+            .into_iter()
+            .filter(|(_, r)| !r.gone)
+            .collect();
+        let order = family_order(&snap, &sessions)?;
+        // --by session: the session id, with the file when several files share the id.
+        let mut id_uses: HashMap<&str, usize> = HashMap::new();
+        for (_, r) in &sessions {
+            *id_uses.entry(r.session_id.as_str()).or_default() += 1;
+        }
+        let label = |r: &SessionRecord| {
+            if id_uses[r.session_id.as_str()] > 1 {
+                format!("{} ({})", r.session_id, r.path)
+            } else {
+                r.session_id.clone()
+            }
+        };
+        let mut seen: HashSet<[u8; 32]> = HashSet::new();
+        for (i, in_family) in order {
+            let (key, record) = &sessions[i];
+            let seen = in_family.then_some(&mut seen);
+            let label = label(record);
+            count_session(&snap, *key, &label, args.by, seen, &mut groups, &mut total)?;
+        }
+    }
+    if ui.json {
+        if let Some(by) = args.by {
+            for (k, c) in &groups {
+                let mut head = Map::new();
+                head.insert("type".into(), "group".into());
+                head.insert("by".into(), by.name().into());
+                head.insert("key".into(), k.clone().into());
+                ui.json_line(&c.to_json(head))?;
+            }
+        }
+        let mut head = Map::new();
+        head.insert("type".into(), "total".into());
+        ui.json_line(&total.to_json(head))?;
+        return Ok(Outcome::Success);
+    }
+    write_human(ui, args.by, &groups, &total)?;
+    Ok(Outcome::Success)
+}
+
+/// The order to count sessions in, and whether each is in a fork family: parents before
+/// their forks (by the length of the `parentSession` chain, then creation time, then id).
+fn family_order(
+    snap: &Snapshot,
+    sessions: &[(SessionKey, SessionRecord)],
+) -> Result<Vec<(usize, bool)>, CommandError> {
+    let index: HashMap<SessionKey, usize> = sessions
+        .iter()
+        .enumerate()
+        .map(|(i, (k, _))| (*k, i))
+        .collect();
+    // parent[i] = index of the session named by i's parentSession, when it is in the store.
+    let mut parent: Vec<Option<usize>> = vec![None; sessions.len()];
+    for (i, (_, r)) in sessions.iter().enumerate() {
+        if let Some(p) = &r.parent_session
+            && let Some(pk) = snap.session_by_path(std::path::Path::new(p))?
+        {
+            parent[i] = index.get(&pk).copied().filter(|&j| j != i);
+        }
+    }
+    let mut in_family = vec![false; sessions.len()];
+    for (i, p) in parent.iter().enumerate() {
+        if let Some(j) = p {
+            in_family[i] = true;
+            in_family[*j] = true;
+        }
+    }
+    // Chain length, with a step limit so a parentSession cycle cannot loop.
+    let depth = |mut i: usize| {
+        let mut d = 0usize;
+        while let Some(j) = parent[i] {
+            d += 1;
+            if d > sessions.len() {
+                break;
+            }
+            i = j;
+        }
+        d
+    };
+    let mut order: Vec<usize> = (0..sessions.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ra, rb) = (&sessions[a].1, &sessions[b].1);
+        depth(a)
+            .cmp(&depth(b))
+            .then_with(|| ra.created_ms.cmp(&rb.created_ms))
+            .then_with(|| ra.session_id.cmp(&rb.session_id))
+    });
+    Ok(order.into_iter().map(|i| (i, in_family[i])).collect())
+}
+
+/// The identity of an entry across a fork family: blake3 of (id, timestamp, JSON text).
+fn identity(v: &Value, text: &str) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    for part in [
+        v.get("id").and_then(Value::as_str).unwrap_or(""),
+        v.get("timestamp").and_then(Value::as_str).unwrap_or(""),
+    ] {
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    h.update(text.as_bytes());
+    *h.finalize().as_bytes()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn count_session(
+    snap: &Snapshot,
+    key: SessionKey,
+    label: &str,
+    by: Option<By>,
+    mut seen: Option<&mut HashSet<[u8; 32]>>,
+    groups: &mut BTreeMap<String, Counts>,
+    total: &mut Counts,
+) -> Result<(), CommandError> {
+    let mut model_in_force = String::from("-");
+    let mut local: BTreeMap<String, Counts> = BTreeMap::new();
+    let mut first = true;
+    for row in snap.rows(key)? {
+        let parsed = snap
+            .with_entry(row, |a| {
+                let text = a.json_text()?;
+                let v: Value = serde_json::from_str(&text).ok()?;
+                let id = seen.is_some().then(|| identity(&v, &text));
+                Some((v, id))
+            })?
+            .flatten();
+        let was_first = std::mem::replace(&mut first, false);
+        let Some((v, id)) = parsed else { continue };
+        if !v.is_object() || (was_first && v.get("type").and_then(Value::as_str) == Some("session"))
+        {
+            continue;
+        }
+        let model = entry_model(&v);
+        if let Some(m) = &model {
+            model_in_force.clone_from(m);
+        }
+        if let (Some(seen), Some(id)) = (seen.as_deref_mut(), id)
+            && !seen.insert(id)
+        {
+            let k = group_key(by, &v, &model_in_force, label);
+            let g = local.entry(k).or_default();
+            g.shared += 1;
+            continue;
+        }
+        let k = group_key(by, &v, &model_in_force, label);
+        local.entry(k).or_default().add_entry(key, &v);
+    }
+    for (k, c) in local {
+        total.merge(&c);
+        groups.entry(k).or_default().merge(&c);
+    }
+    Ok(())
+}
+
+/// The model an entry sets or uses: an assistant message's `provider/model`, a model change.
+fn entry_model(v: &Value) -> Option<String> {
+    let s = |x: &Value, k: &str| x.get(k).and_then(Value::as_str).map(str::to_owned);
+    match v.get("type").and_then(Value::as_str)? {
+        "message" => {
+            let m = v.get("message")?;
+            let model = s(m, "model")?;
+            Some(match s(m, "provider") {
+                Some(p) => format!("{p}/{model}"),
+                None => model,
+            })
+        }
+        "model_change" => {
+            let model = s(v, "modelId")?;
+            Some(match s(v, "provider") {
+                Some(p) => format!("{p}/{model}"),
+                None => model,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn group_key(by: Option<By>, v: &Value, model: &str, session: &str) -> String {
+    match by {
+        None => String::new(),
+        Some(By::Day) => v
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| t.get(..10))
+            .unwrap_or("-")
+            .to_owned(),
+        Some(By::Model) => model.to_owned(),
+        Some(By::Session) => session.to_owned(),
+    }
+}
+
+fn write_human(
+    ui: &mut Ui,
+    by: Option<By>,
+    groups: &BTreeMap<String, Counts>,
+    total: &Counts,
+) -> std::io::Result<()> {
+    use crate::ui::safe;
+    let mut t = comfy_table::Table::new();
+    t.load_style(comfy_table::presets::NOTHING);
+    let key_name = by.map_or("", By::name);
+    t.set_header(vec![
+        key_name,
+        "sessions",
+        "entries",
+        "messages",
+        "tool calls",
+        "input",
+        "output",
+        "cache read",
+        "cache write",
+        "cost $",
+    ]);
+    let row = |k: &str, c: &Counts| {
+        vec![
+            safe(k).into_owned(),
+            c.sessions.len().to_string(),
+            c.entries.to_string(),
+            c.messages.to_string(),
+            c.tool_call_count().to_string(),
+            c.input.to_string(),
+            c.output.to_string(),
+            c.cache_read.to_string(),
+            c.cache_write.to_string(),
+            format!("{:.4}", c.cost),
+        ]
+    };
+    if by.is_some() {
+        for (k, c) in groups {
+            t.add_row(row(k, c));
+        }
+    }
+    t.add_row(row("total", total));
+    for i in 1..10 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+    writeln!(ui.out(), "{t}")?;
+    if total.shared > 0 {
+        writeln!(
+            ui.out(),
+            "{} entries shared by forks and their parents counted once",
+            total.shared
+        )?;
+    }
+    if !total.tool_calls.is_empty() {
+        let mut tools: Vec<(&String, &u64)> = total.tool_calls.iter().collect();
+        tools.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        let list: Vec<String> = tools
+            .iter()
+            .map(|(k, n)| format!("{} {n}", safe(k)))
+            .collect();
+        writeln!(
+            ui.out(),
+            "tool calls: {} ({} errors)",
+            list.join(", "),
+            total.tool_errors
+        )?;
+    }
+    if !total.roles.is_empty() {
+        let list: Vec<String> = total
+            .roles
+            .iter()
+            .map(|(k, n)| format!("{} {n}", safe(k)))
+            .collect();
+        writeln!(ui.out(), "messages: {}", list.join(", "))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,1054 @@
+//! `pisess grep`, `stats`, `log --all`, `diff --context`, `diff SESSION_A SESSION_B`,
+//! `completions` and `man`: JSON checked against the oracle's goldens (tree, path,
+//! context-at), against a live `oracle fork`, or against an independent scan of the session
+//! files; human output as insta snapshots with machine paths redacted.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, fixture, root};
+
+/// Sessions with stable ids (v3, and v2 migrated with its ids kept).
+const V3: &[&str] = &[
+    "01-tiny",
+    "02-small-branches",
+    "03-compactions",
+    "04-many-branches",
+    "05-context-edits-labels",
+    "06-no-system",
+    "08-v2",
+];
+
+fn session(name: &str) -> PathBuf {
+    fixture(&format!("sessions/{name}.jsonl"))
+}
+
+fn golden(name: &str, file: &str) -> Value {
+    let p = fixture(&format!("golden/sessions/{name}/{file}.json"));
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+struct Run {
+    stdout: String,
+    stderr: String,
+    code: i32,
+}
+
+fn run(env: &TestEnv, args: &[&str]) -> Run {
+    let out = env.pisess().args(args).output().unwrap();
+    Run {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+        code: out.status.code().unwrap(),
+    }
+}
+
+/// Runs a command that must exit with `code` and returns its stdout.
+fn out(env: &TestEnv, args: &[&str], code: i32) -> String {
+    let r = run(env, args);
+    assert_eq!(
+        r.code, code,
+        "{args:?}\nstdout: {}\nstderr: {}",
+        r.stdout, r.stderr
+    );
+    r.stdout
+}
+
+fn json(env: &TestEnv, args: &[&str], code: i32) -> Value {
+    let s = out(env, args, code);
+    serde_json::from_str(s.trim_end()).unwrap_or_else(|e| panic!("{args:?}: {e}: {s}"))
+}
+
+fn json_lines(env: &TestEnv, args: &[&str], code: i32) -> Vec<Value> {
+    out(env, args, code)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn strs(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Machine-specific paths replaced, so snapshots are the same everywhere.
+fn redact(s: &str, extra: &[(&str, &str)]) -> String {
+    let mut s = s.to_owned();
+    for (from, to) in extra {
+        s = s.replace(from, to);
+    }
+    let root = std::fs::canonicalize(root()).unwrap();
+    s.replace(root.to_str().unwrap(), "$ROOT")
+}
+
+/// The session file's lines after the header, parsed, with their text.
+fn file_entries(p: &Path) -> Vec<(String, Value)> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| (l.to_owned(), serde_json::from_str(l).unwrap()))
+        .collect()
+}
+
+/// The path root → leaf of a file (leaf = last entry), by following `parentId`.
+fn file_leaf_path(p: &Path) -> Vec<String> {
+    let entries = file_entries(p);
+    let by_id: HashMap<&str, &Value> = entries
+        .iter()
+        .filter_map(|(_, v)| Some((v["id"].as_str()?, v)))
+        .collect();
+    let mut out = Vec::new();
+    let mut cur = entries.last().and_then(|(_, v)| v["id"].as_str());
+    while let Some(id) = cur {
+        out.push(id.to_owned());
+        cur = by_id.get(id).and_then(|v| v["parentId"].as_str());
+    }
+    out.reverse();
+    out
+}
+
+// ---- log --all --------------------------------------------------------------------------------
+
+#[test]
+fn log_all_json_has_the_oracle_tree_and_paths() {
+    for name in V3 {
+        let env = TestEnv::new();
+        let f = session(name);
+        let f = f.to_str().unwrap();
+        let tree = golden(name, "tree");
+        let nodes = tree["nodes"].as_array().unwrap();
+        let leaf = tree["leafId"].as_str().unwrap();
+        let lines = json_lines(&env, &["log", f, "--all", "--json"], 0);
+        assert_eq!(lines.len(), nodes.len(), "{name}: every node once");
+        let pos: HashMap<&str, usize> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l["id"].as_str().unwrap(), i))
+            .collect();
+        assert_eq!(pos.len(), nodes.len(), "{name}: no id twice");
+        assert_eq!(lines[0]["id"], leaf, "{name}: the leaf comes first");
+        assert_eq!(lines[0]["leaf"], true);
+        assert_eq!(lines[0]["column"], 0);
+        let active: HashSet<String> = strs(&golden(name, "path")[leaf]).into_iter().collect();
+        for n in nodes {
+            let id = n["id"].as_str().unwrap();
+            let l = &lines[pos[id]];
+            assert_eq!(l["parentId"], n["parentId"], "{name} {id}");
+            assert_eq!(l["active"], active.contains(id), "{name} {id}");
+            if let Some(p) = n["parentId"].as_str() {
+                assert!(pos[id] < pos[p], "{name}: {id} after its parent {p}");
+            }
+            // Siblings: the one on the active path first, then the others newest-in-file
+            // first (the reverse of pi's children order).
+            let kids = strs(&n["children"]);
+            let mut want: Vec<&str> = kids.iter().rev().map(String::as_str).collect();
+            if let Some(i) = want.iter().position(|k| active.contains(*k)) {
+                let a = want.remove(i);
+                want.insert(0, a);
+            }
+            let mut got: Vec<&str> = kids.iter().map(String::as_str).collect();
+            got.sort_by_key(|k| pos[k]);
+            assert_eq!(got, want, "{name}: children of {id}");
+        }
+        // Following parentId through the output gives the oracle's paths.
+        let parent: HashMap<&str, Option<&str>> = lines
+            .iter()
+            .map(|l| (l["id"].as_str().unwrap(), l["parentId"].as_str()))
+            .collect();
+        for (id, want) in golden(name, "path").as_object().unwrap() {
+            if id == "no-such-id" {
+                continue;
+            }
+            let mut chain = vec![id.clone()];
+            while let Some(Some(p)) = parent.get(chain.last().unwrap().as_str()) {
+                chain.push((*p).to_owned());
+            }
+            chain.reverse();
+            assert_eq!(chain, strs(want), "{name} path to {id}");
+        }
+        // Human output: one node line per entry, and the filters still work.
+        let human = out(&env, &["log", f, "--all"], 0);
+        let node_lines = human
+            .lines()
+            .filter(|l| {
+                l.trim_start_matches(['│', ' '])
+                    .starts_with(['@', '●', '○'])
+            })
+            .count();
+        assert_eq!(node_lines, nodes.len(), "{name}:\n{human}");
+        let users = json_lines(&env, &["log", f, "--all", "--type", "user", "--json"], 0);
+        let want_users = nodes
+            .iter()
+            .filter(|n| {
+                n["type"] == "message"
+                    && file_entries(&session(name))
+                        .iter()
+                        .any(|(_, v)| v["id"] == n["id"] && v["message"]["role"] == "user")
+            })
+            .count();
+        assert_eq!(users.len(), want_users, "{name}");
+        assert_eq!(
+            json_lines(&env, &["log", f, "--all", "-n", "3", "--json"], 0).len(),
+            3.min(nodes.len())
+        );
+    }
+}
+
+#[test]
+fn log_all_of_a_migrated_v1_file_has_the_oracle_shape() {
+    let env = TestEnv::new();
+    let f = session("07-v1");
+    let lines = json_lines(&env, &["log", f.to_str().unwrap(), "--all", "--json"], 0);
+    let tree = golden("07-v1", "tree");
+    // v1 ids are drawn by the migration (pi's are random), so compare types newest first.
+    let mut want: Vec<Value> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["type"].clone())
+        .collect();
+    want.reverse();
+    let got: Vec<Value> = lines.iter().map(|l| l["entryType"].clone()).collect();
+    assert_eq!(got, want);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["column"] == 0 && l["active"] == true)
+    );
+}
+
+#[test]
+fn log_all_flags_that_make_no_sense_together_are_refused() {
+    let env = TestEnv::new();
+    let f = session("02-small-branches");
+    let f = f.to_str().unwrap();
+    assert_eq!(run(&env, &["log", f, "--all", "--reverse"]).code, 2);
+    assert_eq!(run(&env, &["log", f, "--all", "--at", "@root"]).code, 2);
+}
+
+#[test]
+fn log_all_human_snapshots() {
+    let env = TestEnv::new();
+    let f = session("02-small-branches");
+    insta::assert_snapshot!(
+        "log_all_02",
+        redact(&out(&env, &["log", f.to_str().unwrap(), "--all"], 0), &[])
+    );
+    let f = session("05-context-edits-labels");
+    insta::assert_snapshot!(
+        "log_all_05_n40",
+        redact(
+            &out(&env, &["log", f.to_str().unwrap(), "--all", "-n", "40"], 0),
+            &[]
+        )
+    );
+    let f = session("03-compactions");
+    insta::assert_snapshot!(
+        "log_all_03_user",
+        redact(
+            &out(
+                &env,
+                &["log", f.to_str().unwrap(), "--all", "--type", "user"],
+                0
+            ),
+            &[]
+        )
+    );
+}
+
+/// A 100,000-deep chain is one lane and no recursion.
+#[test]
+fn log_all_on_a_deep_chain() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("deep.jsonl");
+    let n = 100_000usize;
+    let mut body = String::from(
+        r#"{"type":"session","version":3,"id":"deep-0000","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+    );
+    body.push('\n');
+    for i in 0..n {
+        let parent = if i == 0 {
+            "null".to_owned()
+        } else {
+            format!("\"{:08x}\"", i - 1)
+        };
+        body.push_str(&format!(
+            r#"{{"type":"message","id":"{i:08x}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"m{i}","timestamp":0}}}}"#
+        ));
+        body.push('\n');
+    }
+    std::fs::write(&p, body).unwrap();
+    let f = p.to_str().unwrap();
+    let text = out(&env, &["log", f, "--all"], 0);
+    assert_eq!(text.lines().count(), n);
+    assert!(text.lines().all(|l| !l.starts_with('│')));
+    assert!(text.lines().last().unwrap().starts_with("● 00000000"));
+
+    // A reader that stops early (`pisess log --all | head -1`): a quiet exit 0.
+    use std::io::Read;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+        .args(["log", f, "--all"])
+        .env_clear()
+        .env("HOME", env.home.path())
+        .env("NO_COLOR", "1")
+        .env("PISESS_STORE", env.home.path().join("store.redb"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(0));
+    assert!(
+        done.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+}
+
+// ---- diff --context ---------------------------------------------------------------------------
+
+#[test]
+fn diff_context_json_equals_the_oracle_contexts() {
+    let mut pairs = 0;
+    for name in V3 {
+        let env = TestEnv::new();
+        let f = session(name);
+        let f = f.to_str().unwrap();
+        let at = golden(name, "context-at");
+        let pool = at["messagePool"].as_array().unwrap();
+        let sampled: Vec<(&String, &Value)> = at["at"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(id, w)| *id != "no-such-id" && w.get("error").is_none())
+            .collect();
+        let msgs = |w: &Value| -> Vec<Value> {
+            w["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| pool[usize::try_from(i.as_u64().unwrap()).unwrap()].clone())
+                .collect()
+        };
+        for (i, (a, wa)) in sampled.iter().enumerate().take(6) {
+            for (b, wb) in sampled.iter().skip(i).take(4) {
+                let (ma, mb) = (msgs(wa), msgs(wb));
+                let common = ma.iter().zip(&mb).take_while(|(x, y)| x == y).count();
+                let differs = common != ma.len()
+                    || common != mb.len()
+                    || wa["model"] != wb["model"]
+                    || wa.get("thinkingLevel") != wb.get("thinkingLevel");
+                let got = json(
+                    &env,
+                    &["diff", f, a, b, "--context", "--json"],
+                    i32::from(differs),
+                );
+                assert_eq!(got["commonMessages"], common, "{name} {a} {b}");
+                let side = |v: &Value| -> Vec<Value> {
+                    v.as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x["message"].clone())
+                        .collect()
+                };
+                assert_eq!(side(&got["onlyA"]), ma[common..], "{name} {a} {b}");
+                assert_eq!(side(&got["onlyB"]), mb[common..], "{name} {a} {b}");
+                assert_eq!(got["modelA"], wa["model"], "{name} {a}");
+                assert_eq!(got["modelB"], wb["model"], "{name} {b}");
+                assert_eq!(
+                    got["tokensA"], wa["estimate"]["projected"]["tokens"],
+                    "{name} {a}"
+                );
+                // Each remaining message names an entry of the oracle's context entries.
+                let ids: HashSet<String> = strs(&wa["contextEntryIds"]).into_iter().collect();
+                for x in got["onlyA"].as_array().unwrap() {
+                    assert!(ids.contains(x["entryId"].as_str().unwrap()), "{name} {a}");
+                }
+                pairs += 1;
+            }
+        }
+    }
+    assert!(pairs >= 100, "only {pairs} pairs compared");
+}
+
+/// A migrated v1 file: the context at the leaf, rebuilt from the diff against the root, is the
+/// oracle's.
+#[test]
+fn diff_context_of_a_migrated_v1_file() {
+    let env = TestEnv::new();
+    let f = session("07-v1");
+    let got = json(
+        &env,
+        &[
+            "diff",
+            f.to_str().unwrap(),
+            "@root",
+            "@leaf",
+            "--context",
+            "--json",
+        ],
+        1,
+    );
+    let want = golden("07-v1", "context")["messages"].clone();
+    let want = want.as_array().unwrap();
+    let common = usize::try_from(got["commonMessages"].as_u64().unwrap()).unwrap();
+    let only_b: Vec<Value> = got["onlyB"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["message"].clone())
+        .collect();
+    assert_eq!(only_b, want[common..]);
+    assert_eq!(got["modelB"], golden("07-v1", "context")["model"]);
+}
+
+#[test]
+fn diff_context_human_snapshot() {
+    let env = TestEnv::new();
+    let name = "03-compactions";
+    let f = session(name);
+    let tree = golden(name, "tree");
+    let leaf = tree["leafId"].as_str().unwrap();
+    // Another tip of the tree: a branch left earlier.
+    let other = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["children"].as_array().unwrap().is_empty() && n["id"] != leaf)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap();
+    let (a, b) = (leaf, other);
+    let text = out(&env, &["diff", f.to_str().unwrap(), a, b, "--context"], 1);
+    insta::assert_snapshot!("diff_context_03", text);
+    // The same entry: no difference, exit 0.
+    out(&env, &["diff", f.to_str().unwrap(), a, a, "--context"], 0);
+}
+
+// ---- diff SESSION_A SESSION_B (fork and parent) -------------------------------------------------
+
+fn oracle() -> PathBuf {
+    root().join("../shared/oracle/oracle")
+}
+
+/// Forks `parent` at `id` with the live oracle (pi's own `createBranchedSession`).
+fn oracle_fork(parent: &Path, id: &str, out_file: &Path) -> Value {
+    let o = std::process::Command::new(oracle())
+        .arg("fork")
+        .arg(parent)
+        .arg(id)
+        .arg(out_file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    let v: Value = serde_json::from_str(text.trim_end())
+        .unwrap_or_else(|e| panic!("oracle fork: {e}: {text}"));
+    assert!(v.get("error").is_none(), "oracle fork: {v}");
+    assert!(out_file.is_file());
+    v
+}
+
+/// The middle user message of a session's active path (where pi users fork from).
+fn middle_user(name: &str) -> String {
+    let tree = golden(name, "tree");
+    let path = strs(&golden(name, "path")[tree["leafId"].as_str().unwrap()]);
+    let entries = file_entries(&session(name));
+    let users: Vec<&String> = path
+        .iter()
+        .filter(|id| {
+            entries
+                .iter()
+                .any(|(_, v)| v["id"] == id.as_str() && v["message"]["role"] == "user")
+        })
+        .collect();
+    users[users.len() / 2].clone()
+}
+
+#[test]
+fn diff_of_a_fork_and_its_parent_finds_where_they_diverge() {
+    let name = "04-many-branches";
+    let dir = tempfile::tempdir().unwrap();
+    let parent = dir.path().join("parent.jsonl");
+    std::fs::copy(session(name), &parent).unwrap();
+    let leaf = golden(name, "tree")["leafId"].as_str().unwrap().to_owned();
+    for at in [middle_user(name), leaf] {
+        let env = TestEnv::new();
+        let fork = dir.path().join(format!("fork-{at}.jsonl"));
+        let made = oracle_fork(&parent, &at, &fork);
+        let (p, k) = (parent.to_str().unwrap(), fork.to_str().unwrap());
+
+        // Expected, from the files: the longest common prefix of the two active paths in
+        // which the lines are byte-identical.
+        let line_of = |f: &Path| -> HashMap<String, String> {
+            file_entries(f)
+                .into_iter()
+                .filter_map(|(l, v)| Some((v["id"].as_str()?.to_owned(), l)))
+                .collect()
+        };
+        let (lp, lk) = (line_of(&parent), line_of(&fork));
+        let (pp, pk) = (file_leaf_path(&parent), file_leaf_path(&fork));
+        let common = pp
+            .iter()
+            .zip(&pk)
+            .take_while(|(a, b)| a == b && lp[a.as_str()] == lk[b.as_str()])
+            .count();
+        // The fork's own path starts with the oracle's entry ids up to the fork point.
+        assert!(common >= 1);
+        assert_eq!(pk[..common], strs(&made["entryIds"])[..common]);
+
+        let got = json(&env, &["diff", p, k, "--json"], 1);
+        assert_eq!(got["relation"], "bForkOfA");
+        assert_eq!(got["common"], common);
+        assert_eq!(got["commonAncestorId"], pp[common - 1].as_str());
+        assert_eq!(strs(&got["onlyA"]), pp[common..]);
+        assert_eq!(strs(&got["onlyB"]), pk[common..]);
+        assert_eq!(got["a"]["leafId"], pp.last().unwrap().as_str());
+        assert_eq!(got["b"]["leafId"], pk.last().unwrap().as_str());
+        // Swapped: the same split, the other way round.
+        let swapped = json(&env, &["diff", k, p, "--json"], 1);
+        assert_eq!(swapped["relation"], "aForkOfB");
+        assert_eq!(swapped["onlyA"], got["onlyB"]);
+        assert_eq!(swapped["onlyB"], got["onlyA"]);
+        // A session against itself: no difference.
+        let same = json(&env, &["diff", p, p, "--json"], 0);
+        assert_eq!(same["onlyA"].as_array().unwrap().len(), 0);
+
+        let sid = made["header"]["id"].as_str().unwrap();
+        let text = out(&env, &["diff", p, k], 1);
+        assert!(text.starts_with(&format!("{sid} is a fork of ")), "{text}");
+        if at != golden(name, "tree")["leafId"] {
+            // Entries pi's fork made (re-created labels) get random ids.
+            let fresh: Vec<String> = pk
+                .iter()
+                .filter(|id| !lp.contains_key(id.as_str()))
+                .map(|id| id[..8].to_owned())
+                .collect();
+            let mut subst = vec![
+                (sid, "$FORK_SESSION_ID"),
+                (dir.path().to_str().unwrap(), "$TMP"),
+            ];
+            subst.extend(fresh.iter().map(|id| (id.as_str(), "$NEW_ID")));
+            insta::assert_snapshot!("diff_fork_04_middle", redact(&text, &subst));
+        }
+    }
+    // Two unrelated sessions: compared, but said to be unrelated.
+    let env = TestEnv::new();
+    let a = session("01-tiny");
+    let b = session("02-small-branches");
+    let got = json(
+        &env,
+        &["diff", a.to_str().unwrap(), b.to_str().unwrap(), "--json"],
+        1,
+    );
+    assert_eq!(got["relation"], Value::Null);
+    assert_eq!(got["commonAncestorId"], Value::Null);
+}
+
+// ---- stats ------------------------------------------------------------------------------------
+
+/// Counts from an independent scan of parsed lines.
+#[derive(Default, Debug, PartialEq)]
+struct Scan {
+    entries: u64,
+    messages: u64,
+    tool_calls: HashMap<String, u64>,
+    input: u64,
+    output: u64,
+    total: u64,
+    cost: f64,
+}
+
+fn scan<'a>(entries: impl Iterator<Item = &'a Value>) -> Scan {
+    let mut s = Scan::default();
+    for v in entries {
+        s.entries += 1;
+        if v["type"] != "message" {
+            continue;
+        }
+        s.messages += 1;
+        let m = &v["message"];
+        for b in m["content"].as_array().into_iter().flatten() {
+            if b["type"] == "toolCall" {
+                *s.tool_calls
+                    .entry(b["name"].as_str().unwrap().to_owned())
+                    .or_default() += 1;
+            }
+        }
+        let u = &m["usage"];
+        s.input += u["input"].as_u64().unwrap_or(0);
+        s.output += u["output"].as_u64().unwrap_or(0);
+        s.total += u["totalTokens"].as_u64().unwrap_or(0);
+        s.cost += u["cost"]["total"].as_f64().unwrap_or(0.0);
+    }
+    s
+}
+
+fn check_stats(what: &str, got: &Value, want: &Scan) {
+    assert_eq!(got["entries"], want.entries, "{what}");
+    assert_eq!(got["messages"], want.messages, "{what}");
+    let tools: HashMap<String, u64> = got["toolCalls"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect();
+    assert_eq!(tools, want.tool_calls, "{what}");
+    assert_eq!(got["tokens"]["input"], want.input, "{what}");
+    assert_eq!(got["tokens"]["output"], want.output, "{what}");
+    assert_eq!(got["tokens"]["total"], want.total, "{what}");
+    let cost = got["cost"].as_f64().unwrap();
+    assert!(
+        (cost - want.cost).abs() < 1e-6,
+        "{what}: {cost} vs {}",
+        want.cost
+    );
+}
+
+#[test]
+fn stats_of_each_session_equal_an_independent_scan() {
+    // 07-v1 too: migration adds ids, not entries, so the v1 lines count the same.
+    for name in V3.iter().chain(&["07-v1"]) {
+        let env = TestEnv::new();
+        let f = session(name);
+        let entries = file_entries(&f);
+        let want = scan(entries.iter().map(|(_, v)| v));
+        let got = json_lines(&env, &["stats", f.to_str().unwrap(), "--json"], 0);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0]["type"], "total");
+        check_stats(name, &got[0], &want);
+        // --by day / model: the groups add up to the total.
+        for by in ["day", "model", "session"] {
+            let lines = json_lines(
+                &env,
+                &["stats", f.to_str().unwrap(), "--by", by, "--json"],
+                0,
+            );
+            let (groups, total) = lines.split_at(lines.len() - 1);
+            assert!(groups.iter().all(|g| g["type"] == "group" && g["by"] == by));
+            let sum: u64 = groups.iter().map(|g| g["entries"].as_u64().unwrap()).sum();
+            assert_eq!(sum, want.entries, "{name} --by {by}");
+            assert_eq!(total[0]["entries"], want.entries);
+        }
+    }
+    // --by day keys are the UTC days of the entries' timestamps.
+    let env = TestEnv::new();
+    let f = session("04-many-branches");
+    let lines = json_lines(
+        &env,
+        &["stats", f.to_str().unwrap(), "--by", "day", "--json"],
+        0,
+    );
+    let mut days: HashMap<String, u64> = HashMap::new();
+    for (_, v) in file_entries(&f) {
+        *days
+            .entry(v["timestamp"].as_str().unwrap()[..10].to_owned())
+            .or_default() += 1;
+    }
+    for g in &lines[..lines.len() - 1] {
+        assert_eq!(g["entries"], days[g["key"].as_str().unwrap()], "{g}");
+    }
+}
+
+#[test]
+fn stats_count_an_entry_shared_by_a_fork_and_its_parent_once() {
+    let name = "04-many-branches";
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let parent = dir.path().join("parent.jsonl");
+    std::fs::copy(session(name), &parent).unwrap();
+    let fork = dir.path().join("fork.jsonl");
+    oracle_fork(&parent, &middle_user(name), &fork);
+    // A second, unrelated session with the same content must not be deduplicated against
+    // the first: only a fork and its parent share entries.
+    let other = dir.path().join("other.jsonl");
+    std::fs::copy(session("01-tiny"), &other).unwrap();
+    out(&env, &["import", dir.path().to_str().unwrap()], 0);
+
+    let (ep, ek, eo) = (
+        file_entries(&parent),
+        file_entries(&fork),
+        file_entries(&other),
+    );
+    let parent_lines: HashSet<&str> = ep.iter().map(|(l, _)| l.as_str()).collect();
+    let fork_new: Vec<&Value> = ek
+        .iter()
+        .filter(|(l, _)| !parent_lines.contains(l.as_str()))
+        .map(|(_, v)| v)
+        .collect();
+    let shared = ek.len() - fork_new.len();
+    assert!(shared > 10, "the fork shares {shared} entries");
+    let all: Vec<&Value> = ep
+        .iter()
+        .map(|(_, v)| v)
+        .chain(fork_new.iter().copied())
+        .chain(eo.iter().map(|(_, v)| v))
+        .collect();
+    let lines = json_lines(&env, &["stats", "--json"], 0);
+    let total = lines.last().unwrap();
+    check_stats("all", total, &scan(all.into_iter()));
+    assert_eq!(total["sharedEntries"], shared);
+    assert_eq!(total["sessions"], 3);
+
+    // By session: the parent owns the shared entries; the fork shows what it added.
+    let by = json_lines(&env, &["stats", "--by", "session", "--json"], 0);
+    let group = |f: &Path| {
+        let sid = std::fs::read_to_string(f).unwrap();
+        let header: Value = serde_json::from_str(sid.lines().next().unwrap()).unwrap();
+        by.iter()
+            .find(|g| g["key"] == header["id"])
+            .unwrap()
+            .clone()
+    };
+    check_stats("parent", &group(&parent), &scan(ep.iter().map(|(_, v)| v)));
+    check_stats("fork", &group(&fork), &scan(fork_new.iter().copied()));
+    assert_eq!(group(&fork)["sharedEntries"], shared);
+
+    // One session alone is counted in full.
+    let alone = json(&env, &["stats", fork.to_str().unwrap(), "--json"], 0);
+    check_stats("fork alone", &alone, &scan(ek.iter().map(|(_, v)| v)));
+}
+
+#[test]
+fn stats_human_snapshots() {
+    let env = TestEnv::new();
+    for name in ["03-compactions", "05-context-edits-labels", "07-v1"] {
+        out(&env, &["import", session(name).to_str().unwrap()], 0);
+    }
+    insta::assert_snapshot!("stats_all", out(&env, &["stats"], 0));
+    insta::assert_snapshot!(
+        "stats_by_model_07",
+        out(
+            &env,
+            &["stats", session("07-v1").to_str().unwrap(), "--by", "model"],
+            0
+        )
+    );
+    insta::assert_snapshot!("stats_by_day", out(&env, &["stats", "--by", "day"], 0));
+}
+
+// ---- grep -------------------------------------------------------------------------------------
+
+/// Entry ids whose searchable strings (anything under `message.content`, a bash execution's
+/// `command`/`output`, a summary, a custom message's `content`) match, by a generic walk.
+fn scan_grep(f: &Path, re: &regex::Regex, role: Option<&str>) -> Vec<String> {
+    let mut hits = Vec::new();
+    for (_, v) in file_entries(f) {
+        let kind = if v["type"] == "message" {
+            v["message"]["role"].as_str().unwrap_or("").to_owned()
+        } else {
+            v["type"].as_str().unwrap_or("").to_owned()
+        };
+        if role.is_some_and(|r| r != kind && v["type"] != r) {
+            continue;
+        }
+        let roots: Vec<&Value> = match v["type"].as_str().unwrap() {
+            "message" => vec![
+                &v["message"]["content"],
+                &v["message"]["command"],
+                &v["message"]["output"],
+            ],
+            "compaction" | "branch_summary" => vec![&v["summary"]],
+            "custom_message" => vec![&v["content"]],
+            _ => vec![],
+        };
+        let mut stack = roots;
+        let mut hit = false;
+        while let Some(x) = stack.pop() {
+            match x {
+                Value::String(s) => hit |= s.split('\n').any(|l| re.is_match(l)),
+                Value::Array(a) => stack.extend(a),
+                Value::Object(o) => stack.extend(
+                    o.iter()
+                        .filter(|(k, _)| !matches!(k.as_str(), "type" | "id" | "thinkingSignature"))
+                        .map(|(_, v)| v),
+                ),
+                _ => {}
+            }
+        }
+        if hit {
+            hits.push(v["id"].as_str().unwrap().to_owned());
+        }
+    }
+    hits
+}
+
+fn grep_ids(lines: &[Value]) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for l in lines.iter().filter(|l| l["type"] == "match") {
+        let id = l["entryId"].as_str().unwrap().to_owned();
+        if ids.last() != Some(&id) {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+#[test]
+fn grep_finds_what_an_independent_scan_finds() {
+    let cases: &[(&[&str], &str, Option<&str>)] = &[
+        (&["pagination"], "pagination", None),
+        (&["-i", "PAGINATION"], "(?i)PAGINATION", None),
+        (&["borrow|serde"], "borrow|serde", None),
+        (&["-F", "unwrap()"], r"unwrap\(\)", None),
+        (&["-F", "\""], "\"", None),
+        (&["Ωmega"], "Ωmega", None),
+        (&["^Successfully"], "^Successfully", Some("toolResult")),
+        (&["src/[a-z]+\\.rs"], "src/[a-z]+\\.rs", Some("assistant")),
+        (&["explored"], "explored", Some("branch_summary")),
+        (&["the"], "the", Some("compaction")),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "03-compactions",
+        "04-many-branches",
+        "05-context-edits-labels",
+        "07-v1",
+    ] {
+        let env = TestEnv::new();
+        let f = session(name);
+        let fs = f.to_str().unwrap();
+        // A v1 file gets its ids at migration: scan the migrated text.
+        let scanned = if name == "07-v1" {
+            let m = dir.path().join("07-v1-migrated.jsonl");
+            std::fs::write(&m, out(&env, &["migrate", fs, "--stdout"], 0)).unwrap();
+            m
+        } else {
+            f.clone()
+        };
+        for (args, re, role) in cases {
+            let want = scan_grep(&scanned, &regex::Regex::new(re).unwrap(), *role);
+            let mut cmd = vec!["grep"];
+            cmd.extend_from_slice(args);
+            cmd.extend(["--session", fs, "--json"]);
+            if let Some(r) = role {
+                cmd.extend(["--role", r]);
+            }
+            let code = if want.is_empty() { 1 } else { 0 };
+            let lines = json_lines(&env, &cmd, code);
+            assert_eq!(grep_ids(&lines), want, "{name} {cmd:?}");
+            let summary = lines.last().unwrap();
+            assert_eq!(summary["type"], "summary");
+            assert_eq!(summary["entries"], want.len());
+            for l in &lines[..lines.len() - 1] {
+                let m = l["match"].as_str().unwrap();
+                assert!(l["snippet"].as_str().unwrap().contains(m), "{l}");
+            }
+        }
+    }
+}
+
+#[test]
+fn grep_prefilter_skips_rows_but_never_a_match() {
+    let env = TestEnv::new();
+    for name in V3 {
+        out(&env, &["import", session(name).to_str().unwrap()], 0);
+    }
+    let lines = json_lines(&env, &["grep", "pagination", "--json"], 0);
+    let s = lines.last().unwrap();
+    let (scanned, decoded) = (
+        s["rowsScanned"].as_u64().unwrap(),
+        s["rowsDecoded"].as_u64().unwrap(),
+    );
+    assert!(decoded * 4 < scanned, "{s}");
+    assert!(s["sessions"].as_u64().unwrap() >= 3, "{s}");
+    // Every store session is searched, in path order.
+    let files: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["type"] == "match")
+        .map(|l| l["file"].as_str().unwrap())
+        .collect();
+    let mut sorted = files.clone();
+    sorted.sort_unstable();
+    assert_eq!(files, sorted);
+
+    // Text hidden behind optional JSON escapes (`\u00e9`, `\/`) is still found.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("escaped.jsonl");
+    std::fs::write(
+        &p,
+        concat!(
+            r#"{"type":"session","version":3,"id":"esc-0001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+            "\n",
+            r#"{"type":"message","id":"aaaa0001","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"caf\u00e9 at src\/lib.rs","timestamp":0}}"#,
+            "\n",
+            r#"{"type":"message","id":"aaaa0002","parentId":"aaaa0001","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[{"type":"text","text":"say \"hi\"\nthen bye"}],"timestamp":0}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let f = p.to_str().unwrap();
+    for (pat, id) in [
+        ("café", "aaaa0001"),
+        ("src/lib", "aaaa0001"),
+        ("say \"hi\"", "aaaa0002"),
+        ("then bye", "aaaa0002"),
+    ] {
+        let lines = json_lines(&env, &["grep", "-F", pat, "--session", f, "--json"], 0);
+        assert_eq!(grep_ids(&lines), [id], "{pat}");
+    }
+    let lines = json_lines(&env, &["grep", "^then", "--session", f, "--json"], 0);
+    assert_eq!(lines[0]["line"], 2);
+    out(&env, &["grep", "nothing-like-this", "--session", f], 1);
+    let r = run(&env, &["grep", "(unclosed", "--session", f]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("-F"), "{}", r.stderr);
+}
+
+#[test]
+fn grep_human_output_is_terminal_safe_and_snapshotted() {
+    let env = TestEnv::new();
+    let f = session("04-many-branches");
+    let text = out(
+        &env,
+        &["grep", "pagination", "--session", f.to_str().unwrap()],
+        0,
+    );
+    insta::assert_snapshot!("grep_04_pagination", redact(&text, &[]));
+
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("hostile.jsonl");
+    std::fs::write(
+        &p,
+        concat!(
+            r#"{"type":"session","version":3,"id":"evil-0001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+            "\n",
+            r#"{"type":"message","id":"bbbb0001","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"evil \u001b[2J\u001b]0;pwned\u0007 text\r more","timestamp":0}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let text = out(&env, &["grep", "evil", "--session", p.to_str().unwrap()], 0);
+    for bad in ['\u{1b}', '\u{7}', '\r'] {
+        assert!(!text.contains(bad), "{text:?}");
+    }
+    assert!(text.contains("evil \\u{1b}[2J"), "{text}");
+}
+
+// ---- completions and man ------------------------------------------------------------------------
+
+#[test]
+fn completions_and_man_pages() {
+    let env = TestEnv::new();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let s = out(&env, &["completions", shell], 0);
+        for word in ["grep", "stats", "completions", "context", "all"] {
+            assert!(s.contains(word), "{shell}: {word}");
+        }
+    }
+    assert_eq!(run(&env, &["completions", "tcsh"]).code, 2);
+    let man = out(&env, &["man"], 0);
+    assert!(man.contains(".TH pisess 1"), "{man}");
+    assert!(man.contains("grep"));
+    let log = out(&env, &["man", "log"], 0);
+    assert!(log.contains(".TH pisess-log 1"), "{log}");
+    assert!(log.contains("\\-\\-all"), "{log}");
+    let r = run(&env, &["man", "nope"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("commands: "), "{}", r.stderr);
+}
+
+/// Two files with the same session id (pi's edge cases share one) are two sessions.
+#[test]
+fn stats_tell_apart_files_that_share_a_session_id() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["multi-root", "orphan-parent"] {
+        std::fs::copy(
+            fixture(&format!("edge/{name}.jsonl")),
+            dir.path().join(format!("{name}.jsonl")),
+        )
+        .unwrap();
+    }
+    out(&env, &["import", dir.path().to_str().unwrap()], 0);
+    let lines = json_lines(&env, &["stats", "--by", "session", "--json"], 0);
+    let (groups, total) = lines.split_at(lines.len() - 1);
+    assert_eq!(total[0]["sessions"], 2);
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    for g in groups {
+        assert!(g["key"].as_str().unwrap().ends_with(".jsonl)"), "{g}");
+        assert_eq!(g["sessions"], 1);
+    }
+}
+
+#[test]
+fn diff_with_one_entry_says_it_needs_two() {
+    let env = TestEnv::new();
+    let f = session("02-small-branches");
+    let r = run(&env, &["diff", f.to_str().unwrap(), "@leaf"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("diff needs two"), "{}", r.stderr);
+    let r = run(&env, &["diff", f.to_str().unwrap(), "@leaf", "--context"]);
+    assert_eq!(r.code, 2);
+}
+
+/// Escapes in a session's header id, text, label and model never reach the terminal from the
+/// new commands' human output.
+#[test]
+fn new_commands_never_print_escapes_from_a_session() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let evil = "evil \u{1b}[2J\u{1b}]0;pwned\u{7} \r\n\u{9b}31m";
+    let text = std::fs::read_to_string(session("02-small-branches")).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[0]["id"] = Value::String(format!("sess-{evil}"));
+    for l in &mut lines {
+        if l["type"] == "message" && l["message"]["role"] == "user" {
+            l["message"]["content"] = Value::String(format!("pagination {evil}"));
+        }
+        if l["type"] == "message" && l["message"]["role"] == "assistant" {
+            l["message"]["model"] = Value::String(format!("m-{evil}"));
+            l["message"]["content"] = serde_json::json!([
+                {"type": "toolCall", "id": "t1", "name": format!("tool-{evil}"),
+                 "arguments": {"path": format!("pagination {evil}")}}
+            ]);
+        }
+        if l["type"] == "label" {
+            l["label"] = Value::String(evil.to_owned());
+        }
+    }
+    let p = dir.path().join("hostile.jsonl");
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&p, body).unwrap();
+    let f = p.to_str().unwrap();
+    let other = session("01-tiny");
+    let other = other.to_str().unwrap();
+    let leaf = golden("02-small-branches", "tree")["leafId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cmds: Vec<Vec<&str>> = vec![
+        vec!["log", f, "--all"],
+        vec!["grep", "pagination", "--session", f],
+        vec!["grep", "pagination"],
+        vec!["stats", f, "--by", "model"],
+        vec!["stats", "--by", "session"],
+        vec!["diff", f, "@root", &leaf, "--context"],
+        vec!["diff", f, other],
+    ];
+    for args in &cmds {
+        let r = run(&env, args);
+        assert!(r.code <= 1, "{args:?}: {}", r.stderr);
+        assert!(!r.stdout.is_empty(), "{args:?}");
+        for bad in ['\u{1b}', '\u{7}', '\u{9b}', '\r'] {
+            assert!(
+                !r.stdout.contains(bad),
+                "{args:?} printed {bad:?}:\n{}",
+                r.stdout
+            );
+        }
+    }
+}
