@@ -132,6 +132,11 @@ fn latest_for_cwd(snap: &Snapshot) -> Result<SessionKey, CommandError> {
 }
 
 impl Session {
+    /// The open store (for commands that write through it).
+    pub fn store(&self) -> &Store {
+        &self._store
+    }
+
     /// Resolves an ENTRY argument.
     pub fn entry(&self, arg: &str) -> Result<EntryKey, CommandError> {
         // An id that literally contains `~` wins over the ancestor syntax.

@@ -8,3 +8,4 @@ mod test_inspect;
 mod test_migrate;
 mod test_migrate_stdout;
 mod test_store;
+mod test_write;

@@ -11,6 +11,7 @@ pub mod context;
 pub mod diff;
 pub mod export;
 pub mod files;
+pub mod fork;
 pub mod import;
 pub mod log;
 pub mod ls;
@@ -59,6 +60,9 @@ pub enum Command {
     // (help: the doc comment of the Args struct)
     #[allow(missing_docs)]
     Navigate(navigate::NavigateArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Fork(fork::ForkArgs),
 }
 
 /// Runs a command.
@@ -78,5 +82,6 @@ pub fn run(ui: &mut Ui, command: Command) -> CommandResult {
         Command::Diff(args) => diff::cmd_diff(ui, &args),
         Command::Compact(args) => compact::cmd_compact(ui, &args),
         Command::Navigate(args) => navigate::cmd_navigate(ui, &args),
+        Command::Fork(args) => fork::cmd_fork(ui, &args),
     }
 }

@@ -39,12 +39,14 @@
 pub mod branch;
 pub mod compaction;
 pub mod fileops;
+pub mod fork;
 pub mod js;
 pub mod path;
 pub mod project;
 pub mod report;
 pub mod serialize;
 pub mod tokens;
+pub mod writer;
 
 pub use branch::{
     BranchCollection, BranchPreparation, collect_entries_for_branch_summary, prepare_branch_entries,
