@@ -303,3 +303,283 @@ fn fork_writes_into_pis_folder_for_the_cwd_and_never_overwrites() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
+
+// ---- compact and navigate --summarize ---------------------------------------------------
+
+/// A summariser script: appends each prompt (NUL-terminated) to `prompts`, prints a summary.
+fn summarizer_script(dir: &Path) -> (String, PathBuf) {
+    let prompts = dir.join("prompts");
+    let script = dir.join("summarize.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat >> '{}'\nprintf '\\0' >> '{}'\nprintf '## Goal\\nScripted summary.\\n\\n'\n",
+            prompts.display(),
+            prompts.display()
+        ),
+    )
+    .unwrap();
+    (format!("sh '{}'", script.display()), prompts)
+}
+
+fn prompts_of(p: &Path) -> Vec<String> {
+    let t = std::fs::read_to_string(p).unwrap_or_default();
+    t.split('\0')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `ls --json` (reads only the store): the session's entry count.
+fn stored_entries(env: &TestEnv) -> Vec<Value> {
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn generated_session(dir: &Path, seed: &str) -> PathBuf {
+    let f = dir.join(format!("gen-{seed}.jsonl"));
+    let out = std::process::Command::new(root().join("../shared/oracle/gen"))
+        .args([
+            "--out",
+            f.to_str().unwrap(),
+            "--seed",
+            seed,
+            "--entries",
+            "120",
+            "--branches",
+            "2",
+            "--scale",
+            "0.1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    f
+}
+
+fn context_matches_oracle(env: &TestEnv, file: &Path) -> Value {
+    let ours = run_json(env, &["--json", "context", file.to_str().unwrap()]);
+    let theirs = oracle(&["context", file.to_str().unwrap()]);
+    for k in ["messages", "thinkingLevel", "model"] {
+        assert_eq!(ours.get(k), theirs.get(k), "context: {k}");
+    }
+    assert_eq!(ours["entryIds"], theirs["contextEntryIds"]);
+    ours
+}
+
+#[test]
+fn compact_with_a_summarizer_appends_what_pi_would_and_pi_agrees() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let (cmd, prompts) = summarizer_script(dir);
+    let mut checked = 0;
+    for seed in ["4242", "77"] {
+        let file = generated_session(dir, seed);
+        let f = file.to_str().unwrap();
+        let _ = std::fs::remove_file(&prompts);
+        let want = oracle(&["cut", f, "--keep", "1000", "--full"]);
+        let prep = &want["preparation"];
+        assert!(
+            prep.is_object(),
+            "seed {seed}: the oracle prepares nothing: {want}"
+        );
+        let got = run_json(
+            &env,
+            &[
+                "--json",
+                "compact",
+                f,
+                "--keep",
+                "1000",
+                "--summarizer",
+                &cmd,
+            ],
+        );
+        assert_eq!(got["firstKeptEntryId"], prep["firstKeptEntryId"]);
+        assert_eq!(got["tokensBefore"], prep["tokensBefore"]);
+        assert_eq!(got["details"], prep["details"]);
+        // The command got pi's prompts: the history (unless empty) and, for a split turn, the
+        // turn prefix.
+        let ps = prompts_of(&prompts);
+        let split = prep["isSplitTurn"] == true
+            && !prep["turnPrefixMessages"].as_array().unwrap().is_empty();
+        let history = !prep["messagesToSummarize"].as_array().unwrap().is_empty();
+        assert_eq!(
+            ps.len(),
+            usize::from(history || !split) + usize::from(split)
+        );
+        if history || !split {
+            let conv = format!(
+                "<conversation>\n{}\n</conversation>\n\n",
+                prep["serializedHistory"].as_str().unwrap()
+            );
+            assert!(ps[0].starts_with(&conv), "history prompt:\n{}", ps[0]);
+            assert!(ps[0].contains("Use this EXACT format:"));
+        }
+        if split {
+            let conv = format!(
+                "# Conversation\n{}\n\n# Instructions\n",
+                prep["serializedTurnPrefix"].as_str().unwrap()
+            );
+            assert!(ps.last().unwrap().starts_with(&conv));
+        }
+        let summary = got["summary"].as_str().unwrap();
+        assert!(
+            summary.starts_with("## Goal\nScripted summary."),
+            "{summary}"
+        );
+        assert!(summary.ends_with(prep["fileListSuffix"].as_str().unwrap()));
+        // pi loads the file with the compaction as its leaf, and computes the same context,
+        // which starts with the summary and keeps the first kept entry.
+        let load = oracle(&["load", f]);
+        assert_eq!(load["leafId"], got["compactionId"]);
+        let last = load["entries"].as_array().unwrap().last().unwrap();
+        assert_eq!(last["type"], "compaction");
+        assert_eq!(last["summary"], got["summary"]);
+        assert_eq!(last["fromHook"], false);
+        let ctx = context_matches_oracle(&env, &file);
+        let msgs = ctx["messages"].as_array().unwrap();
+        assert!(
+            msgs.iter()
+                .any(|m| m["role"] == "compactionSummary" && m["summary"] == got["summary"])
+        );
+        assert!(
+            ctx["entryIds"]
+                .as_array()
+                .unwrap()
+                .contains(&prep["firstKeptEntryId"])
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}
+
+#[test]
+fn navigate_summarize_appends_pis_branch_summary_and_pi_agrees() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let (cmd, prompts) = summarizer_script(dir);
+    let file = dir.join("s.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    let f = file.to_str().unwrap();
+    let (old, target) = ("5ddf36d3", "bf0418f2");
+    let want = oracle(&["branch-summary", f, old, target, "--full"]);
+    let got = run_json(
+        &env,
+        &[
+            "--json",
+            "navigate",
+            f,
+            target,
+            "--summarize",
+            "--summarizer",
+            &cmd,
+        ],
+    );
+    let ps = prompts_of(&prompts);
+    assert_eq!(ps.len(), 1);
+    let conv = format!(
+        "<conversation>\n{}\n</conversation>\n\n",
+        want["serialized"].as_str().unwrap()
+    );
+    assert!(ps[0].starts_with(&conv));
+    let summary = got["summary"].as_str().unwrap();
+    assert_eq!(
+        summary,
+        format!(
+            "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n## Goal\nScripted summary.{}",
+            want["fileListSuffix"].as_str().unwrap()
+        )
+    );
+    assert_eq!(got["details"]["readFiles"], want["readFiles"]);
+    assert_eq!(got["details"]["modifiedFiles"], want["modifiedFiles"]);
+    assert_eq!(got["fromId"], old);
+    let load = oracle(&["load", f]);
+    let last = load["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["type"], "branch_summary");
+    assert_eq!(load["leafId"], last["id"]);
+    assert_eq!(last["fromId"], old);
+    // The target is not a user message, so the summary hangs off the target itself.
+    assert_eq!(last["parentId"], target);
+    context_matches_oracle(&env, &file);
+    // Without a summarizer: the extractive summary, marked as such.
+    let got = run_json(&env, &["--json", "navigate", f, "5ddf36d3", "--summarize"]);
+    assert!(
+        got["summary"]
+            .as_str()
+            .unwrap()
+            .contains("(Extractive summary written by pisess without a model")
+    );
+    context_matches_oracle(&env, &file);
+}
+
+#[test]
+fn a_failing_summarizer_or_an_unwritable_file_writes_nothing() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let file = dir.join("s.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    let f = file.to_str().unwrap();
+    let before = std::fs::read(&file).unwrap();
+    // Import once, so the store has the session.
+    run_json(&env, &["--json", "context", f]);
+    let stored = stored_entries(&env);
+    for args in [
+        vec!["compact", f, "--keep", "1000", "--summarizer", "exit 3"],
+        vec!["compact", f, "--keep", "1000", "--summarizer", "true"],
+        vec![
+            "navigate",
+            f,
+            "bf0418f2",
+            "--summarize",
+            "--summarizer",
+            "cat >/dev/null; exit 1",
+        ],
+    ] {
+        let out = env.pisess().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("summarizer"), "{args:?}: {err}");
+        assert!(err.contains("nothing was written"), "{err}");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            before,
+            "{args:?}: file changed"
+        );
+        assert_eq!(stored_entries(&env), stored, "{args:?}: store changed");
+    }
+    // The environment variable is the default summarizer.
+    let out = env
+        .pisess()
+        .env("PISESS_SUMMARIZER", "exit 4")
+        .args(["compact", f, "--keep", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exit 4"));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    // A read-only file (meaningful only where permissions bind: not for root).
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let root_user = std::fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false);
+    if !root_user {
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let out = env
+            .pisess()
+            .args(["compact", f, "--keep", "1000"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(std::fs::read(&file).unwrap(), before);
+        assert_eq!(stored_entries(&env), stored);
+    }
+}

@@ -18,6 +18,7 @@ pub mod ls;
 pub mod migrate;
 pub mod navigate;
 pub mod show;
+pub mod summarizer;
 pub mod tree;
 pub mod util;
 pub mod verify;

@@ -45,6 +45,7 @@ pub mod path;
 pub mod project;
 pub mod report;
 pub mod serialize;
+pub mod summary;
 pub mod tokens;
 pub mod writer;
 

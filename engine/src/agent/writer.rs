@@ -604,8 +604,9 @@ impl<'s> SessionWriter<'s> {
 
     /// pi's tree navigation (`/tree`) to `target`: the new leaf is the target's parent when the
     /// target is a user message or a custom message (its text goes back to the editor), else
-    /// the target. With a summary, a `branch_summary` is appended at the new leaf (its id is
-    /// returned); without, only the leaf moves. Returns the new leaf.
+    /// the target. With a summary, a `branch_summary` (`fromHook: false`, as pi's own summary)
+    /// is appended at the new leaf and its id is returned; without, only the leaf moves and the
+    /// new leaf is returned.
     pub fn navigate(
         &mut self,
         target_id: &str,
