@@ -373,3 +373,13 @@ fn a_failed_import_puts_the_file_back_and_leaves_the_store_alone() {
     assert_eq!(now, exported, "the store changed");
     assert_eq!(w.leaf_id(), Some(leaf.as_str()), "the leaf moved");
 }
+
+#[test]
+fn a_legacy_file_is_not_appended_to() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path().join("store.redb")).unwrap();
+    let file = tmp.path().join("v1.jsonl");
+    std::fs::copy(root().join("fixtures/sessions/07-v1.jsonl"), &file).unwrap();
+    let err = SessionWriter::open(&store, &file).unwrap_err();
+    assert!(matches!(err, WriteError::Legacy { .. }), "{err}");
+}

@@ -15,7 +15,6 @@ use pisess_engine::agent::path::{id_of, type_of};
 use pisess_engine::agent::report::cut_report;
 use pisess_engine::agent::summary::compaction_summary;
 use pisess_engine::agent::tokens::CompactionSettings;
-use pisess_engine::agent::writer::SessionWriter;
 use serde_json::{Map, Value, json};
 
 use super::summarizer::run_summarizer;
@@ -227,6 +226,8 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
             return Ok(Outcome::Negative);
         }
     };
+    // Refuse a file that cannot be written before asking the summarizer.
+    let mut writer = session.writer()?;
     let (summary, details) = match &args.summarizer {
         Some(cmd) => {
             let mut run = |prompt: &str| run_summarizer(cmd, prompt);
@@ -236,8 +237,6 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
         }
         None => compaction_summary::<anyhow::Error>(&prep, None)?,
     };
-    let file = std::path::PathBuf::from(&session.record.path);
-    let mut writer = SessionWriter::open(session.store(), &file)?;
     if writer.leaf_id() != Some(at_id.as_str()) {
         writer.branch(&at_id)?;
     }

@@ -11,7 +11,6 @@ use anyhow::anyhow;
 use pisess_engine::agent::branch::{collect_entries_for_branch_summary, prepare_branch_entries};
 use pisess_engine::agent::report::branch_summary_report;
 use pisess_engine::agent::summary::branch_summary;
-use pisess_engine::agent::writer::SessionWriter;
 use serde_json::{Value, json};
 
 use super::summarizer::run_summarizer;
@@ -154,6 +153,8 @@ fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
         }
         return Ok(Outcome::Negative);
     }
+    // Refuse a file that cannot be written before asking the summarizer.
+    let mut writer = session.writer()?;
     let prep = prepare_branch_entries(&collected.entries, args.budget);
     let (summary, details) = match &args.summarizer {
         Some(cmd) => {
@@ -164,8 +165,6 @@ fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
         }
         None => branch_summary::<anyhow::Error>(&prep, None)?,
     };
-    let file = std::path::PathBuf::from(&session.record.path);
-    let mut writer = SessionWriter::open(session.store(), &file)?;
     if writer.leaf_id() != Some(from_id.as_str()) {
         writer.branch(&from_id)?;
     }

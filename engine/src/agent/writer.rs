@@ -81,6 +81,15 @@ pub enum WriteError {
     /// The file is not a session the store holds.
     #[error("{} is not an imported pi session", .0.display())]
     NotASession(PathBuf),
+    /// A v1/v2 file: pi rewrites it as v3 before its first append; pisess does not write
+    /// into it (its stored, migrated ids are not the file's).
+    #[error("{} is a version {version} session file; appending needs a v3 file", path.display())]
+    Legacy {
+        /// The file.
+        path: PathBuf,
+        /// Its header's version.
+        version: f64,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> WriteError + '_ {
@@ -177,7 +186,8 @@ impl<'s> SessionWriter<'s> {
     }
 
     /// Opens an existing session file (imported into the store first); the leaf is pi's, the
-    /// last entry of the file.
+    /// last entry of the file. A v1/v2 file is refused ([`WriteError::Legacy`]): migrate it
+    /// first (`pisess migrate --in-place`).
     pub fn open(store: &'s Store, file: &Path) -> Result<Self, WriteError> {
         let report = store.import_file(file)?;
         if let Some(message) = report.error {
@@ -190,6 +200,13 @@ impl<'s> SessionWriter<'s> {
             .session
             .ok_or_else(|| WriteError::NotASession(file.to_path_buf()))?;
         let snap = store.snapshot()?;
+        let version = snap.session(key)?.map_or(3.0, |r| r.version);
+        if version < 3.0 {
+            return Err(WriteError::Legacy {
+                path: file.to_path_buf(),
+                version,
+            });
+        }
         let leaf = match snap.leaf(key)? {
             Some(e) => snap.entry_id(e)?,
             None => None,
