@@ -179,8 +179,9 @@ fn fork_equals_the_oracle_goldens_by_structure() {
     assert!(compared >= 16, "only {compared} forks compared");
 }
 
-/// v3 files of the standard corpus up to 4 MB, at the leaf, the middle entry of the file and
-/// the last entry with a label or compaction, against `oracle fork` run now.
+/// v3 files of the standard corpus up to 4 MB and the genuine v3 files, at the leaf, the
+/// middle entry of the file and the last entry with a label or compaction, against
+/// `oracle fork` run now.
 #[test]
 fn fork_equals_the_live_oracle_on_corpus_files() {
     let dir = corpus();
@@ -192,6 +193,18 @@ fn fork_equals_the_live_oracle_on_corpus_files() {
         .filter(|p| std::fs::metadata(p).unwrap().len() <= 4_000_000)
         .collect();
     files.sort();
+    // The genuine v3 files with entries too.
+    for e in std::fs::read_dir(root().join("../shared/realdata")).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("pimonozig__")
+        {
+            files.push(p);
+        }
+    }
     let tmp = tempfile::tempdir().unwrap();
     for file in files {
         let head = read_lines_head(&file);
@@ -313,7 +326,8 @@ fn summarizer_script(dir: &Path) -> (String, PathBuf) {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\ncat >> '{}'\nprintf '\\0' >> '{}'\nprintf '## Goal\\nScripted summary.\\n\\n'\n",
+            "#!/bin/sh\ncat >> '{}'\nprintf '\\0' >> '{}'\nprintf '%s' \"$PISESS_SYSTEM_PROMPT\" > '{}.system'\nprintf '## Goal\\nScripted summary.\\n\\n'\n",
+            prompts.display(),
             prompts.display(),
             prompts.display()
         ),
@@ -423,6 +437,11 @@ fn compact_with_a_summarizer_appends_what_pi_would_and_pi_agrees() {
             );
             assert!(ps[0].starts_with(&conv), "history prompt:\n{}", ps[0]);
             assert!(ps[0].contains("Use this EXACT format:"));
+            let system = std::fs::read_to_string(prompts.with_extension("system")).unwrap();
+            assert!(
+                system.starts_with("You are a context summarization assistant."),
+                "{system}"
+            );
         }
         if split {
             let conv = format!(

@@ -25,8 +25,8 @@ use crate::ui::{Ui, safe};
 /// Compact a session's context as pi would: cut, summarise, append a compaction.
 ///
 /// The summary comes from --summarizer CMD (or $PISESS_SUMMARIZER), run with `sh -c`: pi's
-/// exact summarisation prompt on its stdin, the summary on its stdout (e.g. `llm -m MODEL`,
-/// `pi -p`, any script); pi makes two calls for a split turn. Without a summarizer, pisess
+/// exact summarisation prompt on its stdin, pi's system prompt in $PISESS_SYSTEM_PROMPT, the
+/// summary on its stdout (e.g. `llm -s "$PISESS_SYSTEM_PROMPT"`, `pi -p`, any script); pi makes two calls for a split turn. Without a summarizer, pisess
 /// writes a deterministic extractive summary in pi's six sections, marked as such on its first
 /// line. The compaction (with pi's file lists, `details` and the system message in force) is
 /// appended at ENTRY (default: the leaf) in the file and the store; a failing summarizer

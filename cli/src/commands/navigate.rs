@@ -21,8 +21,8 @@ use crate::ui::{Ui, safe};
 /// Navigate to another entry as pi's /tree does, summarising the branch left behind.
 ///
 /// With --summarize: the entries of the branch left (from the common ancestor to the leaf) are
-/// summarised by --summarizer CMD (or $PISESS_SUMMARIZER; `sh -c`, pi's prompt on stdin, the
-/// summary on stdout) or, without one, by pisess's extractive summary; the `branch_summary` is
+/// summarised by --summarizer CMD (or $PISESS_SUMMARIZER; `sh -c`, pi's prompt on stdin, pi's
+/// system prompt in $PISESS_SYSTEM_PROMPT, the summary on stdout) or, without one, by pisess's extractive summary; the `branch_summary` is
 /// appended where pi puts it (at the target, or at its parent for a user or custom message),
 /// in the file and the store. A failing summarizer writes nothing. Without --summarize nothing
 /// is written: pi keeps a bare leaf move in memory.

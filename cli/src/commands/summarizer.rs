@@ -16,6 +16,10 @@ pub fn run_summarizer(cmd: &str, prompt: &str) -> anyhow::Result<String> {
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(cmd)
+        .env(
+            "PISESS_SYSTEM_PROMPT",
+            pisess_engine::agent::compaction::SUMMARIZATION_SYSTEM_PROMPT,
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

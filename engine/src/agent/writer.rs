@@ -796,9 +796,27 @@ pub fn create_new_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
             Err(e) => return Err(e),
         }
     };
-    let linked = fs::hard_link(&tmp, path);
-    let _ = fs::remove_file(&tmp);
-    linked?;
+    match fs::hard_link(&tmp, path) {
+        Ok(()) => {
+            let _ = fs::remove_file(&tmp);
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        // A file system without hard links: rename, after checking the name is free (a race
+        // with another writer of the same new name is then possible, as in any rename).
+        Err(_) if !path.exists() => {
+            if let Err(e) = fs::rename(&tmp, path) {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+        }
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+    }
     sync_dir(path)
 }
 
