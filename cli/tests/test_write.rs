@@ -585,20 +585,52 @@ fn a_failing_summarizer_or_an_unwritable_file_writes_nothing() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("exit 4"));
     assert_eq!(std::fs::read(&file).unwrap(), before);
-    // A read-only file (meaningful only where permissions bind: not for root).
+    // A file that cannot be written: read-only, or (for root, whom permissions do not bind)
+    // immutable where `chattr +i` works.
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let root_user = std::fs::metadata("/proc/self")
-        .map(|m| m.uid() == 0)
-        .unwrap_or(false);
-    if !root_user {
+    let root_user = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let locked = if root_user {
+        Immutable::set(&file)
+    } else {
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
-        let out = env
-            .pisess()
-            .args(["compact", f, "--keep", "1000"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        assert_eq!(std::fs::read(&file).unwrap(), before);
-        assert_eq!(stored_entries(&env), stored);
+        None
+    };
+    if root_user && locked.is_none() {
+        eprintln!("chattr +i is not available here: the unwritable-file case is not run");
+        return;
+    }
+    let out = env
+        .pisess()
+        .args(["compact", f, "--keep", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot write"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    assert_eq!(stored_entries(&env), stored);
+    drop(locked);
+}
+
+/// `chattr +i` on a file, undone on drop.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn set(p: &Path) -> Option<Self> {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(p)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Self(p.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
     }
 }
