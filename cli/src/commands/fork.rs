@@ -7,11 +7,11 @@
 //! file yet (no user or assistant message on the path).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::anyhow;
 use pisess_engine::agent::fork::branched_session;
-use pisess_engine::agent::writer::SessionWriter;
+use pisess_engine::agent::writer::{SessionWriter, pi_session_dir};
 use serde_json::json;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
@@ -39,22 +39,6 @@ pub struct ForkArgs {
     pub output: Option<PathBuf>,
 }
 
-/// pi's session folder for a working directory: `$PI_CODING_AGENT_SESSION_DIR` as is, else
-/// `<agent dir>/sessions/--cwd--`.
-pub fn pi_session_dir_for(cwd: &str) -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(d);
-        return Some(match (p.strip_prefix("~"), std::env::var_os("HOME")) {
-            (Ok(rest), Some(h)) => Path::new(&h).join(rest),
-            _ => p,
-        });
-    }
-    pisess_formats::layout::agent_dir().map(|a| {
-        a.join("sessions")
-            .join(pisess_formats::layout::project_dir_name(cwd))
-    })
-}
-
 /// Runs `pisess fork`.
 pub fn cmd_fork(ui: &mut Ui, args: &ForkArgs) -> CommandResult {
     let session = open_session(&args.session)?;
@@ -78,7 +62,7 @@ pub fn cmd_fork(ui: &mut Ui, args: &ForkArgs) -> CommandResult {
         .to_owned();
     let path = match &args.output {
         Some(p) => p.clone(),
-        None => pi_session_dir_for(&cwd)
+        None => pi_session_dir(&cwd)
             .ok_or_else(|| {
                 CommandError::with_hint(
                     anyhow!("no folder for pi's sessions (HOME is not set)"),

@@ -134,6 +134,23 @@ pub fn valid_session_id(id: &str) -> bool {
         && b.iter().all(ok)
 }
 
+/// pi's folder for the sessions of a working directory (spec §1.2): `$PI_CODING_AGENT_SESSION_DIR`
+/// as it is (tilde expanded), else `<agent dir>/sessions/--<cwd>--` with the agent dir
+/// `$PI_CODING_AGENT_DIR` or `~/.pi/agent`. `cwd` should be resolved (absolute).
+pub fn pi_session_dir(cwd: &str) -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(d);
+        return Some(match (p.strip_prefix("~"), std::env::var_os("HOME")) {
+            (Ok(rest), Some(h)) => Path::new(&h).join(rest),
+            _ => p,
+        });
+    }
+    pisess_formats::layout::agent_dir().map(|a| {
+        a.join("sessions")
+            .join(pisess_formats::layout::project_dir_name(cwd))
+    })
+}
+
 impl<'s> SessionWriter<'s> {
     /// A new session in `dir` (pi's `newSession`): a v3 header with a new UUIDv7 id (or `id`),
     /// the time now, `cwd` and `parentSession`; the file
@@ -163,6 +180,25 @@ impl<'s> SessionWriter<'s> {
             },
             leaf: None,
         })
+    }
+
+    /// A new session for working directory `cwd` (resolved against the current directory, as
+    /// pi resolves it) in pi's folder for it ([`pi_session_dir`]).
+    pub fn create_for_cwd(
+        store: &'s Store,
+        cwd: &str,
+        id: Option<&str>,
+        parent_session: Option<&str>,
+    ) -> Result<Self, WriteError> {
+        let base = std::env::current_dir()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "/".to_owned());
+        let cwd = super::fork::resolve_path(cwd, &base);
+        let dir = pi_session_dir(&cwd).ok_or_else(|| WriteError::Io {
+            path: PathBuf::from("~/.pi/agent/sessions"),
+            source: io::Error::new(io::ErrorKind::NotFound, "HOME is not set"),
+        })?;
+        Self::create(store, &dir, &cwd, id, parent_session)
     }
 
     /// A new session made of `header` and `entries` as they are (a fork, a clone): written to
