@@ -300,6 +300,18 @@ fn fork_writes_into_pis_folder_for_the_cwd_and_never_overwrites() {
     assert!(out.status.success());
     let p = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim_end());
     assert_eq!(p.parent().unwrap(), flat.canonicalize().unwrap());
+    // A path without a user or assistant message: pi would not write it yet, nor does pisess.
+    let tiny = fixture("sessions/01-tiny.jsonl");
+    let listed = |d: &Path| std::fs::read_dir(d).map_or(0, Iterator::count);
+    let n = listed(&dir);
+    let out = env
+        .pisess()
+        .args(["fork", tiny.to_str().unwrap(), "@root"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pi would not write this session yet"));
+    assert_eq!(listed(&dir), n);
     // -o never replaces a file.
     let before = std::fs::read(&path).unwrap();
     let out = env
@@ -555,6 +567,14 @@ fn a_failing_summarizer_or_an_unwritable_file_writes_nothing() {
         vec!["compact", f, "--keep", "1000", "--summarizer", "exit 3"],
         vec!["compact", f, "--keep", "1000", "--summarizer", "true"],
         vec![
+            "compact",
+            f,
+            "--keep",
+            "1000",
+            "--summarizer",
+            "printf '\\377'",
+        ],
+        vec![
             "navigate",
             f,
             "bf0418f2",
@@ -575,6 +595,15 @@ fn a_failing_summarizer_or_an_unwritable_file_writes_nothing() {
         );
         assert_eq!(stored_entries(&env), stored, "{args:?}: store changed");
     }
+    // Nothing to summarise: exit 1, nothing written.
+    let out = env
+        .pisess()
+        .args(["navigate", f, "@leaf", "--summarize"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing written"));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
     // The environment variable is the default summarizer.
     let out = env
         .pisess()

@@ -383,3 +383,26 @@ fn a_legacy_file_is_not_appended_to() {
     let err = SessionWriter::open(&store, &file).unwrap_err();
     assert!(matches!(err, WriteError::Legacy { .. }), "{err}");
 }
+
+#[test]
+fn bad_session_ids_and_files_that_are_not_sessions_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path().join("store.redb")).unwrap();
+    for bad in ["", "-a", "a/b", "a b"] {
+        let err = SessionWriter::create(&store, tmp.path(), "/p", Some(bad), None).unwrap_err();
+        assert!(matches!(err, WriteError::BadSessionId(_)), "{bad:?}: {err}");
+        assert!(err.to_string().contains("must be non-empty"), "{err}");
+    }
+    let w = SessionWriter::create(&store, tmp.path(), "/p", Some("my.session-1"), None).unwrap();
+    assert!(w.file().to_str().unwrap().ends_with("_my.session-1.jsonl"));
+    let file = tmp.path().join("garbage.jsonl");
+    std::fs::copy(root().join("fixtures/edge/garbage.jsonl"), &file).unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let err = SessionWriter::open(&store, &file).unwrap_err();
+    assert!(
+        matches!(err, WriteError::Import { .. } | WriteError::NotASession(_)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("garbage.jsonl"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}
