@@ -17,8 +17,8 @@ use pisess_engine::agent::summary::compaction_summary;
 use pisess_engine::agent::tokens::CompactionSettings;
 use serde_json::{Map, Value, json};
 
-use super::summarizer::run_summarizer;
-use crate::command_error::{CommandError, CommandResult, Outcome};
+use super::summarizer::summarize;
+use crate::command_error::{CommandResult, Outcome};
 use crate::session_arg::open_session;
 use crate::ui::{Ui, safe};
 
@@ -228,15 +228,8 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
     };
     // Refuse a file that cannot be written before asking the summarizer.
     let mut writer = session.writer()?;
-    let (summary, details) = match &args.summarizer {
-        Some(cmd) => {
-            let mut run = |prompt: &str| run_summarizer(cmd, prompt);
-            compaction_summary(&prep, Some(&mut run)).map_err(|e| {
-                CommandError::with_hint(e, "nothing was written; fix the summarizer and retry")
-            })?
-        }
-        None => compaction_summary::<anyhow::Error>(&prep, None)?,
-    };
+    let (summary, details) =
+        summarize(args.summarizer.as_deref(), |s| compaction_summary(&prep, s))?;
     if writer.leaf_id() != Some(at_id.as_str()) {
         writer.branch(&at_id)?;
     }

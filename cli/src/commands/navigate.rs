@@ -13,7 +13,7 @@ use pisess_engine::agent::report::branch_summary_report;
 use pisess_engine::agent::summary::branch_summary;
 use serde_json::{Value, json};
 
-use super::summarizer::run_summarizer;
+use super::summarizer::summarize;
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::session_arg::open_session;
 use crate::ui::{Ui, safe};
@@ -156,15 +156,7 @@ fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
     // Refuse a file that cannot be written before asking the summarizer.
     let mut writer = session.writer()?;
     let prep = prepare_branch_entries(&collected.entries, args.budget);
-    let (summary, details) = match &args.summarizer {
-        Some(cmd) => {
-            let mut run = |prompt: &str| run_summarizer(cmd, prompt);
-            branch_summary(&prep, Some(&mut run)).map_err(|e| {
-                CommandError::with_hint(e, "nothing was written; fix the summarizer and retry")
-            })?
-        }
-        None => branch_summary::<anyhow::Error>(&prep, None)?,
-    };
+    let (summary, details) = summarize(args.summarizer.as_deref(), |s| branch_summary(&prep, s))?;
     if writer.leaf_id() != Some(from_id.as_str()) {
         writer.branch(&from_id)?;
     }

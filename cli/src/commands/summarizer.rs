@@ -53,3 +53,24 @@ pub fn run_summarizer(cmd: &str, prompt: &str) -> anyhow::Result<String> {
     }
     Ok(text.to_owned())
 }
+
+/// Makes a summary with the summarizer command `cmd`, or (`None`) pisess's extractive default:
+/// `make` is one of the engine's summary functions. A failing command is an error whose hint
+/// says nothing was written.
+pub fn summarize<T>(
+    cmd: Option<&str>,
+    make: impl FnOnce(pisess_engine::agent::summary::Summarizer<'_, anyhow::Error>) -> anyhow::Result<T>,
+) -> Result<T, crate::command_error::CommandError> {
+    match cmd {
+        Some(cmd) => {
+            let mut run = |prompt: &str| run_summarizer(cmd, prompt);
+            make(Some(&mut run)).map_err(|e| {
+                crate::command_error::CommandError::with_hint(
+                    e,
+                    "nothing was written; fix the summarizer and retry",
+                )
+            })
+        }
+        None => Ok(make(None)?),
+    }
+}

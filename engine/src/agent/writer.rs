@@ -374,16 +374,14 @@ impl<'s> SessionWriter<'s> {
     pub fn append_message(&mut self, message: Value) -> Result<String, WriteError> {
         let (mut o, id) = self.base("message")?;
         o.insert("message".into(), message);
-        self.append(Value::Object(o), Some(id.clone()))?;
-        Ok(id)
+        self.commit(o, id)
     }
 
     /// `appendThinkingLevelChange`.
     pub fn append_thinking_level_change(&mut self, level: &str) -> Result<String, WriteError> {
         let (mut o, id) = self.base("thinking_level_change")?;
         o.insert("thinkingLevel".into(), level.into());
-        self.append(Value::Object(o), Some(id.clone()))?;
-        Ok(id)
+        self.commit(o, id)
     }
 
     /// `appendModelChange`.
@@ -395,8 +393,7 @@ impl<'s> SessionWriter<'s> {
         let (mut o, id) = self.base("model_change")?;
         o.insert("provider".into(), provider.into());
         o.insert("modelId".into(), model_id.into());
-        self.append(Value::Object(o), Some(id.clone()))?;
-        Ok(id)
+        self.commit(o, id)
     }
 
     /// `appendUsage` (`note` only when non-empty).
@@ -416,8 +413,7 @@ impl<'s> SessionWriter<'s> {
         if let Some(n) = note.filter(|n| !n.is_empty()) {
             o.insert("note".into(), n.into());
         }
-        self.append(Value::Object(o), Some(id.clone()))?;
-        Ok(id)
+        self.commit(o, id)
     }
 
     /// `appendCompaction`: `firstKeptEntryId` defaults to the compaction's own id; the system
@@ -446,21 +442,14 @@ impl<'s> SessionWriter<'s> {
             first_kept_entry_id.unwrap_or(&id).into(),
         );
         o.insert("tokensBefore".into(), tokens_before);
-        if let Some(d) = details {
-            o.insert("details".into(), d);
-        }
-        if let Some(u) = usage {
-            o.insert("usage".into(), u);
-        }
-        if let Some(f) = from_hook {
-            o.insert("fromHook".into(), f.into());
-        }
+        insert_some(&mut o, "details", details);
+        insert_some(&mut o, "usage", usage);
+        insert_some(&mut o, "fromHook", from_hook.map(Value::from));
         if let Some(Value::Object(mut s)) = system {
             s.insert("timestamp".into(), ms.into());
             o.insert("systemMessage".into(), Value::Object(s));
         }
-        self.append(Value::Object(o), Some(id.clone()))?;
-        Ok(id)
+        self.commit(o, id)
     }
 
     /// `appendCustomEntry` (key order `type, customType, data, id, parentId, timestamp`).
@@ -473,14 +462,11 @@ impl<'s> SessionWriter<'s> {
         let mut o = Map::new();
         o.insert("type".into(), "custom".into());
         o.insert("customType".into(), custom_type.into());
-        if let Some(d) = data {
-            o.insert("data".into(), d);
-        }
+        insert_some(&mut o, "data", data);
         o.insert("id".into(), id.clone().into());
         o.insert("parentId".into(), self.leaf_value());
         o.insert("timestamp".into(), now().0.into());
-        self.append(Value::Object(o), Some(id.clone()))?;
-        Ok(id)
+        self.commit(o, id)
     }
 
     /// `appendSessionInfo`: runs of CR/LF become one space, then the name is trimmed.
@@ -500,8 +486,7 @@ impl<'s> SessionWriter<'s> {
         }
         let (mut o, id) = self.base("session_info")?;
         o.insert("name".into(), js_trim(&clean).into());
-        self.append(Value::Object(o), Some(id.clone()))?;
-        Ok(id)
+        self.commit(o, id)
     }
 
     /// `appendCustomMessageEntry` (key order `type, customType, content, display, details, id,
@@ -519,14 +504,11 @@ impl<'s> SessionWriter<'s> {
         o.insert("customType".into(), custom_type.into());
         o.insert("content".into(), content);
         o.insert("display".into(), display.into());
-        if let Some(d) = details {
-            o.insert("details".into(), d);
-        }
+        insert_some(&mut o, "details", details);
         o.insert("id".into(), id.clone().into());
         o.insert("parentId".into(), self.leaf_value());
         o.insert("timestamp".into(), now().0.into());
-        self.append(Value::Object(o), Some(id.clone()))?;
-        Ok(id)
+        self.commit(o, id)
     }
 
     /// `appendContextEdit`, validated as pi validates: the replacement is `null` or has string
@@ -579,8 +561,7 @@ impl<'s> SessionWriter<'s> {
         let (mut o, id) = self.base("context_edit")?;
         o.insert("targetId".into(), target_id.into());
         o.insert("replacement".into(), replacement);
-        self.append(Value::Object(o), Some(id.clone()))?;
-        Ok(id)
+        self.commit(o, id)
     }
 
     /// `appendLabelChange`: sets (`Some` non-empty) or clears a label; the target must exist.
@@ -597,8 +578,7 @@ impl<'s> SessionWriter<'s> {
         if let Some(l) = label {
             o.insert("label".into(), l.into());
         }
-        self.append(Value::Object(o), Some(id.clone()))?;
-        Ok(id)
+        self.commit(o, id)
     }
 
     /// `branch(id)`: moves the leaf (nothing is written).
@@ -642,17 +622,10 @@ impl<'s> SessionWriter<'s> {
         o.insert("timestamp".into(), now().0.into());
         o.insert("fromId".into(), from_id.into());
         o.insert("summary".into(), summary.into());
-        if let Some(d) = details {
-            o.insert("details".into(), d);
-        }
-        if let Some(u) = usage {
-            o.insert("usage".into(), u);
-        }
-        if let Some(f) = from_hook {
-            o.insert("fromHook".into(), f.into());
-        }
-        self.append(Value::Object(o), Some(id.clone()))?;
-        Ok(id)
+        insert_some(&mut o, "details", details);
+        insert_some(&mut o, "usage", usage);
+        insert_some(&mut o, "fromHook", from_hook.map(Value::from));
+        self.commit(o, id)
     }
 
     /// pi's tree navigation (`/tree`) to `target`: the new leaf is the target's parent when the
@@ -696,6 +669,12 @@ impl<'s> SessionWriter<'s> {
                 Ok(new_leaf)
             }
         }
+    }
+
+    /// Appends a built entry ([`Self::append`]) and returns its id.
+    fn commit(&mut self, o: Map<String, Value>, id: String) -> Result<String, WriteError> {
+        self.append(Value::Object(o), Some(id.clone()))?;
+        Ok(id)
     }
 
     /// Adds an entry: to the pending session (written once it holds a conversation) or to the
@@ -772,6 +751,13 @@ impl<'s> SessionWriter<'s> {
             let _ = u.restore();
         }
         result
+    }
+}
+
+/// Sets `k` when the value is given (pi's `undefined` fields are left out of the JSON).
+fn insert_some(o: &mut Map<String, Value>, k: &str, v: Option<Value>) {
+    if let Some(v) = v {
+        o.insert(k.into(), v);
     }
 }
 
