@@ -538,6 +538,7 @@ fn navigate_summarize_appends_pis_branch_summary_and_pi_agrees() {
     assert_eq!(last["type"], "branch_summary");
     assert_eq!(load["leafId"], last["id"]);
     assert_eq!(last["fromId"], old);
+    assert_eq!(last["fromHook"], false);
     // The target is not a user message, so the summary hangs off the target itself.
     assert_eq!(last["parentId"], target);
     context_matches_oracle(&env, &file);

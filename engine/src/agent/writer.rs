@@ -657,8 +657,14 @@ impl<'s> SessionWriter<'s> {
         };
         match summary {
             Some((text, details)) => {
-                let id =
-                    self.branch_with_summary(new_leaf.as_deref(), text, details, None, None)?;
+                // pi's `/tree` passes `fromExtension` (false for its own summary) as `fromHook`.
+                let id = self.branch_with_summary(
+                    new_leaf.as_deref(),
+                    text,
+                    details,
+                    Some(false),
+                    None,
+                )?;
                 Ok(Some(id))
             }
             None => {
