@@ -81,6 +81,17 @@ pub enum WriteError {
     /// The file is not a session the store holds.
     #[error("{} is not an imported pi session", .0.display())]
     NotASession(PathBuf),
+    /// A write failed and putting the file back failed too: its last line may be the new,
+    /// unimported entry (the store did not change).
+    #[error("{cause}; and {} could not be put back as it was", path.display())]
+    RollbackFailed {
+        /// The file.
+        path: PathBuf,
+        /// What failed first.
+        cause: String,
+        /// Why the file could not be put back.
+        source: io::Error,
+    },
     /// A v1/v2 file: pi rewrites it as v3 before its first append; pisess does not write
     /// into it (its stored, migrated ids are not the file's).
     #[error("{} is a version {version} session file; appending needs a v3 file", path.display())]
@@ -704,7 +715,8 @@ impl<'s> SessionWriter<'s> {
                 let mut line = pisess_formats::js::to_string(&entry);
                 line.push('\n');
                 let undo = append_repairing(&self.file, line.as_bytes())?;
-                self.import_or_undo(Some(undo))?;
+                let key = self.import_or_undo(Some(undo))?;
+                self.state = State::Flushed { key };
                 self.leaf = id;
                 Ok(())
             }
@@ -750,11 +762,15 @@ impl<'s> SessionWriter<'s> {
             },
             Err(e) => Err(e.into()),
         };
-        if result.is_err()
-            && let Some(u) = undo
+        // The store did not change (an import commits all or nothing): put the file back.
+        if let (Err(e), Some(u)) = (&result, undo)
+            && let Err(source) = u.restore()
         {
-            // Best effort: the store did not change (an import commits all or nothing).
-            let _ = u.restore();
+            return Err(WriteError::RollbackFailed {
+                path: self.file.clone(),
+                cause: e.to_string(),
+                source,
+            });
         }
         result
     }
@@ -922,7 +938,13 @@ fn append_repairing(path: &Path, bytes: &[u8]) -> Result<Undo, WriteError> {
         f.sync_data()
     })();
     if let Err(e) = written {
-        let _ = undo.restore();
+        if let Err(source) = undo.restore() {
+            return Err(WriteError::RollbackFailed {
+                path: path.to_path_buf(),
+                cause: format!("cannot write {}: {e}", path.display()),
+                source,
+            });
+        }
         return Err(err(e));
     }
     Ok(undo)
