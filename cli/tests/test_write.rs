@@ -664,3 +664,62 @@ impl Drop for Immutable {
             .status();
     }
 }
+
+/// `compact` killed (SIGKILL) at random moments: the file is always either untouched or has
+/// exactly one more line, a complete compaction; the store stays consistent and, after the next
+/// import, equals the file.
+#[test]
+fn a_killed_compact_leaves_the_file_whole_and_the_store_consistent() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let src = fixture("sessions/04-many-branches.jsonl");
+    let orig = std::fs::read(&src).unwrap();
+    let mut rng = crate::common::Rng(0x5eed_0fc0_ffee);
+    let (mut untouched, mut appended) = (0, 0);
+    for i in 0..24 {
+        let file = dir.join(format!("k{i}.jsonl"));
+        std::fs::write(&file, &orig).unwrap();
+        let f = file.to_str().unwrap();
+        // Import first, so the kill lands in the compaction, not in the first import.
+        run_json(&env, &["--json", "context", f]);
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+            .env_clear()
+            .env("HOME", dir)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PISESS_STORE", dir.join("store.redb"))
+            .args(["compact", f, "--keep", "1000"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(rng.below(60)));
+        let _ = child.kill();
+        let _ = child.wait();
+        let now = std::fs::read(&file).unwrap();
+        if now == orig {
+            untouched += 1;
+        } else {
+            assert!(now.starts_with(&orig), "run {i}: the old bytes changed");
+            let tail = std::str::from_utf8(&now[orig.len()..]).unwrap();
+            assert!(
+                tail.ends_with('\n') && tail.matches('\n').count() == 1,
+                "run {i}"
+            );
+            let v: Value = serde_json::from_str(tail).unwrap();
+            assert_eq!(v["type"], "compaction", "run {i}");
+            appended += 1;
+        }
+        let out = env.pisess().arg("verify").output().unwrap();
+        assert!(
+            out.status.success(),
+            "run {i}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let out = env.pisess().args(["export", f]).output().unwrap();
+        assert_eq!(
+            out.stdout, now,
+            "run {i}: store and file differ after re-import"
+        );
+    }
+    eprintln!("killed compact: {untouched} untouched, {appended} appended");
+}

@@ -37,8 +37,8 @@
 //!
 //! # Not done yet
 //! - Per-model compaction overrides are the caller's (pass [`tokens::CompactionSettings`]).
-//! - The writer has no kill -9 test yet, takes no lock on the session file (like pi: one
-//!   writer per file), and does not write to v1/v2 files (pi rewrites them first; run
+//! - The writer's only kill -9 test is through `pisess compact`; it takes no lock on the
+//!   session file (like pi: one writer per file), and does not write to v1/v2 files (pi rewrites them first; run
 //!   `pisess migrate --in-place`).
 //! - pi's `SessionManager.forkFrom` (`--fork`: every entry copied under a new header) and
 //!   `/fork` on a root user message (an empty session with `parentSession`) are not exposed.
