@@ -158,6 +158,27 @@ fn latest_for_cwd(snap: &Snapshot) -> Result<SessionKey, CommandError> {
 }
 
 impl Session {
+    /// The open store (for commands that write through it).
+    pub fn store(&self) -> &Store {
+        &self._store
+    }
+
+    /// A writer appending to this session's file (and the store), explaining a legacy file.
+    pub fn writer(&self) -> Result<pisess_engine::agent::writer::SessionWriter<'_>, CommandError> {
+        use pisess_engine::agent::writer::{SessionWriter, WriteError};
+        SessionWriter::open(&self._store, Path::new(&self.record.path)).map_err(|e| match e {
+            WriteError::Legacy { .. } => CommandError::with_hint(
+                e,
+                format!(
+                    "run `pisess migrate --in-place {}` first (pi rewrites such a file before \
+                     writing to it)",
+                    self.record.path
+                ),
+            ),
+            other => other.into(),
+        })
+    }
+
     /// Resolves an ENTRY argument.
     pub fn entry(&self, arg: &str) -> Result<EntryKey, CommandError> {
         // An id that literally contains `~` wins over the ancestor syntax.

@@ -11,3 +11,4 @@ mod test_migrate_stdout;
 mod test_prune;
 mod test_query;
 mod test_store;
+mod test_write;

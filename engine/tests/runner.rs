@@ -8,3 +8,4 @@ mod test_files;
 mod test_graph;
 mod test_incremental;
 mod test_migrate_import;
+mod test_writer;

@@ -1,23 +1,38 @@
-//! `pisess compact`: prepare a compaction of a session's context (dry run only for now).
+//! `pisess compact`: compact a session's context as pi does — prepare, summarise (through a
+//! `--summarizer` command or the extractive default), append the compaction — or, with
+//! `--dry-run`, only show the preparation.
+//!
+//! Invariants: the dry run writes nothing; a real run writes one `compaction` entry through
+//! the session writer (file and store in one step) or, when preparing or summarising fails,
+//! nothing at all.
 
 use std::io::Write;
 
-use anyhow::anyhow;
-use pisess_engine::agent::compaction::{find_projected_cut_point, prepare_compaction};
+use pisess_engine::agent::compaction::{
+    NoCompaction, find_projected_cut_point, prepare_compaction,
+};
 use pisess_engine::agent::path::{id_of, type_of};
 use pisess_engine::agent::report::cut_report;
+use pisess_engine::agent::summary::compaction_summary;
 use pisess_engine::agent::tokens::CompactionSettings;
 use serde_json::{Map, Value, json};
 
-use crate::command_error::{CommandError, CommandResult, Outcome};
+use super::summarizer::summarize;
+use crate::command_error::{CommandResult, Outcome};
 use crate::session_arg::open_session;
 use crate::ui::{Ui, safe};
 
-/// Prepare a compaction as pi would (dry run): where to cut, what to summarise.
+/// Compact a session's context as pi would: cut, summarise, append a compaction.
 ///
-/// Only --dry-run is available: writing the summary into the session is not implemented yet.
+/// The summary comes from --summarizer CMD (or $PISESS_SUMMARIZER), run with `sh -c`: pi's
+/// exact summarisation prompt on its stdin, pi's system prompt in $PISESS_SYSTEM_PROMPT, the
+/// summary on its stdout (e.g. `llm -s "$PISESS_SYSTEM_PROMPT"`, `pi -p`, any script); pi makes two calls for a split turn. Without a summarizer, pisess
+/// writes a deterministic extractive summary in pi's six sections, marked as such on its first
+/// line. The compaction (with pi's file lists, `details` and the system message in force) is
+/// appended at ENTRY (default: the leaf) in the file and the store; a failing summarizer
+/// writes nothing.
 ///
-/// With --json: one object with pi's `prepareCompaction` fields (`firstKeptEntryId`,
+/// With --dry-run --json: one object with pi's `prepareCompaction` fields (`firstKeptEntryId`,
 /// `firstKeptPathIndex`, `isSplitTurn`, `tokensBefore`, `previousSummary`,
 /// `messagesToSummarize`, `turnPrefixMessages`, `fileOps`, `readFiles`, `modifiedFiles`,
 /// `fileListSuffix`), the entry ids summarised (`summarizeEntryIds`, `turnPrefixEntryIds`), and
@@ -38,18 +53,18 @@ pub struct CompactArgs {
     /// The model's context window, to report whether pi would compact now.
     #[arg(long, value_name = "N")]
     pub window: Option<f64>,
-    /// Print the preparation and write nothing (required for now).
+    /// Print the preparation and write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// The command that writes the summary (`sh -c CMD`, prompt on stdin, summary on stdout).
+    #[arg(long, value_name = "CMD", env = "PISESS_SUMMARIZER")]
+    pub summarizer: Option<String>,
 }
 
 /// Runs `pisess compact`.
 pub fn cmd_compact(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
     if !args.dry_run {
-        return Err(CommandError::with_hint(
-            anyhow!("writing a compaction summary into a session is not available yet"),
-            "use --dry-run (with --json) to see what would be summarised",
-        ));
+        return write_compaction(ui, args);
     }
     let session = open_session(&args.session)?;
     let at = match &args.at {
@@ -179,4 +194,85 @@ fn summarized_entries(path: &[&Value], settings: CompactionSettings) -> (Vec<Str
         _ => Vec::new(),
     };
     (summarize, prefix)
+}
+
+/// Prepares, summarises and appends the compaction.
+fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
+    let session = open_session(&args.session)?;
+    let at = match &args.at {
+        Some(a) => session.entry(a)?,
+        None => session.leaf()?,
+    };
+    let values = session.path_values(at)?;
+    let path: Vec<&Value> = values.iter().map(|(_, v)| v).collect();
+    let at_id = session.id(at)?;
+    let settings = CompactionSettings {
+        enabled: true,
+        reserve_tokens: args.reserve,
+        keep_recent_tokens: args.keep,
+    };
+    let prep = match prepare_compaction(&path, settings) {
+        Ok(p) => p,
+        Err(why) => {
+            let reason = match why {
+                NoCompaction::AlreadyCompacted => "Already compacted",
+                NoCompaction::NothingToCompact => "Nothing to compact",
+            };
+            if ui.json {
+                ui.json_line(&json!({"leafId": at_id, "compacted": false, "reason": reason}))?;
+            } else {
+                writeln!(ui.out(), "nothing written: {reason} (at {})", safe(&at_id))?;
+            }
+            return Ok(Outcome::Negative);
+        }
+    };
+    // Refuse a file that cannot be written before asking the summarizer.
+    let mut writer = session.writer()?;
+    let (summary, details) =
+        summarize(args.summarizer.as_deref(), |s| compaction_summary(&prep, s))?;
+    if writer.leaf_id() != Some(at_id.as_str()) {
+        writer.branch(&at_id)?;
+    }
+    let id = writer.append_compaction(
+        &summary,
+        Some(&prep.first_kept_entry_id),
+        pisess_engine::agent::js::num(prep.tokens_before),
+        Some(details.clone()),
+        Some(false),
+        None,
+    )?;
+    let by = args.summarizer.as_deref();
+    if ui.json {
+        ui.json_line(&json!({
+            "compacted": true,
+            "compactionId": id,
+            "parentId": at_id,
+            "firstKeptEntryId": prep.first_kept_entry_id,
+            "tokensBefore": pisess_engine::agent::js::num(prep.tokens_before),
+            "details": details,
+            "summarizer": by,
+            "summary": summary,
+            "file": session.record.path,
+        }))?;
+        return Ok(Outcome::Success);
+    }
+    writeln!(
+        ui.out(),
+        "compacted at {}: compaction {} appended to {}",
+        safe(&at_id),
+        safe(&id),
+        safe(&session.record.path)
+    )?;
+    writeln!(ui.out(), "tokens before:     {}", prep.tokens_before)?;
+    writeln!(
+        ui.out(),
+        "first kept entry:  {}",
+        safe(&prep.first_kept_entry_id)
+    )?;
+    writeln!(
+        ui.out(),
+        "summary by:        {}",
+        by.map_or_else(|| "pisess (extractive, no model)".into(), safe)
+    )?;
+    Ok(Outcome::Success)
 }

@@ -12,6 +12,7 @@ pub mod context;
 pub mod diff;
 pub mod export;
 pub mod files;
+pub mod fork;
 pub mod grep;
 pub mod import;
 pub mod log;
@@ -22,6 +23,7 @@ pub mod navigate;
 pub mod prune;
 pub mod show;
 pub mod stats;
+pub mod summarizer;
 pub mod tree;
 pub mod util;
 pub mod verify;
@@ -79,6 +81,9 @@ pub enum Command {
     // (help: the doc comment of the Args struct)
     #[allow(missing_docs)]
     Man(man::ManArgs),
+    // (help: the doc comment of the Args struct)
+    #[allow(missing_docs)]
+    Fork(fork::ForkArgs),
 }
 
 /// Runs a command.
@@ -103,5 +108,6 @@ pub fn run(ui: &mut Ui, command: Command) -> CommandResult {
         Command::Stats(args) => stats::cmd_stats(ui, &args),
         Command::Completions(args) => completions::cmd_completions(ui, &args),
         Command::Man(args) => man::cmd_man(ui, &args),
+        Command::Fork(args) => fork::cmd_fork(ui, &args),
     }
 }

@@ -1,24 +1,33 @@
-//! `pisess navigate`: prepare moving the leaf to another entry, with a branch summary of the
-//! branch left behind (dry run only for now).
+//! `pisess navigate`: move to another entry as pi's `/tree` does, writing a branch summary of
+//! the branch left behind (`--summarize`), or, with `--dry-run`, only show what it would cover.
+//!
+//! Invariants: the dry run writes nothing; `--summarize` appends one `branch_summary` entry
+//! through the session writer (file and store in one step) or nothing at all; without
+//! `--summarize` nothing is written (pi keeps a bare leaf move in memory only).
 
 use std::io::Write;
 
 use anyhow::anyhow;
+use pisess_engine::agent::branch::{collect_entries_for_branch_summary, prepare_branch_entries};
 use pisess_engine::agent::report::branch_summary_report;
-use serde_json::Value;
+use pisess_engine::agent::summary::branch_summary;
+use serde_json::{Value, json};
 
+use super::summarizer::summarize;
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::session_arg::open_session;
 use crate::ui::{Ui, safe};
 
-/// Prepare navigating to another entry with a branch summary (dry run).
+/// Navigate to another entry as pi's /tree does, summarising the branch left behind.
 ///
-/// As pi's /tree does it: the common ancestor and the entries of the branch left behind that a
-/// branch summary would cover.
+/// With --summarize: the entries of the branch left (from the common ancestor to the leaf) are
+/// summarised by --summarizer CMD (or $PISESS_SUMMARIZER; `sh -c`, pi's prompt on stdin, pi's
+/// system prompt in $PISESS_SYSTEM_PROMPT, the summary on stdout) or, without one, by pisess's extractive summary; the `branch_summary` is
+/// appended where pi puts it (at the target, or at its parent for a user or custom message),
+/// in the file and the store. A failing summarizer writes nothing. Without --summarize nothing
+/// is written: pi keeps a bare leaf move in memory.
 ///
-/// Only --dry-run is available: moving the leaf and writing the summary are not implemented yet.
-///
-/// With --json: one object with pi's branch-summary preparation: `oldLeafId`, `targetId`,
+/// With --dry-run --json: one object with pi's branch-summary preparation: `oldLeafId`, `targetId`,
 /// `commonAncestorId`, `entryIds` (the branch left, oldest first), `budget`,
 /// `preparedMessages`, `totalTokens`, `fileOps`, `readFiles`, `modifiedFiles`,
 /// `fileListSuffix`.
@@ -34,18 +43,21 @@ pub struct NavigateArgs {
     /// Token budget of the summarised messages (pi: context window − reserve).
     #[arg(long, value_name = "N", default_value_t = 128000.0 - 16384.0)]
     pub budget: f64,
-    /// Print the preparation and change nothing (required for now).
+    /// Print the preparation and change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Write a branch summary of the branch left behind.
+    #[arg(long)]
+    pub summarize: bool,
+    /// The command that writes the summary (`sh -c CMD`, prompt on stdin, summary on stdout).
+    #[arg(long, value_name = "CMD", env = "PISESS_SUMMARIZER")]
+    pub summarizer: Option<String>,
 }
 
 /// Runs `pisess navigate`.
 pub fn cmd_navigate(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
     if !args.dry_run {
-        return Err(CommandError::with_hint(
-            anyhow!("moving the leaf and writing a branch summary are not available yet"),
-            "use --dry-run (with --json) to see what would be summarised",
-        ));
+        return write_navigation(ui, args);
     }
     let session = open_session(&args.session)?;
     let from = match &args.from {
@@ -100,5 +112,95 @@ pub fn cmd_navigate(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
             writeln!(ui.out(), "{title:<9} {}", safe(f.as_str().unwrap_or("?")))?;
         }
     }
+    Ok(Outcome::Success)
+}
+
+/// Summarises the branch left and appends the branch summary.
+fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
+    if !args.summarize {
+        return Err(CommandError::with_hint(
+            anyhow!(
+                "without --summarize there is nothing to write: pi keeps a bare leaf move in memory"
+            ),
+            "add --summarize to record the navigation with a branch summary, or --dry-run to see it",
+        ));
+    }
+    let session = open_session(&args.session)?;
+    let from = match &args.from {
+        Some(f) => session.entry(f)?,
+        None => session.leaf()?,
+    };
+    let target = session.entry(&args.target)?;
+    let old = session.path_values(from)?;
+    let new = session.path_values(target)?;
+    let old_path: Vec<&Value> = old.iter().map(|(_, v)| v).collect();
+    let new_path: Vec<&Value> = new.iter().map(|(_, v)| v).collect();
+    let (from_id, target_id) = (session.id(from)?, session.id(target)?);
+    let collected = collect_entries_for_branch_summary(&old_path, &new_path);
+    if collected.entries.is_empty() {
+        if ui.json {
+            ui.json_line(
+                &json!({"written": false, "reason": "no entries to summarise",
+                "oldLeafId": from_id, "targetId": target_id}),
+            )?;
+        } else {
+            writeln!(
+                ui.out(),
+                "nothing written: the branch left ({} → {}) has no entries to summarise",
+                safe(&from_id),
+                safe(&target_id)
+            )?;
+        }
+        return Ok(Outcome::Negative);
+    }
+    // Refuse a file that cannot be written before asking the summarizer.
+    let mut writer = session.writer()?;
+    let prep = prepare_branch_entries(&collected.entries, args.budget);
+    let (summary, details) = summarize(args.summarizer.as_deref(), |s| branch_summary(&prep, s))?;
+    if writer.leaf_id() != Some(from_id.as_str()) {
+        writer.branch(&from_id)?;
+    }
+    let id = writer
+        .navigate(&target_id, Some((&summary, Some(details.clone()))))?
+        .unwrap_or_default();
+    let parent = writer
+        .entry(&id)?
+        .and_then(|e| e.get("parentId").cloned())
+        .unwrap_or(Value::Null);
+    let by = args.summarizer.as_deref();
+    if ui.json {
+        ui.json_line(&json!({
+            "written": true,
+            "branchSummaryId": id,
+            "parentId": parent,
+            "fromId": from_id,
+            "targetId": target_id,
+            "commonAncestorId": collected.common_ancestor_id,
+            "details": details,
+            "summarizer": by,
+            "summary": summary,
+            "file": session.record.path,
+        }))?;
+        return Ok(Outcome::Success);
+    }
+    writeln!(
+        ui.out(),
+        "navigated {} → {}: branch summary {} appended to {}",
+        safe(&from_id),
+        safe(&target_id),
+        safe(&id),
+        safe(&session.record.path)
+    )?;
+    writeln!(
+        ui.out(),
+        "new leaf:          {} (child of {})",
+        safe(&id),
+        safe(parent.as_str().unwrap_or("nothing: a new root"))
+    )?;
+    writeln!(
+        ui.out(),
+        "summary by:        {}",
+        by.map_or_else(|| "pisess (extractive, no model)".into(), safe)
+    )?;
     Ok(Outcome::Success)
 }

@@ -1,6 +1,6 @@
 //! The agent layer: pi's context engine over a path of entries (spec §6, §7, §9–§11).
 //!
-//! Everything here is pure: the caller supplies a **path** (entries root→leaf as
+//! Everything but [`writer`] (and the store readers of [`fork`]) is pure: the caller supplies a **path** (entries root→leaf as
 //! `serde_json::Value` objects, key order preserved) and gets back JSON values equal to what
 //! pi 1.6.0 computes for the same input.
 //!
@@ -12,6 +12,11 @@
 //! - [`branch`]: branch-summary collection and preparation;
 //! - [`fileops`]: file operations and their lists; [`serialize`]: the summariser's text.
 //! - [`report`]: the answers in the oracle's JSON shapes (for `--json` output and tests).
+//! - [`writer`]: pi's `SessionManager` appends over a session's file **and** the store (the
+//!   one module here that writes; torn-tail repair, rollback on failure);
+//! - [`fork`]: `createBranchedSession` (labels, re-chaining, compaction redirects);
+//! - [`summary`]: compaction and branch summaries through a caller's summariser or the
+//!   extractive default.
 //!
 //! # Invariants
 //! - Every string length is in UTF-16 code units; every sort of paths is UTF-16 order.
@@ -31,20 +36,27 @@
 //!   [`path::parse_session_text`] drops them where pi keeps them.
 //!
 //! # Not done yet
-//! - The session writer, fork/clone, the summariser command and the CLI (issue items 5–8)
-//!   belong to later work; per-model compaction overrides are the caller's (pass
-//!   [`tokens::CompactionSettings`]).
+//! - Per-model compaction overrides are the caller's (pass [`tokens::CompactionSettings`]).
+//! - The writer's only kill -9 test is through `pisess compact`; it takes no lock on the
+//!   session file (like pi: one writer per file), and does not write to v1/v2 files (pi rewrites them first; run
+//!   `pisess migrate --in-place`).
+//! - pi's `SessionManager.forkFrom` (`--fork`: every entry copied under a new header) and
+//!   `/fork` on a root user message (an empty session with `parentSession`) are not exposed.
+//! - Summaries record no `usage` (a summariser command reports none).
 #![allow(clippy::cast_precision_loss)]
 
 pub mod branch;
 pub mod compaction;
 pub mod fileops;
+pub mod fork;
 pub mod js;
 pub mod path;
 pub mod project;
 pub mod report;
 pub mod serialize;
+pub mod summary;
 pub mod tokens;
+pub mod writer;
 
 pub use branch::{
     BranchCollection, BranchPreparation, collect_entries_for_branch_summary, prepare_branch_entries,

@@ -1,0 +1,114 @@
+//! `pisess fork SESSION ENTRY [-o FILE]`: pi's `/fork` and `/clone` (`createBranchedSession`).
+//!
+//! Invariants: the new file holds the path root → ENTRY with entry ids preserved, labels
+//! re-created for kept targets and compactions redirected, exactly as pi writes it; it is
+//! written atomically and only as a new file (an existing file is never overwritten); it is
+//! imported into the store in the same step; nothing is written when pi would not write the
+//! file yet (no user or assistant message on the path).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use pisess_engine::agent::fork::branched_session;
+use pisess_engine::agent::writer::{SessionWriter, pi_session_dir};
+use serde_json::json;
+
+use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::session_arg::open_session;
+use crate::ui::{Ui, safe};
+
+/// Write the path root → ENTRY as a new pi session, as pi's /fork and /clone do, and print
+/// its path.
+///
+/// Entry ids are kept; label entries are dropped and the labels in force on kept entries are
+/// re-created at the end; the header gets a new session id and `parentSession` = the source
+/// file. Default folder: pi's folder for the source's cwd ($PI_CODING_AGENT_SESSION_DIR, else
+/// $PI_CODING_AGENT_DIR/sessions/--cwd--, else ~/.pi/agent/sessions/--cwd--). The new session
+/// is imported into the store.
+///
+/// With --json: `{path, sessionId, entries, leafId, parentSession}`.
+#[derive(Debug, clap::Args)]
+pub struct ForkArgs {
+    /// The session: a file, a session id or unique prefix, or @latest.
+    pub session: String,
+    /// The last entry to keep (id or prefix, @leaf, @root, label:NAME, ENTRY~N).
+    pub entry: String,
+    /// Write to FILE (must not exist) instead of pi's folder.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Runs `pisess fork`.
+pub fn cmd_fork(ui: &mut Ui, args: &ForkArgs) -> CommandResult {
+    let session = open_session(&args.session)?;
+    let at = session.entry(&args.entry)?;
+    let branched = branched_session(&session.snap, session.key, at)?;
+    if !branched.has_conversation {
+        return Err(CommandError::with_hint(
+            anyhow!(
+                "the path to {} holds no user or assistant message: pi would not write this \
+                 session yet",
+                session.id(at)?
+            ),
+            "fork at a later entry",
+        ));
+    }
+    let cwd = branched
+        .header
+        .get("cwd")
+        .and_then(|c| c.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let path = match &args.output {
+        Some(p) => p.clone(),
+        None => pi_session_dir(&cwd)
+            .ok_or_else(|| {
+                CommandError::with_hint(
+                    anyhow!("no folder for pi's sessions (HOME is not set)"),
+                    "give -o FILE, or set PI_CODING_AGENT_DIR",
+                )
+            })?
+            .join(&branched.file_name),
+    };
+    if path.exists() {
+        return Err(CommandError::with_hint(
+            anyhow!("{} already exists", path.display()),
+            "give -o a new file name",
+        ));
+    }
+    let entries = branched.entries.len();
+    let session_id = branched
+        .header
+        .get("id")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    let leaf = branched
+        .entries
+        .last()
+        .and_then(|e| e.get("id"))
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    let writer = SessionWriter::create_with(
+        session.store(),
+        &path,
+        branched.header.clone(),
+        branched.entries,
+    )?;
+    let written = writer
+        .file()
+        .canonicalize()
+        .unwrap_or_else(|_| path.clone());
+    if ui.json {
+        ui.json_line(&json!({
+            "path": written.to_string_lossy(),
+            "sessionId": session_id,
+            "entries": entries,
+            "leafId": leaf,
+            "parentSession": session.record.path,
+        }))?;
+    } else {
+        writeln!(ui.out(), "{}", safe(&written.to_string_lossy()))?;
+    }
+    Ok(Outcome::Success)
+}

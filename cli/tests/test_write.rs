@@ -1,0 +1,725 @@
+//! Commands that write sessions: `fork` (against the oracle's goldens and the live oracle),
+//! `compact` and `navigate --summarize` through a summariser command, torn-tail repair and
+//! failed writes.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, corpus, fixture, root};
+
+fn oracle(args: &[&str]) -> Value {
+    let bin = root().join("../shared/oracle/oracle");
+    let out = std::process::Command::new(&bin)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("oracle {args:?}: {e}"));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "oracle {args:?}: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn read_lines(p: &Path) -> Vec<Value> {
+    std::fs::read_to_string(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn run_json(env: &TestEnv, args: &[&str]) -> Value {
+    let out = env.pisess().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A forked session's lines, comparable by structure: the header without its new id and time
+/// (and without `parentSession`, which the caller checks), and ids renamed by first appearance
+/// — all of them when `all_ids` (legacy sources, whose migrated ids are random in pi), else
+/// only those of the re-created labels (random in pi and in pisess).
+fn normalize(lines: &[Value], all_ids: bool) -> Vec<Value> {
+    let mut map: HashMap<String, String> = HashMap::new();
+    for e in &lines[1..] {
+        if let Some(id) = e["id"].as_str()
+            && (all_ids || e["type"] == "label")
+        {
+            let n = map.len();
+            map.entry(id.to_owned()).or_insert(format!("#{n}"));
+        }
+    }
+    let mut out = Vec::new();
+    let mut h = lines[0].clone();
+    for k in ["id", "timestamp", "parentSession"] {
+        h.as_object_mut().unwrap().shift_remove(k);
+    }
+    out.push(h);
+    for e in &lines[1..] {
+        let mut e = e.clone();
+        for k in ["id", "parentId", "targetId", "firstKeptEntryId", "fromId"] {
+            if let Some(s) = e.get(k).and_then(Value::as_str)
+                && let Some(to) = map.get(s)
+            {
+                e[k] = Value::String(to.clone());
+            }
+        }
+        out.push(e);
+    }
+    out
+}
+
+fn fork_with_pisess(env: &TestEnv, file: &Path, entry: &str, out: &Path) -> Vec<Value> {
+    let got = run_json(
+        env,
+        &[
+            "--json",
+            "fork",
+            file.to_str().unwrap(),
+            entry,
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(got["path"], out.canonicalize().unwrap().to_str().unwrap());
+    let lines = read_lines(out);
+    assert_eq!(lines[0]["type"], "session");
+    assert_eq!(lines[0]["version"], 3);
+    let id = lines[0]["id"].as_str().unwrap();
+    assert_eq!(id.len(), 36, "{id}");
+    assert_eq!(&id[14..15], "7", "UUIDv7: {id}");
+    assert_eq!(
+        lines[0]["parentSession"],
+        file.canonicalize().unwrap().to_str().unwrap()
+    );
+    lines
+}
+
+/// The ids of a session's entries in file order, as pisess stores them (migrated for legacy
+/// files).
+fn stored_ids(env: &TestEnv, file: &Path) -> Vec<String> {
+    let out = env
+        .pisess()
+        .args(["export", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["id"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn fork_equals_the_oracle_goldens_by_structure() {
+    let mut compared = 0;
+    for name in [
+        "01-tiny",
+        "02-small-branches",
+        "03-compactions",
+        "04-many-branches",
+        "05-context-edits-labels",
+        "06-no-system",
+        "07-v1",
+        "08-v2",
+    ] {
+        let env = TestEnv::new();
+        let file = fixture(&format!("sessions/{name}.jsonl"));
+        let golden: Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture(&format!("golden/sessions/{name}/fork.json")))
+                .unwrap(),
+        )
+        .unwrap();
+        let legacy = name == "07-v1";
+        // Golden ids are the oracle's; a legacy file's are mapped to pisess's by position.
+        let oracle_ids: Vec<String> = if legacy {
+            let load: Value = serde_json::from_str(
+                &std::fs::read_to_string(fixture(&format!("golden/sessions/{name}/load.json")))
+                    .unwrap(),
+            )
+            .unwrap();
+            load["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["id"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let ours = stored_ids(&env, &file);
+        for (id, want) in golden.as_object().unwrap() {
+            assert!(want.get("error").is_none(), "{name} {id}: {want}");
+            let entry = if legacy {
+                let i = oracle_ids.iter().position(|x| x == id).unwrap();
+                ours[i].clone()
+            } else {
+                id.clone()
+            };
+            let out = env.home.path().join(format!("{name}-{id}.jsonl"));
+            let got = fork_with_pisess(&env, &file, &entry, &out);
+            let want_lines: Vec<Value> = want["lines"].as_array().unwrap().clone();
+            assert_eq!(
+                normalize(&got, legacy),
+                normalize(&want_lines, legacy),
+                "{name} fork at {id}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 16, "only {compared} forks compared");
+}
+
+/// v3 files of the standard corpus up to 4 MB and the genuine v3 files, at the leaf, the
+/// middle entry of the file and the last entry with a label or compaction, against
+/// `oracle fork` run now.
+#[test]
+fn fork_equals_the_live_oracle_on_corpus_files() {
+    let dir = corpus();
+    let mut compared = 0;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .filter(|p| std::fs::metadata(p).unwrap().len() <= 4_000_000)
+        .collect();
+    files.sort();
+    // The genuine v3 files with entries too.
+    for e in std::fs::read_dir(root().join("../shared/realdata")).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("pimonozig__")
+        {
+            files.push(p);
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for file in files {
+        let head = read_lines_head(&file);
+        if head["version"] != 3 {
+            continue;
+        }
+        let env = TestEnv::new();
+        let lines = read_lines(&file);
+        let ids: Vec<&str> = lines[1..].iter().filter_map(|e| e["id"].as_str()).collect();
+        let mut picks = vec![ids[ids.len() - 1], ids[ids.len() / 2]];
+        if let Some(e) = lines[1..]
+            .iter()
+            .rev()
+            .find(|e| e["type"] == "label" || e["type"] == "compaction")
+        {
+            let t = if e["type"] == "label" {
+                e["targetId"].as_str().unwrap()
+            } else {
+                e["id"].as_str().unwrap()
+            };
+            picks.push(t);
+        }
+        picks.dedup();
+        picks.sort_unstable();
+        picks.dedup();
+        for id in picks {
+            let stem = file.file_stem().unwrap().to_str().unwrap();
+            let theirs = tmp.path().join(format!("{stem}-{id}.oracle.jsonl"));
+            let o = oracle(&["fork", file.to_str().unwrap(), id, theirs.to_str().unwrap()]);
+            assert!(o.get("error").is_none(), "{stem} {id}: {o}");
+            if o["written"] != true {
+                continue;
+            }
+            let mine = tmp.path().join(format!("{stem}-{id}.pisess.jsonl"));
+            let got = fork_with_pisess(&env, &file, id, &mine);
+            let want = read_lines(&theirs);
+            assert_eq!(
+                normalize(&got, false),
+                normalize(&want, false),
+                "{stem} {id}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 25, "only {compared} forks compared");
+}
+
+fn read_lines_head(p: &Path) -> Value {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(std::fs::File::open(p).unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+#[test]
+fn fork_writes_into_pis_folder_for_the_cwd_and_never_overwrites() {
+    let env = TestEnv::new();
+    let file = fixture("sessions/02-small-branches.jsonl");
+    let out = env
+        .pisess()
+        .args(["fork", file.to_str().unwrap(), "@leaf"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim_end());
+    let dir = env
+        .home
+        .path()
+        .join(".pi/agent/sessions/--home-dev-projects-acme-api--");
+    assert_eq!(path.parent().unwrap(), dir.canonicalize().unwrap());
+    let lines = read_lines(&path);
+    // pi's file name: the header time with ':' and '.' as '-', '_', the session id.
+    let ts = lines[0]["timestamp"]
+        .as_str()
+        .unwrap()
+        .replace([':', '.'], "-");
+    let want = format!("{ts}_{}.jsonl", lines[0]["id"].as_str().unwrap());
+    assert_eq!(path.file_name().unwrap().to_str().unwrap(), want);
+    // $PI_CODING_AGENT_SESSION_DIR is used as it is.
+    let flat = env.home.path().join("flat");
+    let out = env
+        .pisess()
+        .env("PI_CODING_AGENT_SESSION_DIR", &flat)
+        .args(["fork", file.to_str().unwrap(), "@leaf"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let p = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim_end());
+    assert_eq!(p.parent().unwrap(), flat.canonicalize().unwrap());
+    // A path without a user or assistant message: pi would not write it yet, nor does pisess.
+    let tiny = fixture("sessions/01-tiny.jsonl");
+    let listed = |d: &Path| std::fs::read_dir(d).map_or(0, Iterator::count);
+    let n = listed(&dir);
+    let out = env
+        .pisess()
+        .args(["fork", tiny.to_str().unwrap(), "@root"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pi would not write this session yet"));
+    assert_eq!(listed(&dir), n);
+    // -o never replaces a file.
+    let before = std::fs::read(&path).unwrap();
+    let out = env
+        .pisess()
+        .args([
+            "fork",
+            file.to_str().unwrap(),
+            "@leaf",
+            "-o",
+            path.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+// ---- compact and navigate --summarize ---------------------------------------------------
+
+/// A summariser script: appends each prompt (NUL-terminated) to `prompts`, prints a summary.
+fn summarizer_script(dir: &Path) -> (String, PathBuf) {
+    let prompts = dir.join("prompts");
+    let script = dir.join("summarize.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat >> '{}'\nprintf '\\0' >> '{}'\nprintf '%s' \"$PISESS_SYSTEM_PROMPT\" > '{}.system'\nprintf '## Goal\\nScripted summary.\\n\\n'\n",
+            prompts.display(),
+            prompts.display(),
+            prompts.display()
+        ),
+    )
+    .unwrap();
+    (format!("sh '{}'", script.display()), prompts)
+}
+
+fn prompts_of(p: &Path) -> Vec<String> {
+    let t = std::fs::read_to_string(p).unwrap_or_default();
+    t.split('\0')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `ls --json` (reads only the store): the session's entry count.
+fn stored_entries(env: &TestEnv) -> Vec<Value> {
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn generated_session(dir: &Path, seed: &str) -> PathBuf {
+    let f = dir.join(format!("gen-{seed}.jsonl"));
+    let out = std::process::Command::new(root().join("../shared/oracle/gen"))
+        .args([
+            "--out",
+            f.to_str().unwrap(),
+            "--seed",
+            seed,
+            "--entries",
+            "120",
+            "--branches",
+            "2",
+            "--scale",
+            "0.1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    f
+}
+
+fn context_matches_oracle(env: &TestEnv, file: &Path) -> Value {
+    let ours = run_json(env, &["--json", "context", file.to_str().unwrap()]);
+    let theirs = oracle(&["context", file.to_str().unwrap()]);
+    for k in ["messages", "thinkingLevel", "model"] {
+        assert_eq!(ours.get(k), theirs.get(k), "context: {k}");
+    }
+    assert_eq!(ours["entryIds"], theirs["contextEntryIds"]);
+    ours
+}
+
+#[test]
+fn compact_with_a_summarizer_appends_what_pi_would_and_pi_agrees() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let (cmd, prompts) = summarizer_script(dir);
+    let mut checked = 0;
+    for seed in ["4242", "77"] {
+        let file = generated_session(dir, seed);
+        let f = file.to_str().unwrap();
+        let _ = std::fs::remove_file(&prompts);
+        let want = oracle(&["cut", f, "--keep", "1000", "--full"]);
+        let prep = &want["preparation"];
+        assert!(
+            prep.is_object(),
+            "seed {seed}: the oracle prepares nothing: {want}"
+        );
+        let got = run_json(
+            &env,
+            &[
+                "--json",
+                "compact",
+                f,
+                "--keep",
+                "1000",
+                "--summarizer",
+                &cmd,
+            ],
+        );
+        assert_eq!(got["firstKeptEntryId"], prep["firstKeptEntryId"]);
+        assert_eq!(got["tokensBefore"], prep["tokensBefore"]);
+        assert_eq!(got["details"], prep["details"]);
+        // The command got pi's prompts: the history (unless empty) and, for a split turn, the
+        // turn prefix.
+        let ps = prompts_of(&prompts);
+        let split = prep["isSplitTurn"] == true
+            && !prep["turnPrefixMessages"].as_array().unwrap().is_empty();
+        let history = !prep["messagesToSummarize"].as_array().unwrap().is_empty();
+        assert_eq!(
+            ps.len(),
+            usize::from(history || !split) + usize::from(split)
+        );
+        if history || !split {
+            let conv = format!(
+                "<conversation>\n{}\n</conversation>\n\n",
+                prep["serializedHistory"].as_str().unwrap()
+            );
+            assert!(ps[0].starts_with(&conv), "history prompt:\n{}", ps[0]);
+            assert!(ps[0].contains("Use this EXACT format:"));
+            let system = std::fs::read_to_string(prompts.with_extension("system")).unwrap();
+            assert!(
+                system.starts_with("You are a context summarization assistant."),
+                "{system}"
+            );
+        }
+        if split {
+            let conv = format!(
+                "# Conversation\n{}\n\n# Instructions\n",
+                prep["serializedTurnPrefix"].as_str().unwrap()
+            );
+            assert!(ps.last().unwrap().starts_with(&conv));
+        }
+        let summary = got["summary"].as_str().unwrap();
+        assert!(
+            summary.starts_with("## Goal\nScripted summary."),
+            "{summary}"
+        );
+        assert!(summary.ends_with(prep["fileListSuffix"].as_str().unwrap()));
+        // pi loads the file with the compaction as its leaf, and computes the same context,
+        // which starts with the summary and keeps the first kept entry.
+        let load = oracle(&["load", f]);
+        assert_eq!(load["leafId"], got["compactionId"]);
+        let last = load["entries"].as_array().unwrap().last().unwrap();
+        assert_eq!(last["type"], "compaction");
+        assert_eq!(last["summary"], got["summary"]);
+        assert_eq!(last["fromHook"], false);
+        let ctx = context_matches_oracle(&env, &file);
+        let msgs = ctx["messages"].as_array().unwrap();
+        assert!(
+            msgs.iter()
+                .any(|m| m["role"] == "compactionSummary" && m["summary"] == got["summary"])
+        );
+        assert!(
+            ctx["entryIds"]
+                .as_array()
+                .unwrap()
+                .contains(&prep["firstKeptEntryId"])
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}
+
+#[test]
+fn navigate_summarize_appends_pis_branch_summary_and_pi_agrees() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let (cmd, prompts) = summarizer_script(dir);
+    let file = dir.join("s.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    let f = file.to_str().unwrap();
+    let (old, target) = ("5ddf36d3", "bf0418f2");
+    let want = oracle(&["branch-summary", f, old, target, "--full"]);
+    let got = run_json(
+        &env,
+        &[
+            "--json",
+            "navigate",
+            f,
+            target,
+            "--summarize",
+            "--summarizer",
+            &cmd,
+        ],
+    );
+    let ps = prompts_of(&prompts);
+    assert_eq!(ps.len(), 1);
+    let conv = format!(
+        "<conversation>\n{}\n</conversation>\n\n",
+        want["serialized"].as_str().unwrap()
+    );
+    assert!(ps[0].starts_with(&conv));
+    let summary = got["summary"].as_str().unwrap();
+    assert_eq!(
+        summary,
+        format!(
+            "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n## Goal\nScripted summary.{}",
+            want["fileListSuffix"].as_str().unwrap()
+        )
+    );
+    assert_eq!(got["details"]["readFiles"], want["readFiles"]);
+    assert_eq!(got["details"]["modifiedFiles"], want["modifiedFiles"]);
+    assert_eq!(got["fromId"], old);
+    let load = oracle(&["load", f]);
+    let last = load["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["type"], "branch_summary");
+    assert_eq!(load["leafId"], last["id"]);
+    assert_eq!(last["fromId"], old);
+    assert_eq!(last["fromHook"], false);
+    // The target is not a user message, so the summary hangs off the target itself.
+    assert_eq!(last["parentId"], target);
+    context_matches_oracle(&env, &file);
+    // Without a summarizer: the extractive summary, marked as such.
+    let got = run_json(&env, &["--json", "navigate", f, "5ddf36d3", "--summarize"]);
+    assert!(
+        got["summary"]
+            .as_str()
+            .unwrap()
+            .contains("(Extractive summary written by pisess without a model")
+    );
+    context_matches_oracle(&env, &file);
+}
+
+#[test]
+fn a_failing_summarizer_or_an_unwritable_file_writes_nothing() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let file = dir.join("s.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    let f = file.to_str().unwrap();
+    let before = std::fs::read(&file).unwrap();
+    // Import once, so the store has the session.
+    run_json(&env, &["--json", "context", f]);
+    let stored = stored_entries(&env);
+    for args in [
+        vec!["compact", f, "--keep", "1000", "--summarizer", "exit 3"],
+        vec!["compact", f, "--keep", "1000", "--summarizer", "true"],
+        vec![
+            "compact",
+            f,
+            "--keep",
+            "1000",
+            "--summarizer",
+            "printf '\\377'",
+        ],
+        vec![
+            "navigate",
+            f,
+            "bf0418f2",
+            "--summarize",
+            "--summarizer",
+            "cat >/dev/null; exit 1",
+        ],
+    ] {
+        let out = env.pisess().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("summarizer"), "{args:?}: {err}");
+        assert!(err.contains("nothing was written"), "{err}");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            before,
+            "{args:?}: file changed"
+        );
+        assert_eq!(stored_entries(&env), stored, "{args:?}: store changed");
+    }
+    // Nothing to summarise: exit 1, nothing written.
+    let out = env
+        .pisess()
+        .args(["navigate", f, "@leaf", "--summarize"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing written"));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    // The environment variable is the default summarizer.
+    let out = env
+        .pisess()
+        .env("PISESS_SUMMARIZER", "exit 4")
+        .args(["compact", f, "--keep", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exit 4"));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    // A file that cannot be written: read-only, or (for root, whom permissions do not bind)
+    // immutable where `chattr +i` works.
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let root_user = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let locked = if root_user {
+        Immutable::set(&file)
+    } else {
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
+        None
+    };
+    if root_user && locked.is_none() {
+        eprintln!("chattr +i is not available here: the unwritable-file case is not run");
+        return;
+    }
+    let out = env
+        .pisess()
+        .args(["compact", f, "--keep", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot write"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    assert_eq!(stored_entries(&env), stored);
+    drop(locked);
+}
+
+/// `chattr +i` on a file, undone on drop.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn set(p: &Path) -> Option<Self> {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(p)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Self(p.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// `compact` killed (SIGKILL) at random moments: the file is always either untouched or has
+/// exactly one more line, a complete compaction; the store stays consistent and, after the next
+/// import, equals the file.
+#[test]
+fn a_killed_compact_leaves_the_file_whole_and_the_store_consistent() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let src = fixture("sessions/04-many-branches.jsonl");
+    let orig = std::fs::read(&src).unwrap();
+    let mut rng = crate::common::Rng(0x5eed_0fc0_ffee);
+    let (mut untouched, mut appended) = (0, 0);
+    for i in 0..24 {
+        let file = dir.join(format!("k{i}.jsonl"));
+        std::fs::write(&file, &orig).unwrap();
+        let f = file.to_str().unwrap();
+        // Import first, so the kill lands in the compaction, not in the first import.
+        run_json(&env, &["--json", "context", f]);
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+            .env_clear()
+            .env("HOME", dir)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PISESS_STORE", dir.join("store.redb"))
+            .args(["compact", f, "--keep", "1000"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(rng.below(60)));
+        let _ = child.kill();
+        let _ = child.wait();
+        let now = std::fs::read(&file).unwrap();
+        if now == orig {
+            untouched += 1;
+        } else {
+            assert!(now.starts_with(&orig), "run {i}: the old bytes changed");
+            let tail = std::str::from_utf8(&now[orig.len()..]).unwrap();
+            assert!(
+                tail.ends_with('\n') && tail.matches('\n').count() == 1,
+                "run {i}"
+            );
+            let v: Value = serde_json::from_str(tail).unwrap();
+            assert_eq!(v["type"], "compaction", "run {i}");
+            appended += 1;
+        }
+        let out = env.pisess().arg("verify").output().unwrap();
+        assert!(
+            out.status.success(),
+            "run {i}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let out = env.pisess().args(["export", f]).output().unwrap();
+        assert_eq!(
+            out.stdout, now,
+            "run {i}: store and file differ after re-import"
+        );
+    }
+    eprintln!("killed compact: {untouched} untouched, {appended} appended");
+}

@@ -1,0 +1,309 @@
+//! pi's `createBranchedSession` (spec §8): the path root → an entry as a new session.
+//!
+//! Invariants:
+//! - entry ids are preserved; every `label` entry of the path is dropped and the remaining
+//!   entries are re-chained (each `parentId` names the kept entry before it, the first `null`),
+//!   keeping each entry's key order (a missing `parentId` key is added last, as a JavaScript
+//!   spread does);
+//! - a compaction whose `firstKeptEntryId` named a dropped label is redirected to the kept entry
+//!   that followed that label; one that names itself is left alone;
+//! - the labels in force ([`LabelState`], pi's label map: all entries in file order, insertion
+//!   order of the map, the time each label was last set) whose target is kept are re-created as
+//!   fresh `label` entries chained after the last kept entry, with new 8-hex ids that collide
+//!   with no id of the new session;
+//! - nothing here touches a file; [`crate::agent::writer`] writes the result.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::js::truthy;
+use super::path::{id_of, type_of};
+use crate::error::StoreError;
+use crate::graph::Snapshot;
+use crate::ids::{EntryKey, SessionKey};
+
+/// One label in force, as pi's `labelsById` / `labelTimestampsById` hold it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelState {
+    /// The labelled entry's id (`targetId` as written; non-strings never match an entry).
+    pub target: Value,
+    /// The label (truthy).
+    pub label: Value,
+    /// The `timestamp` of the label entry that last set it (`None` when that entry had none).
+    pub timestamp: Option<Value>,
+}
+
+/// pi's label map after reading `entries` in file order: a truthy `label` sets (a target seen
+/// before keeps its place), a falsy one deletes.
+#[derive(Debug, Default, Clone)]
+pub struct LabelMap {
+    order: Vec<LabelState>,
+}
+
+impl LabelMap {
+    /// Feeds one entry (any record of the file, in file order).
+    pub fn add(&mut self, entry: &Value) {
+        if type_of(entry) != Some("label") {
+            return;
+        }
+        let target = entry.get("targetId").cloned().unwrap_or(Value::Null);
+        let pos = self.order.iter().position(|l| l.target == target);
+        let label = entry.get("label");
+        if truthy(label) {
+            let state = LabelState {
+                target,
+                label: label.cloned().unwrap_or(Value::Null),
+                timestamp: entry.get("timestamp").cloned(),
+            };
+            match pos {
+                Some(i) => self.order[i] = state,
+                None => self.order.push(state),
+            }
+        } else if let Some(i) = pos {
+            self.order.remove(i);
+        }
+    }
+
+    /// The labels in force, in the map's insertion order.
+    pub fn labels(&self) -> &[LabelState] {
+        &self.order
+    }
+}
+
+/// A fresh 8-hex entry id (the first 8 characters of a random v4 UUID) that `taken` does not
+/// hold; after 100 collisions the whole UUID, as pi does (spec §1.4).
+pub fn generate_id(mut taken: impl FnMut(&str) -> bool) -> String {
+    for _ in 0..100 {
+        let u = uuid::Uuid::new_v4().to_string();
+        let id = u.get(..8).unwrap_or(&u).to_owned();
+        if !taken(&id) {
+            return id;
+        }
+    }
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// The entries of the branched session (header excluded), in file order: the path without its
+/// labels, re-chained, then the re-created labels.
+pub fn branched_entries(path: &[&Value], labels: &[LabelState]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(path.len() + labels.len());
+    let mut replacement: HashMap<String, String> = HashMap::new();
+    let mut pending: Vec<String> = Vec::new();
+    let mut parent = Value::Null;
+    for &e in path {
+        if type_of(e) == Some("label") {
+            if let Some(id) = id_of(e) {
+                pending.push(id.to_owned());
+            }
+            continue;
+        }
+        let id = id_of(e).map(str::to_owned);
+        if let Some(id) = &id {
+            for l in pending.drain(..) {
+                replacement.insert(l, id.clone());
+            }
+        }
+        pending.clear();
+        let mut v = e.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("parentId".into(), parent.clone());
+            if type_of(e) == Some("compaction")
+                && let Some(fk) = e.get("firstKeptEntryId").and_then(Value::as_str)
+                && Some(fk) != id.as_deref()
+                && let Some(to) = replacement.get(fk)
+            {
+                o.insert("firstKeptEntryId".into(), to.clone().into());
+            }
+        }
+        out.push(v);
+        parent = id.map_or(Value::Null, Value::from);
+    }
+    let mut taken: HashSet<String> = out.iter().filter_map(id_of).map(str::to_owned).collect();
+    let kept = taken.clone();
+    for l in labels {
+        let Some(target) = l.target.as_str() else {
+            continue;
+        };
+        if !kept.contains(target) {
+            continue;
+        }
+        let id = generate_id(|c| taken.contains(c));
+        taken.insert(id.clone());
+        let mut o = Map::new();
+        o.insert("type".into(), "label".into());
+        o.insert("id".into(), id.clone().into());
+        o.insert("parentId".into(), parent.clone());
+        if let Some(t) = &l.timestamp {
+            o.insert("timestamp".into(), t.clone());
+        }
+        o.insert("targetId".into(), target.into());
+        o.insert("label".into(), l.label.clone());
+        out.push(Value::Object(o));
+        parent = id.into();
+    }
+    out
+}
+
+/// Whether entries hold a `message` with role `user` or `assistant` (pi writes a session file
+/// only from then on).
+pub fn has_conversation<'v>(entries: impl IntoIterator<Item = &'v Value>) -> bool {
+    entries.into_iter().any(|e| {
+        type_of(e) == Some("message")
+            && matches!(
+                e.get("message")
+                    .and_then(|m| m.get("role"))
+                    .and_then(Value::as_str),
+                Some("user" | "assistant")
+            )
+    })
+}
+
+/// The header pi writes for a new session: `type, version, id, timestamp, cwd` and
+/// `parentSession` when given.
+pub fn new_header(id: &str, timestamp: &str, cwd: &str, parent_session: Option<&str>) -> Value {
+    let mut o = Map::new();
+    o.insert("type".into(), "session".into());
+    o.insert("version".into(), 3.into());
+    o.insert("id".into(), id.into());
+    o.insert("timestamp".into(), timestamp.into());
+    o.insert("cwd".into(), cwd.into());
+    if let Some(p) = parent_session {
+        o.insert("parentSession".into(), p.into());
+    }
+    Value::Object(o)
+}
+
+/// Node's `path.resolve(p)` on POSIX, lexically: relative paths (and `""`) against `base`,
+/// `.` and `..` segments folded, repeated and trailing slashes removed.
+pub fn resolve_path(p: &str, base: &str) -> String {
+    let joined = if p.starts_with('/') {
+        p.to_owned()
+    } else {
+        format!("{base}/{p}")
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in joined.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// A branched session ready to write: its header, its entries and the file name pi gives it.
+#[derive(Debug, Clone)]
+pub struct BranchedSession {
+    /// The new header (`parentSession` = the source file).
+    pub header: Value,
+    /// The entries, in file order.
+    pub entries: Vec<Value>,
+    /// `<timestamp>_<session id>.jsonl`.
+    pub file_name: String,
+    /// Whether pi would write the file now (the entries hold a user or assistant message).
+    pub has_conversation: bool,
+}
+
+/// pi's label map of a stored session: every record in file order (read only when the
+/// session has a label in force).
+pub fn stored_label_map(snap: &Snapshot, s: SessionKey) -> Result<LabelMap, StoreError> {
+    let mut map = LabelMap::default();
+    if snap.labels(s)?.is_empty() {
+        return Ok(map);
+    }
+    for row in snap.rows(s)? {
+        let text = snap
+            .with_entry(row, |a| {
+                a.json_text()
+                    .filter(|t| t.contains("label"))
+                    .map(std::borrow::Cow::into_owned)
+            })?
+            .flatten();
+        if let Some(v) = text.and_then(|t| serde_json::from_str::<Value>(&t).ok()) {
+            map.add(&v);
+        }
+    }
+    Ok(map)
+}
+
+/// `createBranchedSession(leaf)` of a stored session: the path root → `leaf` without labels,
+/// re-chained, the labels in force re-created, under a new v3 header (new UUIDv7 id, the time
+/// now, the source's `cwd` resolved, `parentSession` = the source file).
+pub fn branched_session(
+    snap: &Snapshot,
+    s: SessionKey,
+    leaf: EntryKey,
+) -> Result<BranchedSession, StoreError> {
+    let rec = snap
+        .session(s)?
+        .ok_or_else(|| StoreError::Inconsistent(format!("no session {s}")))?;
+    let mut path = Vec::new();
+    for e in snap.path_to_root(leaf)? {
+        let text = snap
+            .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))?
+            .flatten()
+            .ok_or_else(|| StoreError::Inconsistent(format!("entry {e} has no JSON text")))?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|err| StoreError::Inconsistent(format!("entry {e} does not parse: {err}")))?;
+        path.push(v);
+    }
+    let refs: Vec<&Value> = path.iter().collect();
+    let labels = stored_label_map(snap, s)?;
+    let entries = branched_entries(&refs, labels.labels());
+    let id = uuid::Uuid::now_v7().to_string();
+    let (ts, _) = super::writer::now();
+    let base = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "/".to_owned());
+    let cwd = resolve_path(&rec.cwd, &base);
+    let header = new_header(&id, &ts, &cwd, Some(&rec.path));
+    Ok(BranchedSession {
+        file_name: pisess_formats::layout::session_file_name(&ts, &id),
+        has_conversation: has_conversation(&entries),
+        header,
+        entries,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn labels_follow_pi_map_order_and_deletion() {
+        let mut m = LabelMap::default();
+        for e in [
+            json!({"type":"label","targetId":"a","label":"x","timestamp":"t1"}),
+            json!({"type":"label","targetId":"b","label":"y","timestamp":"t2"}),
+            json!({"type":"label","targetId":"a","label":"z","timestamp":"t3"}),
+            json!({"type":"label","targetId":"b"}),
+            json!({"type":"label","targetId":"b","label":"w","timestamp":"t4"}),
+        ] {
+            m.add(&e);
+        }
+        let got: Vec<_> = m
+            .labels()
+            .iter()
+            .map(|l| (l.target.clone(), l.label.clone(), l.timestamp.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (json!("a"), json!("z"), Some(json!("t3"))),
+                (json!("b"), json!("w"), Some(json!("t4")))
+            ]
+        );
+    }
+
+    #[test]
+    fn resolve_is_lexical() {
+        assert_eq!(resolve_path("/a/b/../c/", "/x"), "/a/c");
+        assert_eq!(resolve_path("", "/x/y"), "/x/y");
+        assert_eq!(resolve_path("q", "/x"), "/x/q");
+    }
+}

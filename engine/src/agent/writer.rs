@@ -1,0 +1,1000 @@
+//! A session writer with pi's `SessionManager` semantics (spec §1.3, §1.4, §3, §8), over the
+//! session's JSONL file **and** the store.
+//!
+//! Invariants:
+//! - every entry is built with pi's key order and written as `JSON.stringify` would
+//!   ([`pisess_formats::js::to_string`]); ids are fresh 8-hex ids unique in the session;
+//! - a new session stays in memory until it holds a `user` or `assistant` message; then its
+//!   header and every pending entry are written at once, into a file that did not exist (temp
+//!   file in the same folder, fsync, hard link to the final name — which fails if the name is
+//!   taken —, fsync of the folder);
+//! - every later entry is one line appended to the file (write + fsync) and then imported into
+//!   the store ([`Store::import_file`], which reads only the new lines); if the append or the
+//!   import fails, the file is put back as it was (truncated, its torn tail restored) and the
+//!   writer's state (leaf, pending entries) is unchanged: the file and the store are either
+//!   both updated or both left alone;
+//! - before the first append to a file whose last line has no newline (a torn write), the tail
+//!   is repaired as pi's issue #8345 asks: a complete record gets its newline, the complete
+//!   records of a line with a torn fragment are kept one per line and the fragment is dropped
+//!   (pi would glue the next entry onto the fragment and lose both);
+//! - the leaf lives in the writer, as in pi: [`SessionWriter::branch`] moves it without writing
+//!   anything; a reopened file resumes at its last entry.
+//!
+//! Nothing here holds a lock on the file: like pi, one writer per session file at a time.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Map, Value};
+
+use super::fork::{generate_id, has_conversation, new_header};
+use super::path::{id_of, type_of};
+use super::project::{current_system_message, project};
+use crate::error::StoreError;
+use crate::graph::Snapshot;
+use crate::ids::SessionKey;
+use crate::store::Store;
+
+/// Why a write failed. Nothing was written when this is returned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Reading or writing the session file failed.
+    #[error("cannot write {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The store did not take the written file; the file was put back as it was.
+    #[error("the store refused {}: {message}", path.display())]
+    Import {
+        /// The file.
+        path: PathBuf,
+        /// What the import said.
+        message: String,
+    },
+    /// An entry id that the session does not hold.
+    #[error("entry {0} not found")]
+    NotFound(String),
+    /// A context edit of an entry that is not on the active branch.
+    #[error("entry {0} is not on the active branch")]
+    NotOnBranch(String),
+    /// A context edit of an entry that gives the model no editable content.
+    #[error("entry {0} does not contribute editable model content")]
+    NotEditable(String),
+    /// A context edit replacement that is neither `null` nor `{content: string | array}`.
+    #[error("context edit replacement must be null or contain string/array content")]
+    BadReplacement,
+    /// A session id that pi would refuse.
+    #[error(
+        "session id {0:?} must be non-empty, contain only alphanumeric characters, '-', '_', \
+         and '.', and start and end with an alphanumeric character"
+    )]
+    BadSessionId(String),
+    /// The file is not a session the store holds.
+    #[error("{} is not an imported pi session", .0.display())]
+    NotASession(PathBuf),
+    /// A write failed and putting the file back failed too: its last line may be the new,
+    /// unimported entry (the store did not change).
+    #[error("{cause}; and {} could not be put back as it was", path.display())]
+    RollbackFailed {
+        /// The file.
+        path: PathBuf,
+        /// What failed first.
+        cause: String,
+        /// Why the file could not be put back.
+        source: io::Error,
+    },
+    /// A v1/v2 file: pi rewrites it as v3 before its first append; pisess does not write
+    /// into it (its stored, migrated ids are not the file's).
+    #[error("{} is a version {version} session file; appending needs a v3 file", path.display())]
+    Legacy {
+        /// The file.
+        path: PathBuf,
+        /// Its header's version.
+        version: f64,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> WriteError + '_ {
+    move |source| WriteError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+#[derive(Debug)]
+enum State {
+    /// Not written yet: the header and the entries so far.
+    Pending { header: Value, entries: Vec<Value> },
+    /// On disk and in the store.
+    Flushed { key: SessionKey },
+}
+
+/// Writes one pi session, keeping its file and the store in step.
+#[derive(Debug)]
+pub struct SessionWriter<'s> {
+    store: &'s Store,
+    file: PathBuf,
+    state: State,
+    leaf: Option<String>,
+}
+
+/// The current time as pi writes it (`new Date().toISOString()`) and in milliseconds.
+pub fn now() -> (String, i64) {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    (crate::export::ms_to_iso(ms), ms)
+}
+
+/// pi's rule for a caller-supplied session id (spec §1.4).
+pub fn valid_session_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    let ok = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-');
+    !b.is_empty()
+        && b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric)
+        && b.iter().all(ok)
+}
+
+/// pi's folder for the sessions of a working directory (spec §1.2): `$PI_CODING_AGENT_SESSION_DIR`
+/// as it is (tilde expanded), else `<agent dir>/sessions/--<cwd>--` with the agent dir
+/// `$PI_CODING_AGENT_DIR` or `~/.pi/agent`. `cwd` should be resolved (absolute).
+pub fn pi_session_dir(cwd: &str) -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(d);
+        return Some(match (p.strip_prefix("~"), std::env::var_os("HOME")) {
+            (Ok(rest), Some(h)) => Path::new(&h).join(rest),
+            _ => p,
+        });
+    }
+    pisess_formats::layout::agent_dir().map(|a| {
+        a.join("sessions")
+            .join(pisess_formats::layout::project_dir_name(cwd))
+    })
+}
+
+impl<'s> SessionWriter<'s> {
+    /// A new session in `dir` (pi's `newSession`): a v3 header with a new UUIDv7 id (or `id`),
+    /// the time now, `cwd` and `parentSession`; the file
+    /// `<dir>/<timestamp with ':' and '.' as '-'>_<id>.jsonl` is written once the first user
+    /// or assistant message is appended.
+    pub fn create(
+        store: &'s Store,
+        dir: &Path,
+        cwd: &str,
+        id: Option<&str>,
+        parent_session: Option<&str>,
+    ) -> Result<Self, WriteError> {
+        let id = match id {
+            Some(i) if !valid_session_id(i) => return Err(WriteError::BadSessionId(i.to_owned())),
+            Some(i) => i.to_owned(),
+            None => uuid::Uuid::now_v7().to_string(),
+        };
+        let (ts, _) = now();
+        let header = new_header(&id, &ts, cwd, parent_session);
+        let file = dir.join(pisess_formats::layout::session_file_name(&ts, &id));
+        Ok(Self {
+            store,
+            file,
+            state: State::Pending {
+                header,
+                entries: Vec::new(),
+            },
+            leaf: None,
+        })
+    }
+
+    /// A new session for working directory `cwd` (resolved against the current directory, as
+    /// pi resolves it) in pi's folder for it ([`pi_session_dir`]).
+    pub fn create_for_cwd(
+        store: &'s Store,
+        cwd: &str,
+        id: Option<&str>,
+        parent_session: Option<&str>,
+    ) -> Result<Self, WriteError> {
+        let base = std::env::current_dir()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "/".to_owned());
+        let cwd = super::fork::resolve_path(cwd, &base);
+        let dir = pi_session_dir(&cwd).ok_or_else(|| WriteError::Io {
+            path: PathBuf::from("~/.pi/agent/sessions"),
+            source: io::Error::new(io::ErrorKind::NotFound, "HOME is not set"),
+        })?;
+        Self::create(store, &dir, &cwd, id, parent_session)
+    }
+
+    /// A new session made of `header` and `entries` as they are (a fork, a clone): written to
+    /// `file` at once when the entries hold a conversation, else kept pending like pi. The leaf
+    /// is the last entry.
+    pub fn create_with(
+        store: &'s Store,
+        file: &Path,
+        header: Value,
+        entries: Vec<Value>,
+    ) -> Result<Self, WriteError> {
+        let leaf = entries.last().and_then(id_of).map(str::to_owned);
+        let mut w = Self {
+            store,
+            file: file.to_path_buf(),
+            state: State::Pending { header, entries },
+            leaf,
+        };
+        w.flush_if_conversation()?;
+        Ok(w)
+    }
+
+    /// Opens an existing session file (imported into the store first); the leaf is pi's, the
+    /// last entry of the file. A v1/v2 file is refused ([`WriteError::Legacy`]): migrate it
+    /// first (`pisess migrate --in-place`).
+    pub fn open(store: &'s Store, file: &Path) -> Result<Self, WriteError> {
+        let report = store.import_file(file)?;
+        if let Some(message) = report.error {
+            return Err(WriteError::Import {
+                path: file.to_path_buf(),
+                message,
+            });
+        }
+        let key = report
+            .session
+            .ok_or_else(|| WriteError::NotASession(file.to_path_buf()))?;
+        let snap = store.snapshot()?;
+        let version = snap.session(key)?.map_or(3.0, |r| r.version);
+        if version < 3.0 {
+            return Err(WriteError::Legacy {
+                path: file.to_path_buf(),
+                version,
+            });
+        }
+        let leaf = match snap.leaf(key)? {
+            Some(e) => snap.entry_id(e)?,
+            None => None,
+        };
+        Ok(Self {
+            store,
+            file: file.to_path_buf(),
+            state: State::Flushed { key },
+            leaf,
+        })
+    }
+
+    /// The session file (it may not exist yet).
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// The session in the store, once the file is written.
+    pub fn session_key(&self) -> Option<SessionKey> {
+        match self.state {
+            State::Flushed { key } => Some(key),
+            State::Pending { .. } => None,
+        }
+    }
+
+    /// Whether the file has been written.
+    pub fn is_flushed(&self) -> bool {
+        matches!(self.state, State::Flushed { .. })
+    }
+
+    /// The current leaf (`None`: the next entry is a new root).
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.as_deref()
+    }
+
+    // ---- reading ------------------------------------------------------------------------
+
+    /// Whether the session holds an entry with this id.
+    pub fn has_entry(&self, id: &str) -> Result<bool, WriteError> {
+        match &self.state {
+            State::Pending { entries, .. } => Ok(entries.iter().any(|e| id_of(e) == Some(id))),
+            State::Flushed { key } => Ok(self.store.snapshot()?.entry_by_id(*key, id)?.is_some()),
+        }
+    }
+
+    /// The entry with this id (the last one in file order, as pi's index keeps it).
+    pub fn entry(&self, id: &str) -> Result<Option<Value>, WriteError> {
+        match &self.state {
+            State::Pending { entries, .. } => {
+                Ok(entries.iter().rev().find(|e| id_of(e) == Some(id)).cloned())
+            }
+            State::Flushed { key } => {
+                let snap = self.store.snapshot()?;
+                match snap.entry_by_id(*key, id)? {
+                    Some(e) => Ok(Some(stored_value(&snap, e)?)),
+                    None => Ok(None),
+                }
+            }
+        }
+    }
+
+    /// The path root → `id` (pi's `getBranch(id)`), empty for `None` or an unknown id.
+    pub fn branch_entries(&self, id: Option<&str>) -> Result<Vec<Value>, WriteError> {
+        let Some(id) = id else {
+            return Ok(Vec::new());
+        };
+        match &self.state {
+            State::Pending { entries, .. } => {
+                let index = super::path::EntryIndex::new(entries);
+                // A cycle cannot be built through this writer; treat one as an empty path.
+                Ok(index
+                    .branch(id)
+                    .map(|p| p.into_iter().cloned().collect())
+                    .unwrap_or_default())
+            }
+            State::Flushed { key } => {
+                let snap = self.store.snapshot()?;
+                let Some(e) = snap.entry_by_id(*key, id)? else {
+                    return Ok(Vec::new());
+                };
+                snap.path_to_root(e)?
+                    .into_iter()
+                    .map(|k| stored_value(&snap, k))
+                    .collect()
+            }
+        }
+    }
+
+    // ---- appending ----------------------------------------------------------------------
+
+    fn base(&self, kind: &str) -> Result<(Map<String, Value>, String), WriteError> {
+        let id = self.new_id()?;
+        let mut o = Map::new();
+        o.insert("type".into(), kind.into());
+        o.insert("id".into(), id.clone().into());
+        o.insert("parentId".into(), self.leaf_value());
+        o.insert("timestamp".into(), now().0.into());
+        Ok((o, id))
+    }
+
+    fn leaf_value(&self) -> Value {
+        self.leaf.clone().map_or(Value::Null, Value::from)
+    }
+
+    fn new_id(&self) -> Result<String, WriteError> {
+        match &self.state {
+            State::Pending { entries, .. } => {
+                Ok(generate_id(|c| entries.iter().any(|e| id_of(e) == Some(c))))
+            }
+            State::Flushed { key } => {
+                let snap = self.store.snapshot()?;
+                let mut err = None;
+                let id = generate_id(|c| match snap.entry_by_id(*key, c) {
+                    Ok(found) => found.is_some(),
+                    Err(e) => {
+                        err = Some(e);
+                        true
+                    }
+                });
+                match err {
+                    Some(e) => Err(e.into()),
+                    None => Ok(id),
+                }
+            }
+        }
+    }
+
+    /// `appendMessage`: a `message` entry. Returns its id.
+    pub fn append_message(&mut self, message: Value) -> Result<String, WriteError> {
+        let (mut o, id) = self.base("message")?;
+        o.insert("message".into(), message);
+        self.commit(o, id)
+    }
+
+    /// `appendThinkingLevelChange`.
+    pub fn append_thinking_level_change(&mut self, level: &str) -> Result<String, WriteError> {
+        let (mut o, id) = self.base("thinking_level_change")?;
+        o.insert("thinkingLevel".into(), level.into());
+        self.commit(o, id)
+    }
+
+    /// `appendModelChange`.
+    pub fn append_model_change(
+        &mut self,
+        provider: &str,
+        model_id: &str,
+    ) -> Result<String, WriteError> {
+        let (mut o, id) = self.base("model_change")?;
+        o.insert("provider".into(), provider.into());
+        o.insert("modelId".into(), model_id.into());
+        self.commit(o, id)
+    }
+
+    /// `appendUsage` (`note` only when non-empty).
+    pub fn append_usage(
+        &mut self,
+        kind: &str,
+        provider: &str,
+        model: &str,
+        usage: Value,
+        note: Option<&str>,
+    ) -> Result<String, WriteError> {
+        let (mut o, id) = self.base("usage")?;
+        o.insert("kind".into(), kind.into());
+        o.insert("provider".into(), provider.into());
+        o.insert("model".into(), model.into());
+        o.insert("usage".into(), usage);
+        if let Some(n) = note.filter(|n| !n.is_empty()) {
+            o.insert("note".into(), n.into());
+        }
+        self.commit(o, id)
+    }
+
+    /// `appendCompaction`: `firstKeptEntryId` defaults to the compaction's own id; the system
+    /// message in force at the leaf is stored as `systemMessage` with the compaction's time.
+    pub fn append_compaction(
+        &mut self,
+        summary: &str,
+        first_kept_entry_id: Option<&str>,
+        tokens_before: Value,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+        usage: Option<Value>,
+    ) -> Result<String, WriteError> {
+        let path = self.branch_entries(self.leaf.as_deref())?;
+        let refs: Vec<&Value> = path.iter().collect();
+        let system = current_system_message(project(&refs).messages());
+        let (mut o, id) = self.base("compaction")?;
+        let ms = o
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(crate::import::iso_to_ms)
+            .unwrap_or(0);
+        o.insert("summary".into(), summary.into());
+        o.insert(
+            "firstKeptEntryId".into(),
+            first_kept_entry_id.unwrap_or(&id).into(),
+        );
+        o.insert("tokensBefore".into(), tokens_before);
+        insert_some(&mut o, "details", details);
+        insert_some(&mut o, "usage", usage);
+        insert_some(&mut o, "fromHook", from_hook.map(Value::from));
+        if let Some(Value::Object(mut s)) = system {
+            s.insert("timestamp".into(), ms.into());
+            o.insert("systemMessage".into(), Value::Object(s));
+        }
+        self.commit(o, id)
+    }
+
+    /// `appendCustomEntry` (key order `type, customType, data, id, parentId, timestamp`).
+    pub fn append_custom_entry(
+        &mut self,
+        custom_type: &str,
+        data: Option<Value>,
+    ) -> Result<String, WriteError> {
+        let id = self.new_id()?;
+        let mut o = Map::new();
+        o.insert("type".into(), "custom".into());
+        o.insert("customType".into(), custom_type.into());
+        insert_some(&mut o, "data", data);
+        o.insert("id".into(), id.clone().into());
+        o.insert("parentId".into(), self.leaf_value());
+        o.insert("timestamp".into(), now().0.into());
+        self.commit(o, id)
+    }
+
+    /// `appendSessionInfo`: runs of CR/LF become one space, then the name is trimmed.
+    pub fn append_session_info(&mut self, name: &str) -> Result<String, WriteError> {
+        let mut clean = String::with_capacity(name.len());
+        let mut in_break = false;
+        for c in name.chars() {
+            if c == '\r' || c == '\n' {
+                if !in_break {
+                    clean.push(' ');
+                }
+                in_break = true;
+            } else {
+                clean.push(c);
+                in_break = false;
+            }
+        }
+        let (mut o, id) = self.base("session_info")?;
+        o.insert("name".into(), js_trim(&clean).into());
+        self.commit(o, id)
+    }
+
+    /// `appendCustomMessageEntry` (key order `type, customType, content, display, details, id,
+    /// parentId, timestamp`).
+    pub fn append_custom_message(
+        &mut self,
+        custom_type: &str,
+        content: Value,
+        display: bool,
+        details: Option<Value>,
+    ) -> Result<String, WriteError> {
+        let id = self.new_id()?;
+        let mut o = Map::new();
+        o.insert("type".into(), "custom_message".into());
+        o.insert("customType".into(), custom_type.into());
+        o.insert("content".into(), content);
+        o.insert("display".into(), display.into());
+        insert_some(&mut o, "details", details);
+        o.insert("id".into(), id.clone().into());
+        o.insert("parentId".into(), self.leaf_value());
+        o.insert("timestamp".into(), now().0.into());
+        self.commit(o, id)
+    }
+
+    /// `appendContextEdit`, validated as pi validates: the replacement is `null` or has string
+    /// or array `content`; the target exists, is on the active branch and is a
+    /// `custom_message` or a `user`/`assistant`/`toolResult` message. A string replacement of
+    /// an assistant or tool result becomes one text block.
+    pub fn append_context_edit(
+        &mut self,
+        target_id: &str,
+        replacement: Value,
+    ) -> Result<String, WriteError> {
+        let content_ok = match &replacement {
+            Value::Null => true,
+            Value::Object(o) => {
+                matches!(o.get("content"), Some(Value::String(_) | Value::Array(_)))
+            }
+            _ => false,
+        };
+        if !content_ok {
+            return Err(WriteError::BadReplacement);
+        }
+        let target = self
+            .entry(target_id)?
+            .ok_or_else(|| WriteError::NotFound(target_id.to_owned()))?;
+        let on_branch = self
+            .branch_entries(self.leaf.as_deref())?
+            .iter()
+            .any(|e| id_of(e) == Some(target_id));
+        if !on_branch {
+            return Err(WriteError::NotOnBranch(target_id.to_owned()));
+        }
+        let role = target
+            .get("message")
+            .and_then(|m| m.get("role"))
+            .and_then(Value::as_str);
+        let role = match (type_of(&target), role) {
+            (Some("custom_message"), _) => "custom",
+            (Some("message"), Some(r @ ("user" | "assistant" | "toolResult"))) => r,
+            _ => return Err(WriteError::NotEditable(target_id.to_owned())),
+        };
+        let replacement = match (&replacement, role) {
+            (Value::Object(o), "assistant" | "toolResult") => match o.get("content") {
+                Some(Value::String(t)) => {
+                    serde_json::json!({"content": [{"type": "text", "text": t}]})
+                }
+                _ => replacement,
+            },
+            _ => replacement,
+        };
+        let (mut o, id) = self.base("context_edit")?;
+        o.insert("targetId".into(), target_id.into());
+        o.insert("replacement".into(), replacement);
+        self.commit(o, id)
+    }
+
+    /// `appendLabelChange`: sets (`Some` non-empty) or clears a label; the target must exist.
+    pub fn append_label_change(
+        &mut self,
+        target_id: &str,
+        label: Option<&str>,
+    ) -> Result<String, WriteError> {
+        if !self.has_entry(target_id)? {
+            return Err(WriteError::NotFound(target_id.to_owned()));
+        }
+        let (mut o, id) = self.base("label")?;
+        o.insert("targetId".into(), target_id.into());
+        if let Some(l) = label {
+            o.insert("label".into(), l.into());
+        }
+        self.commit(o, id)
+    }
+
+    /// `branch(id)`: moves the leaf (nothing is written).
+    pub fn branch(&mut self, id: &str) -> Result<(), WriteError> {
+        if !self.has_entry(id)? {
+            return Err(WriteError::NotFound(id.to_owned()));
+        }
+        self.leaf = Some(id.to_owned());
+        Ok(())
+    }
+
+    /// `resetLeaf()`: the next entry becomes a new root.
+    pub fn reset_leaf(&mut self) {
+        self.leaf = None;
+    }
+
+    /// `branchWithSummary`: moves the leaf to `branch_from` (`None`: a new root) and appends a
+    /// `branch_summary` there whose `fromId` is the leaf before (or `"root"`).
+    pub fn branch_with_summary(
+        &mut self,
+        branch_from: Option<&str>,
+        summary: &str,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+        usage: Option<Value>,
+    ) -> Result<String, WriteError> {
+        if let Some(b) = branch_from
+            && !self.has_entry(b)?
+        {
+            return Err(WriteError::NotFound(b.to_owned()));
+        }
+        let from_id = self.leaf.clone().unwrap_or_else(|| "root".to_owned());
+        let id = self.new_id()?;
+        let mut o = Map::new();
+        o.insert("type".into(), "branch_summary".into());
+        o.insert("id".into(), id.clone().into());
+        o.insert(
+            "parentId".into(),
+            branch_from.map_or(Value::Null, Value::from),
+        );
+        o.insert("timestamp".into(), now().0.into());
+        o.insert("fromId".into(), from_id.into());
+        o.insert("summary".into(), summary.into());
+        insert_some(&mut o, "details", details);
+        insert_some(&mut o, "usage", usage);
+        insert_some(&mut o, "fromHook", from_hook.map(Value::from));
+        self.commit(o, id)
+    }
+
+    /// pi's tree navigation (`/tree`) to `target`: the new leaf is the target's parent when the
+    /// target is a user message or a custom message (its text goes back to the editor), else
+    /// the target. With a summary, a `branch_summary` (`fromHook: false`, as pi's own summary)
+    /// is appended at the new leaf and its id is returned; without, only the leaf moves and the
+    /// new leaf is returned.
+    pub fn navigate(
+        &mut self,
+        target_id: &str,
+        summary: Option<(&str, Option<Value>)>,
+    ) -> Result<Option<String>, WriteError> {
+        let target = self
+            .entry(target_id)?
+            .ok_or_else(|| WriteError::NotFound(target_id.to_owned()))?;
+        let is_user = type_of(&target) == Some("message")
+            && target
+                .get("message")
+                .and_then(|m| m.get("role"))
+                .and_then(Value::as_str)
+                == Some("user");
+        let new_leaf = if is_user || type_of(&target) == Some("custom_message") {
+            target
+                .get("parentId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        } else {
+            Some(target_id.to_owned())
+        };
+        match summary {
+            Some((text, details)) => {
+                // pi's `/tree` passes `fromExtension` (false for its own summary) as `fromHook`.
+                let id = self.branch_with_summary(
+                    new_leaf.as_deref(),
+                    text,
+                    details,
+                    Some(false),
+                    None,
+                )?;
+                Ok(Some(id))
+            }
+            None => {
+                match &new_leaf {
+                    None => self.reset_leaf(),
+                    Some(l) => self.branch(l)?,
+                }
+                Ok(new_leaf)
+            }
+        }
+    }
+
+    /// Appends a built entry ([`Self::append`]) and returns its id.
+    fn commit(&mut self, o: Map<String, Value>, id: String) -> Result<String, WriteError> {
+        self.append(Value::Object(o), Some(id.clone()))?;
+        Ok(id)
+    }
+
+    /// Adds an entry: to the pending session (written once it holds a conversation) or to the
+    /// file and the store. On failure nothing changed.
+    fn append(&mut self, entry: Value, id: Option<String>) -> Result<(), WriteError> {
+        match &mut self.state {
+            State::Pending { entries, .. } => {
+                entries.push(entry);
+                let before = self.leaf.clone();
+                self.leaf = id;
+                if let Err(e) = self.flush_if_conversation() {
+                    if let State::Pending { entries, .. } = &mut self.state {
+                        entries.pop();
+                    }
+                    self.leaf = before;
+                    return Err(e);
+                }
+                Ok(())
+            }
+            State::Flushed { .. } => {
+                let mut line = pisess_formats::js::to_string(&entry);
+                line.push('\n');
+                let undo = append_repairing(&self.file, line.as_bytes())?;
+                let key = self.import_or_undo(Some(undo))?;
+                self.state = State::Flushed { key };
+                self.leaf = id;
+                Ok(())
+            }
+        }
+    }
+
+    fn flush_if_conversation(&mut self) -> Result<(), WriteError> {
+        let State::Pending { header, entries } = &self.state else {
+            return Ok(());
+        };
+        if !has_conversation(entries) {
+            return Ok(());
+        }
+        let mut bytes = Vec::new();
+        for v in std::iter::once(header).chain(entries.iter()) {
+            bytes.extend_from_slice(pisess_formats::js::to_string(v).as_bytes());
+            bytes.push(b'\n');
+        }
+        create_new_file(&self.file, &bytes).map_err(io_err(&self.file))?;
+        match self.import_or_undo(None) {
+            Ok(key) => {
+                self.state = State::Flushed { key };
+                Ok(())
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&self.file);
+                let _ = sync_dir(&self.file);
+                Err(e)
+            }
+        }
+    }
+
+    /// Imports the file; on failure undoes the append (when given) and reports.
+    fn import_or_undo(&self, undo: Option<Undo>) -> Result<SessionKey, WriteError> {
+        let result = match self.store.import_file(&self.file) {
+            Ok(r) => match (r.error, r.session) {
+                (None, Some(key)) => Ok(key),
+                (Some(message), _) => Err(WriteError::Import {
+                    path: self.file.clone(),
+                    message,
+                }),
+                (None, None) => Err(WriteError::NotASession(self.file.clone())),
+            },
+            Err(e) => Err(e.into()),
+        };
+        // The store did not change (an import commits all or nothing): put the file back.
+        if let (Err(e), Some(u)) = (&result, undo)
+            && let Err(source) = u.restore()
+        {
+            return Err(WriteError::RollbackFailed {
+                path: self.file.clone(),
+                cause: e.to_string(),
+                source,
+            });
+        }
+        result
+    }
+}
+
+/// Sets `k` when the value is given (pi's `undefined` fields are left out of the JSON).
+fn insert_some(o: &mut Map<String, Value>, k: &str, v: Option<Value>) {
+    if let Some(v) = v {
+        o.insert(k.into(), v);
+    }
+}
+
+/// An entry's stored JSON, parsed (key order kept).
+fn stored_value(snap: &Snapshot, e: crate::ids::EntryKey) -> Result<Value, WriteError> {
+    let text = snap
+        .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))?
+        .flatten()
+        .ok_or_else(|| StoreError::Inconsistent(format!("entry {e} has no JSON text")))?;
+    serde_json::from_str(&text)
+        .map_err(|err| StoreError::Inconsistent(format!("entry {e} does not parse: {err}")).into())
+}
+
+/// JavaScript's `String.prototype.trim` (ECMAScript white space and line terminators).
+fn js_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{FEFF}')
+}
+
+// ---- files -------------------------------------------------------------------------------
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Flushes the folder holding `path`.
+pub fn sync_dir(path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    File::open(dir)?.sync_all()
+}
+
+/// Writes `bytes` as a new file at `path`, atomically and only if no file has that name: a
+/// temp file in the same folder, fsync, hard link to `path`, fsync of the folder. Creates the
+/// folder if needed.
+pub fn create_new_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&dir)?;
+    let name = path.file_name().map_or_else(
+        || "session".to_owned(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let tmp = loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".pisess-tmp-{}-{n}-{name}.tmp", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(mut f) => {
+                let written = f.write_all(bytes).and_then(|()| f.sync_all());
+                if let Err(e) = written {
+                    let _ = fs::remove_file(&tmp);
+                    return Err(e);
+                }
+                break tmp;
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    };
+    match fs::hard_link(&tmp, path) {
+        Ok(()) => {
+            let _ = fs::remove_file(&tmp);
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        // A file system without hard links: rename, after checking the name is free (a race
+        // with another writer of the same new name is then possible, as in any rename).
+        Err(_) if !path.exists() => {
+            if let Err(e) = fs::rename(&tmp, path) {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+        }
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+    }
+    sync_dir(path)
+}
+
+/// How to put a file back as it was before [`append_repairing`].
+#[derive(Debug)]
+struct Undo {
+    path: PathBuf,
+    /// Where the repaired tail (or the append) started.
+    at: u64,
+    /// The bytes that were there (the torn tail; empty when there was none).
+    tail: Vec<u8>,
+}
+
+impl Undo {
+    fn restore(&self) -> io::Result<()> {
+        let mut f = OpenOptions::new().write(true).open(&self.path)?;
+        f.set_len(self.at)?;
+        f.seek(SeekFrom::Start(self.at))?;
+        f.write_all(&self.tail)?;
+        f.sync_all()
+    }
+}
+
+/// What to write in place of a last line that has no newline (spec: pi issue #8345).
+///
+/// `None`: nothing to repair. Otherwise the replacement of the tail: the tail plus a newline
+/// when it is one complete record; else each complete record of the line on its own line
+/// (possibly none), the torn fragment dropped.
+pub fn repaired_tail(tail: &[u8]) -> Option<Vec<u8>> {
+    if tail.is_empty() {
+        return None;
+    }
+    let Ok(text) = std::str::from_utf8(tail) else {
+        return Some(Vec::new());
+    };
+    let (values, skipped, error) = pisess_formats::line::split_values(text);
+    if values.len() == 1 && skipped == 0 && error.is_none() {
+        let mut out = tail.to_vec();
+        out.push(b'\n');
+        return Some(out);
+    }
+    let mut out = Vec::new();
+    for (a, b) in values {
+        out.extend_from_slice(&tail[a..b]);
+        out.push(b'\n');
+    }
+    Some(out)
+}
+
+/// Appends `bytes` to the file at `path`, repairing a torn last line first; fsyncs. Returns how
+/// to undo it. On failure the file is put back as it was.
+fn append_repairing(path: &Path, bytes: &[u8]) -> Result<Undo, WriteError> {
+    let err = io_err(path);
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(io_err(path))?;
+    let len = f.metadata().map_err(io_err(path))?.len();
+    let at = last_line_start(&mut f, len).map_err(io_err(path))?;
+    let mut tail = vec![0u8; usize::try_from(len - at).unwrap_or(0)];
+    f.seek(SeekFrom::Start(at)).map_err(io_err(path))?;
+    f.read_exact(&mut tail).map_err(io_err(path))?;
+    let mut out = repaired_tail(&tail).unwrap_or_else(|| tail.clone());
+    out.extend_from_slice(bytes);
+    let undo = Undo {
+        path: path.to_path_buf(),
+        at,
+        tail,
+    };
+    let written = (|| {
+        f.set_len(at)?;
+        f.seek(SeekFrom::Start(at))?;
+        f.write_all(&out)?;
+        f.sync_data()
+    })();
+    if let Err(e) = written {
+        if let Err(source) = undo.restore() {
+            return Err(WriteError::RollbackFailed {
+                path: path.to_path_buf(),
+                cause: format!("cannot write {}: {e}", path.display()),
+                source,
+            });
+        }
+        return Err(err(e));
+    }
+    Ok(undo)
+}
+
+/// The offset just after the file's last `\n` (0 when it has none), reading backwards in
+/// blocks.
+fn last_line_start(f: &mut File, len: u64) -> io::Result<u64> {
+    const BLOCK: u64 = 64 * 1024;
+    let mut end = len;
+    let mut buf = vec![0u8; usize::try_from(BLOCK).unwrap_or(65536)];
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        let n = usize::try_from(end - start).unwrap_or(0);
+        f.seek(SeekFrom::Start(start))?;
+        f.read_exact(&mut buf[..n])?;
+        if let Some(i) = memchr_last(&buf[..n]) {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+fn memchr_last(b: &[u8]) -> Option<usize> {
+    b.iter().rposition(|&c| c == b'\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torn_tails_are_repaired_as_issue_8345_asks() {
+        assert_eq!(repaired_tail(b""), None);
+        assert_eq!(repaired_tail(b"{\"a\":1}").unwrap(), b"{\"a\":1}\n");
+        assert_eq!(repaired_tail(b"{\"type\":\"mess").unwrap(), b"");
+        assert_eq!(
+            repaired_tail(b"{\"a\":1}{\"b\":2}{\"c\":").unwrap(),
+            b"{\"a\":1}\n{\"b\":2}\n"
+        );
+        assert_eq!(repaired_tail(b"\xff\xfe").unwrap(), b"");
+    }
+
+    #[test]
+    fn session_ids_follow_pi() {
+        assert!(valid_session_id("abc"));
+        assert!(valid_session_id("a.b-c_d"));
+        assert!(!valid_session_id(""));
+        assert!(!valid_session_id("-a"));
+        assert!(!valid_session_id("a/b"));
+    }
+}
