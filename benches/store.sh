@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Store benchmarks for issue 3's "Numbers" (runs from any directory, ~3-6 minutes):
+# Store benchmarks for issue 3's "Numbers" (runs from any directory, ~15-25 minutes; ~5
+# without section 6):
 #
 #  1. import of the standard corpus (its 20 top-level sessions, ~128 MB; edge/ is left out) into a
 #     fresh store vs the parse floor. The floor is the serde_json::Value parse of every line of the
@@ -17,6 +18,13 @@
 #     of the middle entry), LCA of the two bottom siblings (`diff A B`), and `diff @root @leaf`
 #     (whose output is the whole path, so it is O(depth) by nature). Whole process, start
 #     included. Target: 1M <= 3x 1k.
+#  6. 1 GB (SKIP_BIG=1 skips it): a folder of BIG_COPIES (default 8) copies of the corpus
+#     (~1.07 GB): re-import of the unchanged folder vs `cat` of its bytes (target >= 50x), and
+#     `pisess files` on its store vs the parse floor over the same folder (= BIG_COPIES x the
+#     corpus floor of section 1, the same bytes; target >= 100x); then the cached 1 GiB session
+#     of the Rust generator (BIG_SESSION, default benches/.cache/session-1073741824-*.jsonl, made
+#     if missing): peak RSS of its import (target < 256 MiB) and the import of 1 MB appended to
+#     it vs the import of a fresh 1 MB session into the same store (target <= 2x).
 #
 # Every subject runs interleaved with its baseline (A B A B ...), RUNS times each; min and
 # median of wall time and of CPU time (user+sys of the child, from wait4) are printed, and the
@@ -35,6 +43,7 @@ export RUNS=${RUNS:-5} JQ_RUNS=${JQ_RUNS:-3}
 export FILES_QUERY=${FILES_QUERY:-src/**}
 export CHAIN_BIG=${CHAIN_BIG:-1000000}
 export SKIP_CHAINS=${SKIP_CHAINS:-0}
+export SKIP_BIG=${SKIP_BIG:-0} BIG_COPIES=${BIG_COPIES:-8} BIG_SESSION=${BIG_SESSION:-} HERE=$here
 export BIN=$CARGO_TARGET_DIR/release
 
 echo "== machine"
@@ -66,7 +75,7 @@ echo "corpus: $corpus ($(ls "$CORPUS"/*.jsonl | wc -l) files, $(cat "$CORPUS"/*.
 command -v jq >/dev/null && echo "jq: $(jq --version)" || echo "jq: not installed (skipped)"
 
 python3 - <<'PY'
-import os, subprocess, statistics, time, re, glob, shutil, random
+import os, subprocess, statistics, time, re, glob, shutil, random, json
 
 BIN = os.environ["BIN"]; WORK = os.environ["WORK"]; CORPUS = os.environ["CORPUS"]
 RUNS = int(os.environ["RUNS"]); JQ_RUNS = int(os.environ["JQ_RUNS"])
@@ -85,6 +94,8 @@ def run(cmd, env=None, stdout=subprocess.DEVNULL, shell=False, ok=(0,)):
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
+    global LAST_MAXRSS
+    LAST_MAXRSS = ru.ru_maxrss * 1024
     err = p.stderr.read(); p.stderr.close()
     if p.returncode not in ok:
         raise SystemExit(f"command failed ({p.returncode}): {cmd}\n{err.decode(errors='replace')}")
@@ -235,6 +246,106 @@ if os.environ["SKIP_CHAINS"] != "1":
         for n in chains:
             res[n] = show(f"{label} @ {n:,}", ws[n], cs[n])
         ratio(f"5. {label}: {big:,} / 1k", res[big], res[1000], "<= 3x", lambda r: r <= 3)
+
+# ---------------------------------------------------------------- 6. a 1 GB folder and a 1 GiB session
+if os.environ["SKIP_BIG"] != "1":
+    copies = int(os.environ["BIG_COPIES"])
+    big = os.path.join(WORK, "big")
+    print(f"\n== 6. 1 GB: {copies} copies of the corpus in {big} (load {load()})")
+    shutil.rmtree(big, ignore_errors=True)
+    for k in range(copies):
+        d = os.path.join(big, f"copy-{k}"); os.makedirs(d)
+        for f in FILES:
+            shutil.copy(f, d)
+    bfiles = sorted(glob.glob(os.path.join(big, "*", "*.jsonl")))
+    bbytes = sum(os.path.getsize(f) for f in bfiles)
+    print(f"  {len(bfiles)} files, {bbytes:,} bytes")
+    bstore = os.path.join(WORK, "big.redb"); BENV = {"PISESS_STORE": bstore}
+    for p_ in glob.glob(bstore + "*"):
+        os.remove(p_)
+    w, c = run([PISESS, "import", big], BENV)
+    print(f"  fresh import of the 1 GB folder: wall {fmt(w)}, cpu {fmt(c)}, peak RSS {LAST_MAXRSS/2**20:.0f} MiB, store {os.path.getsize(bstore)/bbytes:.2f}x the JSONL")
+    bcat = ["sh", "-c", f"cat {big}/*/*.jsonl > /dev/null"]
+    run(bcat); run([PISESS, "import", big], BENV)
+    rw, rc, cw, cc = [], [], [], []
+    for _ in range(max(RUNS, 7)):
+        w, c = run([PISESS, "import", big], BENV); rw.append(w); rc.append(c)
+        w, c = run(bcat); cw.append(w); cc.append(c)
+    re_ = show("pisess import (unchanged 1 GB folder)", rw, rc)
+    ca = show("cat */*.jsonl > /dev/null (1 GB, page cache warm)", cw, cc)
+    r = ca[0] / re_[0]
+    line = f"{'6a. cat 1 GB / re-import (speed-up)':58s} {r:9.2f}x  [min {ca[1]/re_[1]:.2f}x]  target >= 50x: {'MET' if r >= 50 else 'NOT met'}"
+    print("  => " + line); table.append(line)
+    # The floor over the 1 GB folder: the folder is `copies` copies of the corpus, so its parse
+    # floor is `copies` times the corpus floor measured in section 1 (the same bytes).
+    bfloor = (FLOOR[0] * copies, FLOOR[1] * copies, FLOOR[2] * copies)
+    print(f"  floor over the 1 GB folder = {copies} x section 1's: wall median {fmt(bfloor[0])}")
+    for qq in [q, "src/main.rs"]:
+        n = subprocess.run([PISESS, "files", "--json", qq], env={**os.environ, **BENV},
+                           capture_output=True, text=True).stdout.count("\n")
+        w_, c_ = [], []
+        run([PISESS, "files", "--json", qq], BENV, ok=(0, 1))
+        for _ in range(max(RUNS, 7)):
+            w, c = run([PISESS, "files", "--json", qq], BENV, ok=(0, 1)); w_.append(w); c_.append(c)
+        s_ = show(f"pisess files --json {qq!r} on 1 GB ({n} hits)", w_, c_)
+        r = bfloor[0] / s_[0]
+        line = f"{'6b. floor 1 GB / files ' + repr(qq) + ' (speed-up)':58s} {r:9.2f}x  [min {bfloor[1]/s_[1]:.2f}x]  target >= 100x: {'MET' if r >= 100 else 'NOT met'}"
+        print("  => " + line); table.append(line)
+
+    # A 1 GiB session (the Rust generator's, cached), then 1 MB appended to it vs a fresh 1 MB.
+    gib = os.environ.get("BIG_SESSION") or ""
+    if not gib:
+        cache = os.environ.get("PISESS_BENCH_CACHE") or os.path.join(os.environ["HERE"], ".cache")
+        found = sorted(glob.glob(os.path.join(cache, "session-1073741824-*.jsonl")))
+        if not found:
+            os.makedirs(cache, exist_ok=True)
+            gib = os.path.join(cache, "session-1073741824-seed1.jsonl")
+            subprocess.run([os.path.join(BIN, "pisess-bench-gen"), "--bytes", str(1 << 30), "--seed", "1", "--out", gib], check=True)
+        else:
+            gib = found[0]
+    sess = os.path.join(WORK, "gib", "session.jsonl"); os.makedirs(os.path.dirname(sess), exist_ok=True)
+    shutil.copy(gib, sess)
+    gstore = os.path.join(WORK, "gib.redb"); GENV = {"PISESS_STORE": gstore}
+    for p_ in glob.glob(gstore + "*"):
+        os.remove(p_)
+    w, c = run([PISESS, "import", sess], GENV)
+    rss = LAST_MAXRSS
+    print(f"  import of a {os.path.getsize(sess)/2**30:.2f} GiB session: wall {fmt(w)}, cpu {fmt(c)}, peak RSS {rss/2**20:.0f} MiB")
+    line = f"{'6c. peak RSS importing a 1 GiB session (MiB)':58s} {rss/2**20:9.0f}   target < 256 MiB: {'MET' if rss < 256 * 2**20 else 'NOT met'}"
+    print("  => " + line); table.append(line)
+    last_id = None
+    with open(sess, "rb") as f:
+        f.seek(max(0, os.path.getsize(sess) - (1 << 20)))
+        for l in f.read().splitlines()[1:]:
+            try:
+                last_id = json.loads(l).get("id") or last_id
+            except Exception:
+                pass
+    def mb_lines(tag, parent):
+        out = []; size = 0; i = 0
+        while size < (1 << 20):
+            eid = f"{tag}{i:06x}"
+            role = "user" if i % 2 == 0 else "assistant"
+            text = f"appended {tag} {i} " + "lorem ipsum dolor sit amet " * 36
+            l = json.dumps({"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-20T09:00:00.000Z",
+                            "message": {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1776675600000}},
+                           separators=(",", ":")) + "\n"
+            out.append(l); size += len(l); parent = eid; i += 1
+        return "".join(out)
+    fresh_dir = os.path.join(WORK, "fresh"); os.makedirs(fresh_dir, exist_ok=True)
+    aw, ac, fw_, fc_ = [], [], [], []
+    for k in range(max(RUNS, 5)):
+        with open(sess, "a") as f:
+            f.write(mb_lines(f"a{k:02d}", last_id))
+        w, c = run([PISESS, "import", sess], GENV); aw.append(w); ac.append(c)
+        fresh = os.path.join(fresh_dir, f"fresh-{k}.jsonl")
+        with open(fresh, "w") as f:
+            f.write('{"type":"session","version":3,"id":"019daa1e-3680-74fc-94de-%012x","timestamp":"2026-04-20T09:00:00.000Z","cwd":"/tmp/fresh"}\n' % k)
+            f.write(mb_lines(f"f{k:02d}", None))
+        w, c = run([PISESS, "import", fresh], GENV); fw_.append(w); fc_.append(c)
+    ap = show("import of 1 MB appended to the 1 GiB session", aw, ac)
+    fr = show("import of a fresh 1 MB session (same store)", fw_, fc_)
+    ratio("6d. 1 MB appended to 1 GiB / fresh 1 MB", ap, fr, "<= 2x", lambda r: r <= 2)
 
 print(f"\n== summary (ratios of medians; load average now {load()})")
 for l in table:

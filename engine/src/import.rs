@@ -258,9 +258,20 @@ impl Store {
             report.files.push(r);
         }
         report.gone = self.mark_gone(&folders)?;
-        // The per-file commits skip fsync; one durable commit at the end persists them all.
-        let tx = self.db.begin_write()?;
-        tx.commit()?;
+        // The per-file commits skip fsync; one durable commit at the end persists them all
+        // (none when nothing was written: an unchanged folder costs a stat per file).
+        let wrote = report.gone > 0
+            || report
+                .files
+                .iter()
+                .any(|f| f.outcome != Outcome::Unchanged && f.outcome != Outcome::Failed)
+            || self
+                .revived
+                .swap(false, std::sync::atomic::Ordering::Relaxed);
+        if wrote {
+            let tx = self.db.begin_write()?;
+            tx.commit()?;
+        }
         Ok(report)
     }
 
@@ -320,6 +331,8 @@ impl Store {
                 report.session = Some(s);
                 if rec.gone {
                     self.set_gone(s, false)?;
+                    self.revived
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
                 }
                 return Ok(report);
             }

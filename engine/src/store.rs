@@ -18,6 +18,8 @@ use crate::schema::{self, META, META_SCHEMA, SCHEMA_VERSION};
 pub struct Store {
     pub(crate) db: Database,
     path: PathBuf,
+    /// Set when an import un-marked a gone session (a write the final commit must persist).
+    pub(crate) revived: std::sync::atomic::AtomicBool,
 }
 
 /// The default store location: `$PISESS_STORE`, else `$XDG_DATA_HOME/pisess/store.redb`, else
@@ -88,7 +90,11 @@ impl Store {
             Self::create_atomically(&path)?;
             open_db(&path)?
         };
-        let store = Self { db, path };
+        let store = Self {
+            db,
+            path,
+            revived: std::sync::atomic::AtomicBool::new(false),
+        };
         store.init()?;
         Ok(store)
     }
@@ -117,6 +123,7 @@ impl Store {
             let store = Self {
                 db,
                 path: tmp.clone(),
+                revived: std::sync::atomic::AtomicBool::new(false),
             };
             store.init()?;
             drop(store);
@@ -156,6 +163,10 @@ impl Store {
                 Ok(meta) => {
                     if let Some(v) = meta.get(META_SCHEMA)? {
                         self.check_version(v.value())?;
+                        // The version is written in the transaction that creates every table:
+                        // the store is ready, and opening it writes nothing (no commit, no
+                        // fsync, no write lock taken by a command that only reads).
+                        return Ok(());
                     }
                 }
                 Err(redb::TableError::TableDoesNotExist(_)) => {}
