@@ -125,7 +125,11 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
     let width = sa::width();
     let mut hidden = 0usize;
     while let Some((nd, prefix, child_prefix, level)) = stack.pop() {
-        let v = session.value(nd.key)?;
+        // One entry whose JSON cannot be read (nested deeper than the parser allows) does not
+        // hide the rest of the tree: it is drawn as `(unreadable)`.
+        let v = session
+            .value(nd.key)
+            .unwrap_or_else(|_| serde_json::json!({"type": "(unreadable)", "id": nd.id}));
         let is_leaf = Some(nd.key) == leaf;
         let label = labels.get(&nd.id);
         if shown(&v, args.filter, is_leaf, label.is_some()) {
