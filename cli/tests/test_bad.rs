@@ -39,6 +39,12 @@ const KNOWN_ENGINE_BUGS: &[(&str, &str)] = &[
     // loses its place and its child becomes a root (needs the import in engine/src/import.rs
     // to take id/parentId from the record's JSON when the typed view fails).
     ("bad/bad-field-keeps-links", "log"),
+    // The agent layer takes a path as a slice of parsed `serde_json::Value`s, so projecting
+    // the context of a 1,000,000-entry path holds a million parsed entries (about 1 KB each)
+    // and runs out of the 1 GiB limit (engine/src/agent/: context, compaction, branch).
+    ("gen/deep-chain-1000000", "context"),
+    ("gen/deep-chain-1000000", "compact --dry-run"),
+    ("gen/deep-chain-1000000", "navigate --dry-run"),
     // Importing a session with one 200 MB line needs more than 1 GiB of address space (peak
     // RSS 1.09 GB, and the store file grows to 1.07 GB: about five copies of the line), so
     // every command that imports the file aborts on a failed allocation (engine/src/import.rs,
