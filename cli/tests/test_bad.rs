@@ -45,6 +45,35 @@ const KNOWN_ENGINE_BUGS: &[(&str, &str)] = &[
     ("gen/deep-chain-1000000", "context"),
     ("gen/deep-chain-1000000", "compact --dry-run"),
     ("gen/deep-chain-1000000", "navigate --dry-run"),
+    // Not an engine file but the formats reader (formats/src/reader.rs): `ChunkReader` holds a
+    // whole line in memory, so a 4 GiB line (of zeros) aborts every command that reads the file
+    // on a failed 1 GiB allocation. pi cannot read it either (a string that long exceeds V8's
+    // limit); skipping it needs a line pisess does not keep, which the store's byte-exact
+    // export and incremental import (engine) must agree on. Only with PISESS_BIG_TESTS=1.
+    ("gen/sparse-4gib", "import (all)"),
+    ("gen/sparse-4gib", "check"),
+    ("gen/sparse-4gib", "check --json"),
+    ("gen/sparse-4gib", "import"),
+    ("gen/sparse-4gib", "log"),
+    ("gen/sparse-4gib", "log -n 1"),
+    ("gen/sparse-4gib", "log --json"),
+    ("gen/sparse-4gib", "tree"),
+    ("gen/sparse-4gib", "tree --json"),
+    ("gen/sparse-4gib", "show @leaf"),
+    ("gen/sparse-4gib", "show @root"),
+    ("gen/sparse-4gib", "show --raw"),
+    ("gen/sparse-4gib", "show --json"),
+    ("gen/sparse-4gib", "context"),
+    ("gen/sparse-4gib", "context --json --llm"),
+    ("gen/sparse-4gib", "diff"),
+    ("gen/sparse-4gib", "diff --json"),
+    ("gen/sparse-4gib", "export"),
+    ("gen/sparse-4gib", "export -o"),
+    ("gen/sparse-4gib", "migrate --dry-run"),
+    ("gen/sparse-4gib", "migrate --out"),
+    ("gen/sparse-4gib", "migrate --stdout"),
+    ("gen/sparse-4gib", "compact --dry-run"),
+    ("gen/sparse-4gib", "navigate --dry-run"),
     // Importing a session with one 200 MB line needs more than 1 GiB of address space (peak
     // RSS 1.09 GB, and the store file grows to 1.07 GB: about five copies of the line), so
     // every command that imports the file aborts on a failed allocation (engine/src/import.rs,
@@ -410,7 +439,7 @@ fn run_cases(cases: &[Case], checks: &dyn Fn(&str, &Runs, &mut Failures)) {
         checks(&case.name, &runs, &mut failures);
         let known: Vec<&str> = KNOWN_ENGINE_BUGS
             .iter()
-            .filter(|(c, _)| *c == case.name)
+            .filter(|(c, cmd)| *c == case.name && !case.skip.contains(cmd))
             .map(|(_, cmd)| *cmd)
             .collect();
         for (cmd, why) in &failures {
@@ -679,6 +708,11 @@ fn every_command_on_every_small_bad_case() {
     });
 }
 
+/// Whether `PISESS_BIG_TESTS=1` asks for the slow cases.
+fn big_tests() -> bool {
+    std::env::var_os("PISESS_BIG_TESTS").is_some_and(|v| v == "1")
+}
+
 fn big_case(name: &str, file: PathBuf) -> Case {
     Case {
         name: name.to_owned(),
@@ -693,16 +727,44 @@ fn big_case(name: &str, file: PathBuf) -> Case {
 fn every_command_on_a_million_deep_chain() {
     let dir = tempfile::tempdir().unwrap();
     let mut case = big_case("gen/deep-chain-1000000", deep_chain(dir.path(), 1_000_000));
-    // Cost only: each of these prints the same million-entry walk as its human twin, which runs.
-    case.skip = &[
-        "check --json",
-        "log --json",
-        "tree --json",
-        "context --json --llm",
-        "diff --json",
-        "export",
-        "migrate --stdout",
-    ];
+    // Cost only (a debug build walks a million entries per command): by default the commands
+    // whose answers are checked, the streaming JSON tree and verify run; PISESS_BIG_TESTS=1
+    // runs the rest too, except the JSON twins of commands that print the same walk.
+    case.skip = if big_tests() {
+        &[
+            "check --json",
+            "log --json",
+            "tree --json",
+            "context --json --llm",
+            "diff --json",
+            "export",
+            "migrate --stdout",
+        ]
+    } else {
+        &[
+            "check --json",
+            "ls",
+            "ls --json",
+            "log",
+            "log --json",
+            "tree",
+            "show --raw",
+            "show --json",
+            "context",
+            "context --json --llm",
+            "files **",
+            "files --json",
+            "files traversal",
+            "diff --json",
+            "export",
+            "export -o",
+            "migrate --dry-run",
+            "migrate --out",
+            "migrate --stdout",
+            "compact --dry-run",
+            "navigate --dry-run",
+        ]
+    };
     run_cases(&[case], &|_, runs, failures| {
         expect(runs, failures, "log -n 1", 0, "c00f423f");
         expect(runs, failures, "show @leaf", 0, "m999999");
@@ -754,7 +816,7 @@ fn every_command_on_a_200_mb_line() {
 /// 4 GiB of sparse zeros, then a valid session (only with `PISESS_BIG_TESTS=1`).
 #[test]
 fn every_command_on_4_gib_of_zeros_then_a_session() {
-    if std::env::var_os("PISESS_BIG_TESTS").is_none_or(|v| v != "1") {
+    if !big_tests() {
         eprintln!("skipped: set PISESS_BIG_TESTS=1 to run the 4 GiB case");
         return;
     }
