@@ -34,11 +34,6 @@ use crate::common::{TestEnv, fixture};
 /// (case, command label) pairs that fail because of a bug in an engine file; each is described
 /// in the report that added it. Empty it as the bugs are fixed.
 const KNOWN_ENGINE_BUGS: &[(&str, &str)] = &[
-    // An entry whose message content does not fit the typed view (`"content":[[1]]`) keeps
-    // its id and parentId in pi; the import takes ids only from the typed view, so the entry
-    // loses its place and its child becomes a root (needs the import in engine/src/import.rs
-    // to take id/parentId from the record's JSON when the typed view fails).
-    ("bad/bad-field-keeps-links", "log"),
     // The agent layer takes a path as a slice of parsed `serde_json::Value`s, so projecting
     // the context of a 1,000,000-entry path holds a million parsed entries (about 1 KB each)
     // and runs out of the 1 GiB limit (engine/src/agent/: context, compaction, branch).
