@@ -286,8 +286,9 @@ impl Session {
         self.snap.leaf(self.key)?.ok_or_else(|| {
             CommandError::with_hint(
                 anyhow!(
-                    "session {} has no leaf (no entries)",
-                    self.record.session_id
+                    "session {} ({}) has no leaf (no entries)",
+                    crate::ui::safe(&self.record.session_id),
+                    crate::ui::safe(&self.record.path)
                 ),
                 "give an entry explicitly",
             )
@@ -299,14 +300,22 @@ impl Session {
         Ok(self.snap.entry_id(e)?.unwrap_or_default())
     }
 
-    /// An entry's stored JSON, parsed (key order kept).
+    /// An entry's stored JSON, parsed (key order kept). An error names the file and line.
     pub fn value(&self, e: EntryKey) -> Result<Value, CommandError> {
-        let text = self
+        let (text, line) = self
             .snap
-            .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))?
-            .flatten()
-            .ok_or_else(|| anyhow!("entry {e} has no JSON text in the store"))?;
-        Ok(serde_json::from_str(&text)?)
+            .with_entry(e, |a| {
+                (
+                    a.json_text().map(std::borrow::Cow::into_owned),
+                    u64::from(a.line),
+                )
+            })?
+            .unwrap_or((None, 0));
+        let at = || format!("{}:{line}", crate::ui::safe(&self.record.path));
+        let text =
+            text.ok_or_else(|| anyhow!("{}: entry {e} has no JSON text in the store", at()))?;
+        serde_json::from_str(&text)
+            .map_err(|err| anyhow!("{}: the entry's JSON cannot be read: {err}", at()).into())
     }
 
     /// The path root → `e` (inclusive) with each entry's JSON.

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod test_bad;
 mod test_check;
 mod test_export_render;
 mod test_import_crash;

@@ -174,6 +174,25 @@ pub struct Entry<'a> {
     // session_info
     #[serde(borrow)]
     pub name: Field<Str<'a>>,
+    /// Set by [`Entry::parse_lenient`] when a field does not fit the typed view: then only
+    /// `type`, `id`, `parentId` and `timestamp` are filled in, and this says what did not fit.
+    #[serde(skip)]
+    pub bad_field: Option<String>,
+}
+
+/// The tree fields of an entry, read when the whole typed view does not fit (pi keeps such an
+/// entry in the tree: its loader only parses JSON).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Skeleton<'a> {
+    #[serde(rename = "type", borrow)]
+    type_name: Field<Str<'a>>,
+    #[serde(borrow)]
+    id: Field<Str<'a>>,
+    #[serde(borrow)]
+    parent_id: Field<Str<'a>>,
+    #[serde(borrow)]
+    timestamp: Field<Str<'a>>,
 }
 
 /// `context_edit.replacement` (`null` in the entry means "omit the target").
@@ -419,6 +438,28 @@ impl<'a> Entry<'a> {
     /// Parses one line (or one recovered record) into the typed view.
     pub fn parse(json: &'a str) -> Result<Self, serde_json::Error> {
         serde_json::from_str(json)
+    }
+
+    /// [`Entry::parse`], or when a field does not fit the typed view (content of the wrong
+    /// shape, a number where text belongs, …) the entry's `type`, `id`, `parentId` and
+    /// `timestamp` alone, with [`Entry::bad_field`] saying what did not fit, so the entry keeps
+    /// its place in the tree as it does in pi. An error only when even those do not parse.
+    pub fn parse_lenient(json: &'a str) -> Result<Self, String> {
+        let err = match Self::parse(json) {
+            Ok(e) => return Ok(e),
+            Err(e) => e.to_string(),
+        };
+        match serde_json::from_str::<Skeleton<'a>>(json) {
+            Ok(k) => Ok(Self {
+                type_name: k.type_name,
+                id: k.id,
+                parent_id: k.parent_id,
+                timestamp: k.timestamp,
+                bad_field: Some(err),
+                ..Self::default()
+            }),
+            Err(_) => Err(err),
+        }
     }
 
     /// The entry's type.
@@ -842,6 +883,32 @@ mod tests {
     fn wrong_field_types_are_errors() {
         let err = Entry::parse(r#"{"type":"message","id":5}"#).unwrap_err();
         assert!(err.to_string().contains("expected a string"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_field_keeps_the_tree_fields() {
+        // pi keeps this entry in the tree (its loader only parses JSON); the typed view does
+        // not fit the content, so the lenient parse keeps type, id, parentId and timestamp.
+        let line = r#"{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role":"user","content":[[1]]}}"#;
+        assert!(Entry::parse(line).is_err());
+        let e = Entry::parse_lenient(line).unwrap();
+        assert_eq!((e.id(), e.parent_id()), (Some("b"), Some("a")));
+        assert_eq!(e.entry_type(), EntryType::Message);
+        assert!(e.message.get().is_none());
+        assert!(
+            e.bad_field
+                .as_deref()
+                .unwrap()
+                .contains("expected a string")
+        );
+        // A wrong kind of id is still an error.
+        assert!(Entry::parse_lenient(r#"{"type":"message","id":5}"#).is_err());
+        assert!(
+            Entry::parse_lenient(line.replace("[[1]]", "\"x\"").as_str())
+                .unwrap()
+                .bad_field
+                .is_none()
+        );
     }
 
     #[test]

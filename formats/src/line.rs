@@ -34,7 +34,9 @@ pub struct Piece<'a> {
     pub line: u64,
     /// Whether the line held more than one record (or recovered text).
     pub glued: bool,
-    /// The typed view, or why the record does not fit it (non-objects and bad fields).
+    /// The typed view, or why the record is not an entry (non-objects, or an object whose
+    /// `type`/`id`/`parentId`/`timestamp` are of the wrong kind). An object with another field
+    /// that does not fit has a partial view with [`Entry::bad_field`] set.
     pub entry: Result<Entry<'a>, String>,
 }
 
@@ -140,7 +142,7 @@ where
             }
         }
         let entry = if json.starts_with('{') {
-            Entry::parse(json).map_err(|e| e.to_string())
+            Entry::parse_lenient(json)
         } else {
             Err(format!("a JSON {} is not an entry", raw_kind(json)))
         };

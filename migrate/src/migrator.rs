@@ -165,7 +165,8 @@ impl Lookahead {
     /// parse), else from its JSON.
     fn add_piece(&mut self, index: u64, piece: &pisess_formats::Record<'_>) {
         let entry = match &piece.entry {
-            Ok(e) if piece.is_object() => e,
+            // A partial view (a field did not fit) lacks `firstKeptEntryIndex`: use the JSON.
+            Ok(e) if piece.is_object() && e.bad_field.is_none() => e,
             _ => {
                 let v = serde_json::from_str::<Value>(piece.json).unwrap_or(Value::Null);
                 self.add(index, &v);

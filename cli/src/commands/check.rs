@@ -51,7 +51,11 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
             }
             Event::Record(r, _) => {
                 report.entries += 1;
-                if let Err(msg) = &r.entry
+                let bad = match &r.entry {
+                    Err(msg) => Some(msg),
+                    Ok(e) => e.bad_field.as_ref(),
+                };
+                if let Some(msg) = bad
                     && r.is_object()
                 {
                     let entry_type = serde_json::from_str::<serde_json::Value>(r.json)

@@ -76,20 +76,28 @@ pub fn cmd_diff(ui: &mut Ui, args: &DiffArgs) -> CommandResult {
         return diff_context(ui, &session, a, b);
     }
     let lca = session.snap.lca(a, b)?;
+    // Only keys are kept per side; each entry's JSON is parsed when it is needed and dropped,
+    // so memory does not grow with the length of the sides (a side can be a million entries).
     let left = side(&session, a, lca)?;
     let right = side(&session, b, lca)?;
     let (a_id, b_id) = (session.id(a)?, session.id(b)?);
     let lca_id = lca.map(|l| session.id(l)).transpose()?;
-    let tokens = |s: &[(String, Value)]| s.iter().map(|(_, v)| sa::tokens(v)).sum::<u64>();
-    let (ta, tb) = (tokens(&left), tokens(&right));
+    let tokens = |s: &[EntryKey]| -> Result<u64, CommandError> {
+        s.iter()
+            .try_fold(0u64, |n, k| Ok(n + sa::tokens(&session.value(*k)?)))
+    };
+    let (ta, tb) = (tokens(&left)?, tokens(&right)?);
     if ui.json {
-        let ids = |s: &[(String, Value)]| s.iter().map(|(i, _)| json!(i)).collect::<Vec<_>>();
+        let ids = |s: &[EntryKey]| -> Result<Vec<Value>, CommandError> {
+            s.iter().map(|k| Ok(json!(session.id(*k)?))).collect()
+        };
+        let (only_a, only_b) = (ids(&left)?, ids(&right)?);
         ui.json_line(&json!({
             "a": a_id,
             "b": b_id,
             "commonAncestorId": lca_id,
-            "onlyA": ids(&left),
-            "onlyB": ids(&right),
+            "onlyA": only_a,
+            "onlyB": only_b,
             "tokensA": ta,
             "tokensB": tb,
         }))?;
@@ -114,7 +122,9 @@ pub fn cmd_diff(ui: &mut Ui, args: &DiffArgs) -> CommandResult {
         )?;
         let width = sa::width();
         for (mark, color, list) in [("<", "31", &left), (">", "32", &right)] {
-            for (id, v) in list {
+            for k in list {
+                let v = &session.value(*k)?;
+                let id = sa::id_of(v).unwrap_or("");
                 let text = format!("{} {}", sa::kind(v), sa::summary(v));
                 let line = format!(
                     "{mark} {} {}",
@@ -138,15 +148,14 @@ fn side(
     session: &Session,
     e: EntryKey,
     stop: Option<EntryKey>,
-) -> Result<Vec<(String, Value)>, CommandError> {
+) -> Result<Vec<EntryKey>, CommandError> {
     let mut out = Vec::new();
     let mut cur = Some(e);
     while let Some(k) = cur {
         if Some(k) == stop {
             break;
         }
-        let v = session.value(k)?;
-        out.push((sa::id_of(&v).unwrap_or("").to_owned(), v));
+        out.push(k);
         cur = session.snap.parent(k)?;
     }
     out.reverse();

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::command_error::{CommandResult, Outcome};
 use crate::session_arg::{open_session, open_store};
-use crate::ui::Ui;
+use crate::ui::{Ui, safe};
 
 /// Which operations to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -111,17 +111,17 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
             writeln!(
                 ui.out(),
                 "{active} {} {:<8} {:<6} {} {}{err}  ({}…/{})",
-                h.timestamp.as_deref().unwrap_or("-"),
+                safe(h.timestamp.as_deref().unwrap_or("-")),
                 h.op.as_str(),
-                h.tool_name,
-                h.resolved,
+                safe(&h.tool_name),
+                safe(&h.resolved),
                 if h.path == h.resolved {
                     String::new()
                 } else {
-                    format!("[{}]", h.path)
+                    format!("[{}]", safe(&h.path))
                 },
-                sid.chars().take(8).collect::<String>(),
-                h.entry_id.as_deref().unwrap_or("-"),
+                safe(&sid.chars().take(8).collect::<String>()),
+                safe(h.entry_id.as_deref().unwrap_or("-")),
             )?;
         }
     }

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::session_arg::open_store;
-use crate::ui::Ui;
+use crate::ui::{Ui, safe};
 
 /// Arguments of `pisess ls`.
 #[derive(Debug, clap::Args)]
@@ -104,13 +104,14 @@ pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
                 .clone()
                 .or_else(|| r.first_message.clone())
                 .unwrap_or_default();
-            let title: String = title.chars().take(60).collect();
+            let title: String = title.replace('\n', " ").chars().take(60).collect();
+            let id: String = r.session_id.chars().take(13).collect();
             t.add_row(vec![
-                r.session_id.chars().take(13).collect::<String>(),
+                safe(&id).into_owned(),
                 iso(modified(r)).unwrap_or_default(),
                 r.entries.to_string(),
-                r.cwd.clone(),
-                title.replace('\n', " "),
+                safe(&r.cwd).into_owned(),
+                safe(&title).into_owned(),
             ]);
         }
         writeln!(ui.out(), "{t}")?;

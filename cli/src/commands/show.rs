@@ -48,7 +48,15 @@ pub fn cmd_show(ui: &mut Ui, args: &ShowArgs) -> CommandResult {
             })?
             .flatten()
             .unwrap_or_default();
-        ui.out().write_all(&bytes)?;
+        // The stored bytes exactly, except on a terminal, which must not get them raw.
+        if ui.tty {
+            let text = String::from_utf8_lossy(&bytes);
+            let text = text.strip_suffix('\n').unwrap_or(&text);
+            let text = text.strip_suffix('\r').unwrap_or(text);
+            writeln!(ui.out(), "{}", crate::ui::safe(text))?;
+        } else {
+            ui.out().write_all(&bytes)?;
+        }
         return Ok(Outcome::Success);
     }
     let v = session.value(e)?;

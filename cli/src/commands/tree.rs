@@ -129,7 +129,11 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
     let width = sa::width();
     let mut hidden = 0usize;
     while let Some((nd, prefix, child_prefix, level)) = stack.pop() {
-        let v = session.value(nd.key)?;
+        // One entry whose JSON cannot be read (nested deeper than the parser allows) does not
+        // hide the rest of the tree: it is drawn as `(unreadable)`.
+        let v = session
+            .value(nd.key)
+            .unwrap_or_else(|_| serde_json::json!({"type": "(unreadable)", "id": nd.id}));
         let is_leaf = Some(nd.key) == leaf;
         let label = labels.get(&nd.id);
         if shown(&v, args.filter, is_leaf, label.is_some()) {
@@ -230,8 +234,19 @@ fn write_json(
     leaf: Option<EntryKey>,
     labels: &HashMap<String, String>,
 ) -> CommandResult {
+    // Written as it is walked, one node at a time, so memory does not grow with the session
+    // (the same bytes as one `json!` object with keys roots, leafId, nodes).
     let root_ids: Vec<Value> = roots.iter().map(|r| Value::String(r.id.clone())).collect();
-    let mut nodes = Vec::new();
+    let leaf_id = match leaf {
+        Some(l) => json!(session.id(l)?),
+        None => Value::Null,
+    };
+    write!(ui.out(), "{{\"roots\":")?;
+    serde_json::to_writer(ui.out(), &root_ids)?;
+    write!(ui.out(), ",\"leafId\":")?;
+    serde_json::to_writer(ui.out(), &leaf_id)?;
+    write!(ui.out(), ",\"nodes\":[")?;
+    let mut first = true;
     let mut stack: Vec<Node> = roots.into_iter().rev().collect();
     while let Some(nd) = stack.pop() {
         let children = sorted_children(session, nd.key)?;
@@ -275,13 +290,13 @@ fn write_json(
         if let Some(l) = labels.get(&nd.id) {
             o.insert("label".into(), l.clone().into());
         }
-        nodes.push(Value::Object(o));
+        if !first {
+            write!(ui.out(), ",")?;
+        }
+        first = false;
+        serde_json::to_writer(ui.out(), &Value::Object(o))?;
         stack.extend(children.into_iter().rev());
     }
-    let leaf_id = match leaf {
-        Some(l) => json!(session.id(l)?),
-        None => Value::Null,
-    };
-    ui.json_line(&json!({"roots": root_ids, "leafId": leaf_id, "nodes": nodes}))?;
+    writeln!(ui.out(), "]}}")?;
     Ok(Outcome::Success)
 }
