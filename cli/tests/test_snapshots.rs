@@ -351,7 +351,7 @@ fn snapshots_04_many_branches() {
     snap!("s04_files_none", fx.both(&["files", "no/such/file.rs"], 1));
     snap!(
         "s04_context_at",
-        fx.both(&["context", f, "--at", "label:explored-69"], 0)
+        fx.both(&["context", f, "--at", "label:explored-2"], 0)
     );
     snap!("s04_context_llm", fx.both(&["context", f, "--llm"], 0));
     snap!(
@@ -499,7 +499,18 @@ fn snapshots_05_context_edits_labels() {
     );
     snap!(
         "s05_compact_dry",
-        fx.both(&["compact", f, "--dry-run", "--keep", "2000"], 0)
+        fx.both(
+            &[
+                "compact",
+                f,
+                "--dry-run",
+                "--keep",
+                "1000",
+                "--reserve",
+                "2000"
+            ],
+            0
+        )
     );
     snap!(
         "s05_navigate_dry",
