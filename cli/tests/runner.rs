@@ -11,5 +11,6 @@ mod test_migrate;
 mod test_migrate_stdout;
 mod test_prune;
 mod test_query;
+mod test_snapshots;
 mod test_store;
 mod test_write;

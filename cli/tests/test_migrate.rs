@@ -203,8 +203,8 @@ fn dry_run_is_the_default_and_writes_nothing() {
     assert_eq!(summary["current"], 2);
     assert_eq!(summary["skipped"], 4);
     assert_eq!(summary["failed"], 0);
-    assert_eq!(summary["glued_recovered"], 2);
-    assert!(files.iter().all(|f| f["dry_run"] == true));
+    assert_eq!(summary["gluedRecovered"], 2);
+    assert!(files.iter().all(|f| f["dryRun"] == true));
     assert_eq!(snapshot(m.path()), before);
     // --dry-run says the same.
     let (_, again, _) = run_json(&env, &[m.arg(), "--dry-run"]);
@@ -231,8 +231,8 @@ fn in_place_migrates_exactly_the_legacy_files() {
     assert_eq!(summary["current"], 2);
     assert_eq!(summary["skipped"], 4);
     assert_eq!(summary["failed"], 1);
-    assert_eq!(summary["glued_recovered"], 2);
-    assert_eq!(summary["bad_lines_skipped"], 0);
+    assert_eq!(summary["gluedRecovered"], 2);
+    assert_eq!(summary["badLinesSkipped"], 0);
     let by_file: HashMap<String, &Value> = files
         .iter()
         .map(|f| {
@@ -359,7 +359,7 @@ fn force_writes_a_file_that_was_not_fully_parsed() {
     );
     assert_eq!(code, 0, "{files:?}");
     assert_eq!(summary["migrated"], 1);
-    assert_eq!(files[0]["glued_recovered"], 2);
+    assert_eq!(files[0]["gluedRecovered"], 2);
     assert_eq!(files[0]["verified"], true);
     let mut src = tempfile::NamedTempFile::new().unwrap();
     std::io::Write::write_all(&mut src, &orig).unwrap();
@@ -387,7 +387,7 @@ fn stale_temp_files_are_removed_and_backups_are_never_overwritten() {
         &[d.to_str().unwrap(), "--in-place", "--backup-suffix", ".old"],
     );
     assert_eq!(code, 2, "{summary}");
-    assert_eq!(summary["stale_temp_files_removed"], 1);
+    assert_eq!(summary["staleTempFilesRemoved"], 1);
     assert!(!d.join(".pisess-tmp-4000000000-0-a.jsonl.tmp").exists());
     assert_eq!(files[0]["status"], "migrated");
     assert!(fs::read(d.join("a.jsonl.old")).unwrap() == a);

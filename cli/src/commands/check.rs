@@ -146,7 +146,7 @@ pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
             ui.json_line(&json!({
                 "type": "file",
                 "file": path,
-                "version": report.version,
+                "version": report.version.map(json_version),
                 "entries": report.entries,
                 "problems": report.problems.iter().filter(|p| p.severity() >= Severity::Warning).count(),
                 "notes": report.problems.iter().filter(|p| p.severity() == Severity::Note).count(),
@@ -203,4 +203,13 @@ pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
     } else {
         Outcome::Success
     })
+}
+
+/// A header version as pi wrote it: `3`, not `3.0` (a fractional version is kept as is).
+fn json_version(v: f64) -> serde_json::Value {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15 {
+        json!(v as i64)
+    } else {
+        json!(v)
+    }
 }

@@ -74,6 +74,7 @@ pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
     if ui.json {
         for r in &rows {
             let v = json!({
+                "type": "session",
                 "id": r.session_id,
                 "file": r.path,
                 "cwd": r.cwd,

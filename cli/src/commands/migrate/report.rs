@@ -61,8 +61,9 @@ pub enum Status {
     Failed,
 }
 
-/// One file's record (`{"type":"file",…}` in JSON Lines).
+/// One file's record (`{"type":"file",…}` in JSON Lines; field names camelCase like pi's).
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FileReport {
     /// Always `"file"`.
     #[serde(rename = "type")]
@@ -128,8 +129,9 @@ impl FileReport {
     }
 }
 
-/// Totals of a run (`{"type":"summary",…}`).
+/// Totals of a run (`{"type":"summary",…}`; field names camelCase like pi's).
 #[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// Always `"summary"`.
     #[serde(rename = "type")]
