@@ -74,9 +74,26 @@ fn compress(data: &[u8]) -> Option<Vec<u8>> {
     })
 }
 
+thread_local! {
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Decompresses a row with a per-thread context: making a context per row cost more than the
+/// decompression itself (zstd probes the CPU with `cpuid`, which traps on virtual machines; it
+/// was 68 % of an export's profile).
 fn decompress(data: &[u8], len: u64) -> std::io::Result<Vec<u8>> {
     let len = usize::try_from(len).map_err(std::io::Error::other)?;
-    let out = zstd::bulk::decompress(data, len)?;
+    let out = DECOMPRESSOR.with(|d| -> std::io::Result<Vec<u8>> {
+        let mut d = d.try_borrow_mut().map_err(std::io::Error::other)?;
+        if d.is_none() {
+            *d = Some(zstd::bulk::Decompressor::new()?);
+        }
+        match d.as_mut() {
+            Some(d) => d.decompress(data, len),
+            None => zstd::bulk::decompress(data, len),
+        }
+    })?;
     if out.len() != len {
         return Err(std::io::Error::other(format!(
             "decompressed {} bytes where the record says {len}",
