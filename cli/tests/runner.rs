@@ -3,6 +3,7 @@
 
 mod common;
 mod test_check;
+mod test_concurrency;
 mod test_export_render;
 mod test_import_crash;
 mod test_inspect;

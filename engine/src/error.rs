@@ -13,10 +13,12 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum StoreError {
     /// Another process holds the store (an import, usually).
-    #[error("the store is busy: {path} is open in another pisess process")]
+    #[error("the store is busy: {holder} holds {path}")]
     Busy {
         /// The store file.
         path: PathBuf,
+        /// Who holds it: `pid N (command line)` when the system says, else "another process".
+        holder: String,
     },
     /// The store was written by a newer pisess.
     #[error(
@@ -111,6 +113,8 @@ impl StoreError {
         match e {
             redb::DatabaseError::DatabaseAlreadyOpen => Self::Busy {
                 path: path.to_path_buf(),
+                holder: crate::holder::holder_of(path)
+                    .unwrap_or_else(|| "another process".to_owned()),
             },
             other => Self::Redb(redb::Error::from(other)),
         }

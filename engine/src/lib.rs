@@ -17,6 +17,7 @@ pub mod error;
 pub mod export;
 pub mod files;
 pub mod graph;
+pub mod holder;
 pub mod ids;
 pub mod import;
 pub mod prune;
