@@ -5,6 +5,7 @@ mod common;
 mod test_check;
 mod test_concurrency;
 mod test_export_render;
+mod test_faults;
 mod test_import_crash;
 mod test_inspect;
 mod test_migrate;

@@ -67,6 +67,15 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The store file could not be opened or prepared (a read-only folder, a full disk…).
+    #[error("cannot open the store {path}")]
+    Open {
+        /// The store file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: redb::Error,
+    },
     /// A redb operation failed.
     #[error("store operation failed")]
     Redb(#[from] redb::Error),

@@ -79,6 +79,13 @@ impl Store {
     /// Opens the store at `path` for reading and writing, creating it (and its folder) if needed.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
+        Self::open_at(path.clone()).map_err(|e| match e {
+            StoreError::Redb(source) => StoreError::Open { path, source },
+            other => other,
+        })
+    }
+
+    fn open_at(path: PathBuf) -> Result<Self, StoreError> {
         let db = if path.exists() {
             open_db(&path)?
         } else {
