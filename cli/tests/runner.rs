@@ -13,4 +13,5 @@ mod test_migrate_stdout;
 mod test_prune;
 mod test_query;
 mod test_store;
+mod test_verify;
 mod test_write;
