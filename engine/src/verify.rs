@@ -214,6 +214,14 @@ impl Snapshot {
                 );
             }
         }
+        for (id, e) in &x.entry_ids {
+            if self.entry_ids.get((s.0, id.as_str()))?.map(|v| v.value()) != Some(*e) {
+                add(
+                    "entry_ids.v1",
+                    format!("session {s}: id {id} (row {e}) is not indexed"),
+                );
+            }
+        }
         if seen != x.entry_ids.len() {
             add(
                 "entry_ids.v1",
@@ -243,6 +251,11 @@ impl Snapshot {
                     "labels.v1",
                     format!("session {s}: label of {t} differs from its records"),
                 );
+            }
+        }
+        for (t, l) in &x.labels {
+            if self.labels.get((s.0, t.as_str()))?.map(|v| v.value() == l) != Some(true) {
+                add("labels.v1", format!("session {s}: label of {t} is missing"));
             }
         }
         if seen != x.labels.len() {
