@@ -25,6 +25,10 @@ pub struct GlobalArgs {
     /// When to colour the output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// When another process (an import) holds the store, retry for up to SECONDS instead of
+    /// failing at once.
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 0)]
+    pub wait: u64,
 }
 
 /// When to colour the output.

@@ -43,6 +43,14 @@ impl CommandError {
         }
     }
 
+    /// Wraps the error with what was being done (`cannot write FILE`), keeping it as the cause.
+    pub fn context(self, what: String) -> Self {
+        Self {
+            error: self.error.context(what),
+            hint: self.hint,
+        }
+    }
+
     /// Whether this is a write to a closed pipe (`pisess log | head`).
     pub fn is_broken_pipe(&self) -> bool {
         self.error.chain().any(|c| {

@@ -23,6 +23,7 @@ use clap::Parser;
 /// Parses the arguments, runs the command and turns the outcome into an exit status.
 pub fn main() -> ExitCode {
     let args = cli::Args::parse();
+    session_arg::set_store_wait(std::time::Duration::from_secs(args.global.wait));
     let mut ui = ui::Ui::new(&args.global);
     let outcome = commands::run(&mut ui, args.command);
     let flushed = ui.flush();

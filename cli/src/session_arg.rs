@@ -38,17 +38,54 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// How long [`open_store`] waits for a busy store (`--wait SECONDS`; 0 = fail at once).
+static WAIT: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+
+/// Sets how long to wait for a store held by another process (once, from `--wait`).
+pub fn set_store_wait(d: std::time::Duration) {
+    let _ = WAIT.set(d);
+}
+
 /// Opens the default store (`$PISESS_STORE`, else the XDG data folder), explaining a busy one.
+///
+/// A store held by another process (an import, a compaction) is retried with backoff (50 ms
+/// doubling to 1 s) for up to `--wait` seconds, saying once on stderr what it waits for; after
+/// that, or without `--wait`, the error names the holder.
 pub fn open_store() -> Result<Store, CommandError> {
-    Store::open_default().map_err(|e| match e {
+    let limit = WAIT.get().copied().unwrap_or_default();
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(50);
+    let mut told = false;
+    loop {
+        match Store::open_default() {
+            Err(StoreError::Busy { holder, .. }) if start.elapsed() < limit => {
+                if !told {
+                    eprintln!(
+                        "pisess: the store is busy: {}; waiting up to {} s",
+                        crate::ui::safe(&holder),
+                        limit.as_secs()
+                    );
+                    told = true;
+                }
+                std::thread::sleep(pause.min(limit.saturating_sub(start.elapsed())));
+                pause = (pause * 2).min(std::time::Duration::from_secs(1));
+            }
+            Ok(store) => return Ok(store),
+            Err(e) => return Err(store_error(e)),
+        }
+    }
+}
+
+fn store_error(e: StoreError) -> CommandError {
+    match e {
         StoreError::Busy { .. } => CommandError::with_hint(
             e,
-            "another pisess process (an import, usually) has the store open; wait for it to \
-             finish, or point PISESS_STORE at another store",
+            "another process (an import, usually) has the store open; retry with \
+             `pisess --wait SECONDS ...`, or point PISESS_STORE at another store",
         ),
         StoreError::NoLocation => CommandError::with_hint(e, "set PISESS_STORE=/path/store.redb"),
         other => other.into(),
-    })
+    }
 }
 
 /// Resolves a SESSION argument, importing a file path first.

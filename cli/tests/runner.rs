@@ -4,7 +4,9 @@
 mod common;
 mod test_bad;
 mod test_check;
+mod test_concurrency;
 mod test_export_render;
+mod test_faults;
 mod test_import_crash;
 mod test_inspect;
 mod test_migrate;
@@ -13,4 +15,5 @@ mod test_prune;
 mod test_query;
 mod test_snapshots;
 mod test_store;
+mod test_verify;
 mod test_write;

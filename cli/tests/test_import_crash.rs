@@ -181,7 +181,7 @@ fn a_killed_import_leaves_a_valid_store_that_a_second_import_completes() {
     );
 
     let window = (full.as_millis() as u64).max(50);
-    let rounds = 20;
+    let rounds = crate::common::kills(20);
     let (mut no_store, mut empty, mut partial, mut complete) = (0, 0, 0, 0);
     let mut waits = Vec::new();
     let test_start = Instant::now();
@@ -253,4 +253,105 @@ fn a_killed_import_leaves_a_valid_store_that_a_second_import_completes() {
         test_start.elapsed()
     );
     assert_eq!(hashes(src.path()), originals, "source files changed");
+}
+
+/// `pisess import` of a session file that grew since the last import, killed (SIGKILL) while it
+/// reads the appended part: the store still verifies, the file is unchanged, and the next import
+/// gives exactly the store state (catalogue and exported bytes) of an uninterrupted run.
+#[test]
+fn a_killed_incremental_import_leaves_a_valid_store_that_the_next_import_completes() {
+    let env = TestEnv::new();
+    let src = tempfile::tempdir().unwrap();
+    let full = fs::read(corpus().join("13-large-10000.jsonl")).unwrap();
+    // The first import sees the first half of the lines; the file then grows to the whole.
+    let lines = full.iter().filter(|b| **b == b'\n').count();
+    let cut = full
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(lines / 2)
+        .map(|(i, _)| i + 1)
+        .unwrap();
+    let (half, _) = full.split_at(cut);
+    let file = src.path().join("growing.jsonl");
+    let files = vec![file.clone()];
+    let stores = tempfile::tempdir().unwrap();
+
+    // The store after the first import, copied before every round.
+    let base = stores.path().join("base.redb");
+    fs::write(&file, half).unwrap();
+    import(&env, &base, src.path(), "first import");
+    let base_bytes = fs::read(&base).unwrap();
+
+    // The reference: the incremental import uninterrupted.
+    let ref_store = stores.path().join("reference.redb");
+    fs::write(&ref_store, &base_bytes).unwrap();
+    fs::write(&file, &full).unwrap();
+    let started = Instant::now();
+    import(&env, &ref_store, src.path(), "reference");
+    let took = started.elapsed();
+    let reference = state(&env, &ref_store, &files, "reference");
+    assert_eq!(reference.ls.len(), 1);
+    assert_eq!(
+        reference.exports[&file],
+        blake3::hash(&full).to_hex().to_string() + &format!(":{}", full.len()),
+        "the reference store does not hold the whole file"
+    );
+
+    // Half again the uninterrupted time: a loaded machine runs slower, and kills that land
+    // after the commit (or after the exit) must also leave the right state.
+    let window = (took.as_millis() as u64 * 3 / 2).max(50);
+    let rounds = crate::common::kills(10);
+    let (mut old, mut new) = (0, 0);
+    let mut rng = Rng(0x1c4e_a5e5_0f0f_1234);
+    for round in 0..rounds {
+        let what = format!("round {round}");
+        let store = stores.path().join(format!("round{round}.redb"));
+        fs::write(&store, &base_bytes).unwrap();
+        fs::write(&file, half).unwrap();
+        fs::write(&file, &full).unwrap();
+        let wait = rng.below(window);
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+            .arg("import")
+            .arg(src.path())
+            .env_clear()
+            .env("HOME", env.home.path())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .env("PISESS_STORE", &store)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(wait));
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        let mut cmd = pisess(&env, &store);
+        cmd.arg("verify");
+        let (code, out, err) = run(cmd);
+        assert_eq!(
+            code, 0,
+            "{what} ({wait} ms of {took:?}): verify failed\n{out}\n{err}"
+        );
+        assert_eq!(fs::read(&file).unwrap(), full, "{what}: the source changed");
+        // Where the kill landed: the store still had the old half, or already the whole.
+        if catalogue(&env, &store, &what) == reference.ls {
+            new += 1;
+        } else {
+            old += 1;
+        }
+        import(&env, &store, src.path(), &what);
+        let got = state(&env, &store, &files, &what);
+        assert!(
+            got == reference,
+            "{what} ({wait} ms of {took:?}): result differs\n{}",
+            describe_diff(&reference, &got)
+        );
+        let _ = fs::remove_file(&store);
+    }
+    eprintln!(
+        "incremental import crash test: {rounds} kills, window {took:?}; \
+         {old} before the commit, {new} after"
+    );
 }

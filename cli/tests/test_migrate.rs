@@ -521,7 +521,7 @@ fn a_killed_migration_leaves_every_file_migrated_or_untouched() {
     let mut rng = Rng(seed);
     let window = full.as_millis().max(200) as u64;
     let (mut migrated_seen, mut untouched_seen) = (0, 0);
-    for round in 0..24 {
+    for round in 0..crate::common::kills(24) {
         let work = tempfile::tempdir().unwrap();
         for (rel, bytes) in &originals {
             let p = work.path().join(rel);

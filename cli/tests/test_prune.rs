@@ -522,7 +522,7 @@ fn a_killed_in_place_prune_leaves_the_file_pruned_or_untouched() {
     let mut rng = Rng(seed);
     let window = (full.as_millis() as u64).max(200) * 2;
     let mut seen = [0usize; 2];
-    for round in 0..12 {
+    for round in 0..crate::common::kills(12) {
         let work = tempfile::tempdir().unwrap();
         let file = work.path().join("s.jsonl");
         std::fs::write(&file, &original).unwrap();

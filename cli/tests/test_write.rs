@@ -676,7 +676,7 @@ fn a_killed_compact_leaves_the_file_whole_and_the_store_consistent() {
     let orig = std::fs::read(&src).unwrap();
     let mut rng = crate::common::Rng(0x5eed_0fc0_ffee);
     let (mut untouched, mut appended) = (0, 0);
-    for i in 0..24 {
+    for i in 0..crate::common::kills(24) {
         let file = dir.join(format!("k{i}.jsonl"));
         std::fs::write(&file, &orig).unwrap();
         let f = file.to_str().unwrap();

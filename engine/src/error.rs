@@ -13,10 +13,12 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum StoreError {
     /// Another process holds the store (an import, usually).
-    #[error("the store is busy: {path} is open in another pisess process")]
+    #[error("the store is busy: {holder} holds {path}")]
     Busy {
         /// The store file.
         path: PathBuf,
+        /// Who holds it: `pid N (command line)` when the system says, else "another process".
+        holder: String,
     },
     /// The store was written by a newer pisess.
     #[error(
@@ -65,6 +67,15 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The store file could not be opened or prepared (a read-only folder, a full disk…).
+    #[error("cannot open the store {path}")]
+    Open {
+        /// The store file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: redb::Error,
+    },
     /// A redb operation failed.
     #[error("store operation failed")]
     Redb(#[from] redb::Error),
@@ -111,6 +122,8 @@ impl StoreError {
         match e {
             redb::DatabaseError::DatabaseAlreadyOpen => Self::Busy {
                 path: path.to_path_buf(),
+                holder: crate::holder::holder_of(path)
+                    .unwrap_or_else(|| "another process".to_owned()),
             },
             other => Self::Redb(redb::Error::from(other)),
         }

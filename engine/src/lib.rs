@@ -7,7 +7,7 @@
 //! - [`export`] writes sessions back out, byte for byte;
 //! - [`prune`] plans and writes a session with only some of its branches;
 //! - [`files`] indexes tool calls that read or change files;
-//! - [`verify`] checks the store's consistency.
+//! - [`verify`] checks the store's consistency; [`repair`] rebuilds its tree indexes.
 //!
 //! Nothing here prints or draws: progress is reported through callbacks.
 #![forbid(unsafe_code)]
@@ -17,10 +17,12 @@ pub mod error;
 pub mod export;
 pub mod files;
 pub mod graph;
+pub mod holder;
 pub mod ids;
 pub mod import;
 pub mod prune;
 pub mod record;
+pub mod repair;
 pub mod schema;
 pub mod store;
 pub mod verify;

@@ -4,7 +4,10 @@
 //! - a store is only used after its `meta.schema_version` has been checked: a newer version is
 //!   refused ([`StoreError::NewerSchema`]) and never read further;
 //! - opening for writing creates every table in one transaction, so a fresh store is complete;
-//! - a store held by another process gives [`StoreError::Busy`] (redb's exclusive-writer lock).
+//! - a store held by another process gives [`StoreError::Busy`] (redb's exclusive-writer lock),
+//!   naming the holder where the system says ([`crate::holder`]);
+//! - a new store appears complete or not at all, and two processes creating it at once end up
+//!   sharing one file (the second one's copy is discarded, never renamed over the first).
 
 use std::path::{Path, PathBuf};
 
@@ -78,6 +81,13 @@ impl Store {
     /// Opens the store at `path` for reading and writing, creating it (and its folder) if needed.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
+        Self::open_at(path.clone()).map_err(|e| match e {
+            StoreError::Redb(source) => StoreError::Open { path, source },
+            other => other,
+        })
+    }
+
+    fn open_at(path: PathBuf) -> Result<Self, StoreError> {
         let db = if path.exists() {
             open_db(&path)?
         } else {
@@ -130,7 +140,14 @@ impl Store {
             std::fs::File::open(&tmp)
                 .and_then(|f| f.sync_all())
                 .map_err(io)?;
-            std::fs::rename(&tmp, path).map_err(io)?;
+            // A link, not a rename: two processes creating the store at once must not replace
+            // the file the first one already opened (its writes would go to an unlinked file).
+            match std::fs::hard_link(&tmp, path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io(e)),
+            }
+            std::fs::remove_file(&tmp).map_err(io)?;
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::File::open(dir)
                     .and_then(|d| d.sync_all())

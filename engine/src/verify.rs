@@ -1,12 +1,16 @@
 //! The store's self-check (`pisess verify`).
 //!
-//! Invariants checked (each failure is one [`Finding`]; nothing is repaired):
+//! Invariants checked (each failure is one [`Finding`]; nothing is changed here, see
+//! [`crate::repair`] for `--repair`):
 //! - redb's own integrity (page checksums, tree structure);
 //! - every row listed in `session_entries` exists, belongs to its session, and its `raw` bytes
 //!   hash (blake3) to the `row_hashes` value written at import;
 //! - every `parents` link names an existing parent one level shallower (so every chain reaches
 //!   a root and none is cyclic), a jump at no greater depth, and has its `children` row;
 //! - every `entry_ids` row points at a row of that session with that id;
+//! - every session's `entry_ids`, `parents` and `labels` rows equal what its records imply
+//!   ([`Snapshot::expected_index`]: last duplicate id wins, dangling parents are roots, cycles
+//!   cut), and every `children` row matches its child's link;
 //! - every `file_paths` row points at an existing `file_ops` row.
 //!
 //! Walks are loops over tables; nothing recurses.
@@ -101,6 +105,7 @@ impl Snapshot {
                     None => add(r, "row_hashes.v1", format!("row {e} has no hash")),
                 }
             }
+            self.verify_index(s, r)?;
             if n != rec.rows {
                 add(
                     r,
@@ -139,6 +144,18 @@ impl Snapshot {
                 );
             }
         }
+        for row in self.children.iter()? {
+            let (k, _) = row?;
+            let (p, c) = k.value();
+            match self.parents.get(c)? {
+                Some(l) if l.value().parent().map(|x| x.0) == Some(p) => {}
+                _ => add(
+                    r,
+                    "children.v1",
+                    format!("{c} is listed under {p}, but its parent is not {p}"),
+                ),
+            }
+        }
         for row in self.entry_ids.iter()? {
             let (k, v) = row?;
             let ((s, id), e) = (k.value(), v.value());
@@ -161,6 +178,94 @@ impl Snapshot {
             if self.file_ops.get((e, i))?.is_none() {
                 add(r, "file_paths.v1", format!("{p} → ({e}, {i}): no such op"));
             }
+        }
+        Ok(())
+    }
+
+    /// Compares session `s`'s `entry_ids`, `parents` and `labels` rows with what its records
+    /// imply ([`Snapshot::expected_index`]).
+    fn verify_index(
+        &self,
+        s: crate::ids::SessionKey,
+        r: &mut VerifyReport,
+    ) -> Result<(), StoreError> {
+        let mut add = |table: &'static str, message: String| {
+            if r.findings.len() < MAX_FINDINGS {
+                r.findings.push(Finding { table, message });
+            }
+        };
+        let x = match self.expected_index(s) {
+            Ok(x) => x,
+            Err(StoreError::Inconsistent(m)) => {
+                add(crate::schema::ENTRIES_NAME, m);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let mut seen = 0usize;
+        for row in self.entry_ids.range((s.0, "")..(s.0 + 1, ""))? {
+            let (k, v) = row?;
+            let ((_, id), e) = (k.value(), v.value());
+            seen += 1;
+            if x.entry_ids.get(id) != Some(&e) {
+                add(
+                    "entry_ids.v1",
+                    format!("session {s}: id {id} → {e} is not its last row"),
+                );
+            }
+        }
+        for (id, e) in &x.entry_ids {
+            if self.entry_ids.get((s.0, id.as_str()))?.map(|v| v.value()) != Some(*e) {
+                add(
+                    "entry_ids.v1",
+                    format!("session {s}: id {id} (row {e}) is not indexed"),
+                );
+            }
+        }
+        if seen != x.entry_ids.len() {
+            add(
+                "entry_ids.v1",
+                format!(
+                    "session {s}: {seen} ids indexed, its rows have {}",
+                    x.entry_ids.len()
+                ),
+            );
+        }
+        for (k, want) in &x.links {
+            match self.parents.get(*k)? {
+                Some(l) if l.value() == *want => {}
+                Some(_) => add(
+                    "parents.v1",
+                    format!("{k}: link differs from its record's parentId"),
+                ),
+                None => add("parents.v1", format!("{k}: no link")),
+            }
+        }
+        let mut seen = 0usize;
+        for row in self.labels.range((s.0, "")..(s.0 + 1, ""))? {
+            let (k, v) = row?;
+            let ((_, t), l) = (k.value(), v.value());
+            seen += 1;
+            if x.labels.get(t).map(String::as_str) != Some(l) {
+                add(
+                    "labels.v1",
+                    format!("session {s}: label of {t} differs from its records"),
+                );
+            }
+        }
+        for (t, l) in &x.labels {
+            if self.labels.get((s.0, t.as_str()))?.map(|v| v.value() == l) != Some(true) {
+                add("labels.v1", format!("session {s}: label of {t} is missing"));
+            }
+        }
+        if seen != x.labels.len() {
+            add(
+                "labels.v1",
+                format!(
+                    "session {s}: {seen} labels indexed, its records give {}",
+                    x.labels.len()
+                ),
+            );
         }
         Ok(())
     }

@@ -149,12 +149,15 @@ fn write_file(
     atomic::clean_stale(dir);
     let tmp = atomic::TempFile::create(dir, name)
         .map_err(|e| anyhow!("cannot create a temp file in {}: {e}", dir.display()))?;
-    {
+    let written = (|| -> Result<(), CommandError> {
         let mut w = BufWriter::with_capacity(256 << 10, tmp.file()?);
         body(&mut w)?;
         w.flush()?;
-    }
-    tmp.file()?.sync_all()?;
+        drop(w);
+        tmp.file()?.sync_all()?;
+        Ok(())
+    })();
+    written.map_err(|e| e.context(format!("cannot write {}", path.display())))?;
     tmp.persist(path)
         .map_err(|e| anyhow!("cannot rename the export to {}: {e}", path.display()))?;
     Ok(())

@@ -240,19 +240,21 @@ fn write_atomically(
     atomic::clean_stale(dir);
     let tmp = atomic::TempFile::create(dir, name)
         .map_err(|e| anyhow!("cannot create a temp file in {}: {e}", dir.display()))?;
-    let n = {
+    let source = Path::new(&session.record.path);
+    let written = (|| -> Result<u64, CommandError> {
         let mut w = BufWriter::with_capacity(256 << 10, tmp.file()?);
         let n = session.snap.write_pruned(plan, &mut w)?;
         w.flush()?;
-        n
-    };
-    let source = Path::new(&session.record.path);
-    if args.in_place
-        && let Ok(meta) = std::fs::metadata(source)
-    {
-        tmp.file()?.set_permissions(meta.permissions())?;
-    }
-    tmp.file()?.sync_all()?;
+        drop(w);
+        if args.in_place
+            && let Ok(meta) = std::fs::metadata(source)
+        {
+            tmp.file()?.set_permissions(meta.permissions())?;
+        }
+        tmp.file()?.sync_all()?;
+        Ok(n)
+    })();
+    let n = written.map_err(|e| e.context(format!("cannot write {}", target.display())))?;
     let mut backup = None;
     if args.in_place && !args.no_backup {
         let mut b = source.as_os_str().to_owned();

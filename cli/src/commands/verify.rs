@@ -1,23 +1,62 @@
-//! `pisess verify`: check the store (redb integrity, row hashes, tree links, id index).
+//! `pisess verify [--repair]`: check the store (redb integrity, row hashes, tree links, every
+//! index against the records) and, with `--repair`, rebuild the tree indexes from the records.
 //!
-//! Exit 0 when consistent, 1 with findings (one per line on stdout).
+//! Invariants: without `--repair` nothing is written; `--repair` rewrites only index rows
+//! (`entry_ids`, `parents`, `children`, `labels`) in one transaction, never a record, and is
+//! followed by a second check whose result decides the exit status.
+//!
+//! Exit 0 when consistent (after repair, with `--repair`), 1 with findings (one per line on
+//! stdout).
 
 use std::io::Write;
 
+use pisess_engine::VerifyReport;
 use serde_json::json;
 
 use crate::command_error::{CommandResult, Outcome};
 use crate::session_arg::open_store;
-use crate::ui::Ui;
+use crate::ui::{Ui, safe};
 
-/// Arguments of `pisess verify`.
+/// Check the store: redb's integrity, every row's blake3, tree links (every parent reachable,
+/// no cycles), and every index against the records.
 #[derive(Debug, clap::Args)]
-pub struct VerifyArgs {}
+pub struct VerifyArgs {
+    /// When the check finds problems, rebuild the indexes (entry ids, parents, children,
+    /// labels) from the stored records, then check again. Records are never deleted.
+    #[arg(long)]
+    pub repair: bool,
+}
 
 /// Runs `pisess verify`.
-pub fn cmd_verify(ui: &mut Ui, _args: &VerifyArgs) -> CommandResult {
+pub fn cmd_verify(ui: &mut Ui, args: &VerifyArgs) -> CommandResult {
     let mut store = open_store()?;
-    let r = store.verify()?;
+    let mut r = store.verify()?;
+    print_report(ui, &r, "")?;
+    if args.repair && !r.findings.is_empty() {
+        let fixed = store.repair()?;
+        if ui.json {
+            ui.json_line(&json!({"type": "repair", "sessions": fixed.sessions,
+                "written": fixed.written, "removed": fixed.removed}))?;
+        } else {
+            writeln!(
+                ui.out(),
+                "repaired: rebuilt the indexes of {} sessions ({} rows written, {} removed)",
+                fixed.sessions,
+                fixed.written,
+                fixed.removed
+            )?;
+        }
+        r = store.verify()?;
+        print_report(ui, &r, "after repair: ")?;
+    }
+    Ok(if r.findings.is_empty() {
+        Outcome::Success
+    } else {
+        Outcome::Negative
+    })
+}
+
+fn print_report(ui: &mut Ui, r: &VerifyReport, prefix: &str) -> std::io::Result<()> {
     if ui.json {
         for f in &r.findings {
             ui.json_line(&json!({"type": "finding", "table": f.table, "message": f.message}))?;
@@ -28,11 +67,11 @@ pub fn cmd_verify(ui: &mut Ui, _args: &VerifyArgs) -> CommandResult {
         )?;
     } else {
         for f in &r.findings {
-            writeln!(ui.out(), "{}: {}", f.table, f.message)?;
+            writeln!(ui.out(), "{prefix}{}: {}", f.table, safe(&f.message))?;
         }
         writeln!(
             ui.out(),
-            "checked {} sessions, {} rows, {} links: {}",
+            "{prefix}checked {} sessions, {} rows, {} links: {}",
             r.sessions,
             r.rows,
             r.links,
@@ -43,9 +82,5 @@ pub fn cmd_verify(ui: &mut Ui, _args: &VerifyArgs) -> CommandResult {
             }
         )?;
     }
-    Ok(if r.findings.is_empty() {
-        Outcome::Success
-    } else {
-        Outcome::Negative
-    })
+    Ok(())
 }

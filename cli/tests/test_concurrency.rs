@@ -1,0 +1,400 @@
+//! Several processes on one store and one session file at once.
+//!
+//! - `log`, `files` and `context` in a loop while an import of a big folder runs: each either
+//!   gives exactly the answer computed when the store was idle, or (without `--wait`) fails with
+//!   "the store is busy: pid N (… import …)"; with `--wait` it always answers, correctly;
+//! - two imports at once into a fresh store: with `--wait` both finish and the store equals two
+//!   imports one after the other; without it, the loser says the store is busy and a retry
+//!   completes it;
+//! - the session writer (`pisess compact`) appending while pi-like appends (`>>` of whole
+//!   lines) land in the same file: no line is lost, torn or fused, and the store, brought up to
+//!   date, equals a fresh import of the final file.
+//!
+//! Every child runs under a deadline: a hang fails the test ("deadlock") instead of blocking.
+//! Inputs: `fixtures/sessions/` and the oracle's standard corpus (`common::corpus`).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{Rng, TestEnv, corpus, fixture};
+
+/// Longest any single child may run before the test calls it a deadlock.
+const DEADLINE: Duration = Duration::from_secs(300);
+
+/// `pisess ARGS` as a child with the test environment and the store `store`.
+fn spawn(env: &TestEnv, store: &Path, args: &[&str]) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+        .args(args)
+        .env_clear()
+        .env("HOME", env.home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .env("PISESS_STORE", store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for a child under [`DEADLINE`]; returns (exit code, stdout, stderr).
+fn finish(mut child: Child, what: &str) -> (i32, String, String) {
+    let start = Instant::now();
+    // Drain the pipes on threads so a child with a lot of output never blocks on them.
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut so, &mut s).unwrap();
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut se, &mut s).unwrap();
+        s
+    });
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {DEADLINE:?} (deadlock?)");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let out = String::from_utf8_lossy(&t_out.join().unwrap()).into_owned();
+    let err = String::from_utf8_lossy(&t_err.join().unwrap()).into_owned();
+    (status.code().unwrap_or(-1), out, err)
+}
+
+/// Runs `pisess ARGS` to completion under the deadline.
+fn run(env: &TestEnv, store: &Path, args: &[&str]) -> (i32, String, String) {
+    finish(spawn(env, store, args), &args.join(" "))
+}
+
+/// Runs `pisess ARGS`, which must succeed; returns stdout.
+fn ok(env: &TestEnv, store: &Path, args: &[&str]) -> String {
+    let (code, out, err) = run(env, store, args);
+    assert_eq!(code, 0, "pisess {}: {out}\n{err}", args.join(" "));
+    out
+}
+
+/// The id in a session file's header.
+fn session_id(file: &Path) -> String {
+    let text = fs::read_to_string(file).unwrap();
+    let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    header["id"].as_str().unwrap().to_owned()
+}
+
+/// `count` copies of large corpus files under `dir` (a folder an import takes seconds over).
+fn big_folder(dir: &Path, count: usize) -> Vec<PathBuf> {
+    let c = corpus();
+    let names = [
+        "12-large-5000",
+        "09-med-3000-manybranch",
+        "13-large-10000",
+        "07-med-2000",
+    ];
+    let mut out = Vec::new();
+    for i in 0..count {
+        let name = names[i % names.len()];
+        let dst = dir.join(format!("{i:02}-{name}.jsonl"));
+        fs::copy(c.join(format!("{name}.jsonl")), &dst).unwrap();
+        out.push(dst);
+    }
+    out
+}
+
+/// The queries the reader loop asks, against the session `id` (by id: reading never imports).
+fn queries(id: &str) -> Vec<Vec<String>> {
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    vec![
+        s(&["log", id]),
+        s(&["--json", "context", id]),
+        s(&["files", "--session", id, "src/**"]),
+    ]
+}
+
+#[test]
+fn readers_during_an_import_get_the_idle_answer_or_a_clear_busy_message() {
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let session = env.home.path().join("a.jsonl");
+    fs::copy(fixture("sessions/04-many-branches.jsonl"), &session).unwrap();
+    ok(&env, &store, &["import", session.to_str().unwrap()]);
+    let id = session_id(&session);
+    let idle: Vec<String> = queries(&id)
+        .iter()
+        .map(|q| {
+            let q: Vec<&str> = q.iter().map(String::as_str).collect();
+            ok(&env, &store, &q)
+        })
+        .collect();
+    assert!(idle.iter().all(|a| !a.is_empty()), "{idle:?}");
+
+    let big = tempfile::tempdir().unwrap();
+    let files = big_folder(big.path(), 12);
+    let importer = spawn(&env, &store, &["import", big.path().to_str().unwrap()]);
+    let import_pid = importer.id();
+    let importer = std::thread::spawn(move || finish(importer, "import of the big folder"));
+
+    let (mut answered, mut busy, mut waited) = (0, 0, 0);
+    let mut rng = Rng(0xc0c0_0a11);
+    while !importer.is_finished() {
+        for (q, expected) in queries(&id).iter().zip(&idle) {
+            let wait = rng.below(3) == 0;
+            let mut args: Vec<&str> = Vec::new();
+            if wait {
+                args.extend(["--wait", "300"]);
+            }
+            args.extend(q.iter().map(String::as_str));
+            let (code, out, err) = run(&env, &store, &args);
+            if code == 0 {
+                assert_eq!(&out, expected, "pisess {}: a wrong answer", args.join(" "));
+                if wait {
+                    waited += 1;
+                } else {
+                    answered += 1;
+                }
+            } else {
+                assert!(
+                    !wait,
+                    "pisess {}: failed despite --wait: {err}",
+                    args.join(" ")
+                );
+                assert_eq!(code, 2, "pisess {}: {out}\n{err}", args.join(" "));
+                assert!(
+                    err.contains("the store is busy: ")
+                        && err.contains(&format!("pid {import_pid} "))
+                        && err.contains("import")
+                        && err.contains("--wait"),
+                    "pisess {}: the busy message does not name the import: {err}",
+                    args.join(" ")
+                );
+                busy += 1;
+            }
+        }
+    }
+    let (code, out, err) = importer.join().unwrap();
+    assert_eq!(code, 0, "the import failed: {out}\n{err}");
+    eprintln!("readers during an import: {answered} answered, {busy} busy, {waited} waited");
+    assert!(
+        busy + waited > 0,
+        "no reader ran while the import held the store"
+    );
+    let ls = ok(&env, &store, &["--json", "ls"]);
+    assert_eq!(ls.lines().count(), files.len() + 1, "{ls}");
+    ok(&env, &store, &["verify"]);
+    for (q, expected) in queries(&id).iter().zip(&idle) {
+        let q: Vec<&str> = q.iter().map(String::as_str).collect();
+        assert_eq!(&ok(&env, &store, &q), expected, "after the import");
+    }
+}
+
+/// The catalogue (sorted `ls --json` lines) and every file's exported bytes.
+fn state(env: &TestEnv, store: &Path, files: &[PathBuf]) -> (Vec<String>, Vec<String>) {
+    let mut ls: Vec<String> = ok(env, store, &["--json", "ls"])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    ls.sort();
+    let exports = files
+        .iter()
+        .map(|f| {
+            let out = ok(env, store, &["export", f.to_str().unwrap()]);
+            blake3::hash(out.as_bytes()).to_hex().to_string()
+        })
+        .collect();
+    (ls, exports)
+}
+
+#[test]
+fn two_imports_at_once_equal_two_imports_in_turn() {
+    let env = TestEnv::new();
+    let src = tempfile::tempdir().unwrap();
+    let (x, y) = (src.path().join("x"), src.path().join("y"));
+    fs::create_dir_all(&x).unwrap();
+    fs::create_dir_all(&y).unwrap();
+    let mut files = big_folder(&x, 4);
+    for e in fs::read_dir(fixture("sessions")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|e| e == "jsonl") {
+            let dst = y.join(p.file_name().unwrap());
+            fs::copy(&p, &dst).unwrap();
+            files.push(dst);
+        }
+    }
+    let stores = tempfile::tempdir().unwrap();
+    let reference = stores.path().join("reference.redb");
+    ok(&env, &reference, &["import", x.to_str().unwrap()]);
+    ok(&env, &reference, &["import", y.to_str().unwrap()]);
+    let expected = state(&env, &reference, &files);
+    assert_eq!(expected.0.len(), files.len());
+
+    for round in 0..4 {
+        let store = stores.path().join(format!("round{round}.redb"));
+        let wait = round % 2 == 0;
+        let args = |dir: &Path| {
+            let mut a = vec![];
+            if wait {
+                a.extend(["--wait", "300"]);
+            }
+            a.extend(["import", dir.to_str().unwrap()]);
+            a.into_iter().map(str::to_owned).collect::<Vec<_>>()
+        };
+        let (ax, ay) = (args(&x), args(&y));
+        let cx = spawn(
+            &env,
+            &store,
+            &ax.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let cy = spawn(
+            &env,
+            &store,
+            &ay.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let tx = std::thread::spawn(move || finish(cx, "first import"));
+        let ry = finish(cy, "second import");
+        let rx = tx.join().unwrap();
+        for ((code, out, err), dir) in [(rx, &x), (ry, &y)] {
+            if code == 0 {
+                continue;
+            }
+            assert!(
+                !wait,
+                "round {round}: an import failed despite --wait: {err}"
+            );
+            assert_eq!(code, 2, "round {round}: {out}\n{err}");
+            assert!(
+                err.contains("the store is busy: ") && err.contains("import"),
+                "round {round}: unclear message: {err}"
+            );
+            ok(&env, &store, &["import", dir.to_str().unwrap()]);
+        }
+        ok(&env, &store, &["verify"]);
+        let got = state(&env, &store, &files);
+        assert!(got == expected, "round {round}: the store differs");
+    }
+}
+
+/// A pi-like user message entry: one whole line, written by one `write` on an `O_APPEND` file.
+fn pi_line(id: &str, parent: &str, n: u64) -> String {
+    let text = format!("pi-like append {n}: ") + &"lorem ipsum dolor sit amet ".repeat(300);
+    let v = serde_json::json!({
+        "type": "message",
+        "id": id,
+        "parentId": parent,
+        "timestamp": "2026-07-28T10:00:00.000Z",
+        "message": {"role": "user", "content": [{"type": "text", "text": text}],
+                    "timestamp": 1_785_232_800_000u64 + n},
+    });
+    serde_json::to_string(&v).unwrap() + "\n"
+}
+
+/// The id of the last line of `file` that has one.
+fn last_id(file: &Path) -> String {
+    let text = fs::read_to_string(file).unwrap();
+    text.lines()
+        .rev()
+        .find_map(|l| {
+            serde_json::from_str::<Value>(l)
+                .ok()
+                .and_then(|v| v["id"].as_str().map(str::to_owned))
+        })
+        .unwrap()
+}
+
+#[test]
+fn the_writer_and_pi_like_appends_share_a_file_without_losing_a_line() {
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let file = env.home.path().join("shared.jsonl");
+    fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    let f = file.to_str().unwrap().to_owned();
+    ok(&env, &store, &["import", &f]);
+
+    let mut appended = Vec::new();
+    let (mut compacted, mut nothing) = (0, 0);
+    let mut rng = Rng(0x00a1_1ce5);
+    for round in 0..8u64 {
+        // pi appends five messages while `compact` runs.
+        let ids: Vec<String> = (0..5)
+            .map(|i| format!("{:08x}", 0xa000_0000 + round * 16 + i))
+            .collect();
+        let pauses: Vec<u64> = (0..5).map(|_| rng.below(40)).collect();
+        let path = file.clone();
+        let ids2 = ids.clone();
+        let appender = std::thread::spawn(move || {
+            for (i, id) in ids2.iter().enumerate() {
+                std::thread::sleep(Duration::from_millis(pauses[i]));
+                let line = pi_line(id, &last_id(&path), round * 16 + i as u64);
+                let mut out = fs::OpenOptions::new().append(true).open(&path).unwrap();
+                out.write_all(line.as_bytes()).unwrap();
+            }
+        });
+        let (code, out, err) = run(
+            &env,
+            &store,
+            &["--wait", "300", "compact", &f, "--keep", "1000"],
+        );
+        appender.join().unwrap();
+        match code {
+            0 => compacted += 1,
+            1 => nothing += 1,
+            _ => panic!("round {round}: compact failed: {out}\n{err}"),
+        }
+        appended.extend(ids);
+    }
+    eprintln!("writer with pi-like appends: {compacted} compactions, {nothing} with nothing to do");
+    assert!(compacted > 0, "compact never ran");
+
+    // Every line is one whole entry, ids are unique, and every pi-like append is there.
+    let text = fs::read_to_string(&file).unwrap();
+    assert!(text.ends_with('\n'));
+    let mut ids = BTreeSet::new();
+    let mut compactions = 0;
+    for (n, line) in text.lines().enumerate() {
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("line {}: not one JSON value ({e}): {line:.200}", n + 1));
+        if v["type"] == "compaction" {
+            compactions += 1;
+        }
+        if let Some(id) = v["id"].as_str() {
+            assert!(
+                ids.insert(id.to_owned()) || n == 0,
+                "line {}: id {id} twice",
+                n + 1
+            );
+        }
+    }
+    assert_eq!(
+        compactions, compacted,
+        "a compaction line is missing or extra"
+    );
+    for id in &appended {
+        assert!(ids.contains(id), "pi-like append {id} was lost");
+    }
+
+    // The store picks the appends up: brought up to date it equals the file and a fresh import.
+    let exported = ok(&env, &store, &["export", &f]);
+    assert_eq!(exported, text, "the store does not hold the file's bytes");
+    ok(&env, &store, &["verify"]);
+    let fresh = env.home.path().join("fresh.redb");
+    ok(&env, &fresh, &["import", &f]);
+    for q in [vec!["--json", "context", &f], vec!["log", &f]] {
+        assert_eq!(
+            ok(&env, &store, &q),
+            ok(&env, &fresh, &q),
+            "pisess {}",
+            q.join(" ")
+        );
+    }
+}

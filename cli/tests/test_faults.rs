@@ -1,0 +1,263 @@
+//! A full disk and a read-only store folder: every writing command fails with a clear error
+//! naming the path, leaves no partial output or temporary file behind, keeps the store
+//! verifiable and the source unchanged.
+//!
+//! The full disk is a small tmpfs (a real `ENOSPC`), mounted by the test; that needs root (or
+//! `CAP_SYS_ADMIN`), as the CI container has. Where `mount` is refused the tests FAIL (a
+//! skipped check must not count as a pass).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::common::{TestEnv, corpus, fixture};
+
+/// A tmpfs of `size` mounted on a fresh folder; unmounted on drop.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "cannot mount a tmpfs here (not root?): the full-disk tests need root or CAP_SYS_ADMIN"
+        );
+        Some(Self { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Makes the file system read-only.
+    fn read_only(&self) {
+        let st = std::process::Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(self.path())
+            .status()
+            .unwrap();
+        assert!(st.success(), "remount read-only failed");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// Names in a folder, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs pisess with the store `store`: (exit code, stdout, stderr).
+fn run(env: &TestEnv, store: &Path, args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let out = env
+        .pisess()
+        .env("PISESS_STORE", store)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn os(s: &str) -> &std::ffi::OsStr {
+    std::ffi::OsStr::new(s)
+}
+
+/// `pisess verify` on a copy of `store` (the full file system may refuse verify's own write).
+fn verifies(env: &TestEnv, store: &Path) {
+    let copy = env.home.path().join("verify-copy.redb");
+    fs::copy(store, &copy).unwrap();
+    let (code, out, err) = run(env, &copy, &[os("verify")]);
+    assert_eq!(code, 0, "verify after the failure: {out}\n{err}");
+    fs::remove_file(&copy).unwrap();
+}
+
+#[test]
+fn a_full_disk_during_import_fails_clearly_and_keeps_the_store_consistent() {
+    let Some(disk) = Tmpfs::mount("3m") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let src = tempfile::tempdir().unwrap();
+    let small = src.path().join("a.jsonl");
+    fs::copy(fixture("sessions/04-many-branches.jsonl"), &small).unwrap();
+    let store = disk.path().join("store.redb");
+    // A first, small import fits.
+    let (code, out, err) = run(&env, &store, &[os("import"), small.as_os_str()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    for name in ["12-large-5000", "09-med-3000-manybranch"] {
+        fs::copy(
+            corpus().join(format!("{name}.jsonl")),
+            src.path().join(format!("{name}.jsonl")),
+        )
+        .unwrap();
+    }
+    let before: Vec<Vec<u8>> = listing(src.path())
+        .iter()
+        .map(|n| fs::read(src.path().join(n)).unwrap())
+        .collect();
+    let (code, out, err) = run(&env, &store, &[os("import"), src.path().as_os_str()]);
+    assert_eq!(
+        code, 2,
+        "an import onto a full disk must fail: {out}\n{err}"
+    );
+    let text = format!("{out}\n{err}");
+    assert!(
+        text.contains("No space left on device"),
+        "the error does not say the disk is full: {text}"
+    );
+    assert_eq!(
+        listing(disk.path()),
+        ["store.redb"],
+        "a temporary file was left"
+    );
+    verifies(&env, &store);
+    let after: Vec<Vec<u8>> = listing(src.path())
+        .iter()
+        .map(|n| fs::read(src.path().join(n)).unwrap())
+        .collect();
+    assert_eq!(before, after, "a source file changed");
+    // The session imported before is still answered from the store.
+    let copy = env.home.path().join("after.redb");
+    fs::copy(&store, &copy).unwrap();
+    let (code, out, _) = run(&env, &copy, &[os("export"), small.as_os_str()]);
+    assert_eq!(code, 0);
+    assert_eq!(out.as_bytes(), fs::read(&small).unwrap());
+}
+
+/// One writing command with its output on a full disk: exit 2, the error names the output (or,
+/// for `migrate`, which reports per input, the input),
+/// and the disk holds nothing afterwards (no partial file, no temporary file).
+fn full_output(env: &TestEnv, store: &Path, disk: &Path, args: &[&std::ffi::OsStr], source: &Path) {
+    let before = fs::read(source).unwrap();
+    let (code, out, err) = run(env, store, args);
+    let what = format!("{args:?}");
+    assert_eq!(code, 2, "{what} must fail: {out}\n{err}");
+    assert!(
+        err.contains("No space left on device")
+            && (err.contains(&disk.display().to_string())
+                || err.contains(&source.display().to_string())),
+        "{what}: the error does not name the file: {err}"
+    );
+    assert!(listing(disk).is_empty(), "{what}: left {:?}", listing(disk));
+    assert_eq!(
+        fs::read(source).unwrap(),
+        before,
+        "{what}: the source changed"
+    );
+    verifies(env, store);
+}
+
+#[test]
+fn a_full_disk_under_export_migrate_and_prune_output_leaves_nothing_half_written() {
+    let Some(disk) = Tmpfs::mount("64k") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let session: PathBuf = env.home.path().join("s.jsonl");
+    fs::copy(corpus().join("04-small-250.jsonl"), &session).unwrap();
+    let v1 = env.home.path().join("old").join("v1.jsonl");
+    fs::create_dir_all(v1.parent().unwrap()).unwrap();
+    fs::copy(corpus().join("17-v1-400.jsonl"), &v1).unwrap();
+    let (code, out, err) = run(&env, &store, &[os("import"), session.as_os_str()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+
+    let out_file = disk.path().join("out.jsonl");
+    full_output(
+        &env,
+        &store,
+        disk.path(),
+        &[
+            os("export"),
+            session.as_os_str(),
+            os("-o"),
+            out_file.as_os_str(),
+        ],
+        &session,
+    );
+    full_output(
+        &env,
+        &store,
+        disk.path(),
+        &[
+            os("migrate"),
+            v1.as_os_str(),
+            os("--out"),
+            disk.path().as_os_str(),
+        ],
+        &v1,
+    );
+    // Keep a leaf far from the root, so the pruned file is still larger than the disk.
+    full_output(
+        &env,
+        &store,
+        disk.path(),
+        &[
+            os("prune"),
+            session.as_os_str(),
+            os("--keep-leaf"),
+            os("-o"),
+            out_file.as_os_str(),
+        ],
+        &session,
+    );
+}
+
+#[test]
+fn a_read_only_store_folder_gives_an_error_naming_the_path() {
+    let Some(disk) = Tmpfs::mount("8m") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let session = env.home.path().join("s.jsonl");
+    fs::copy(fixture("sessions/04-many-branches.jsonl"), &session).unwrap();
+    // A read-only folder with no store yet, then one holding a store.
+    let fresh = disk.path().join("fresh");
+    fs::create_dir_all(&fresh).unwrap();
+    let store = disk.path().join("store.redb");
+    let (code, out, err) = run(&env, &store, &[os("import"), session.as_os_str()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let image = fs::read(&store).unwrap();
+    disk.read_only();
+    for (store, args) in [
+        (
+            fresh.join("store.redb"),
+            vec![os("import"), session.as_os_str()],
+        ),
+        (store.clone(), vec![os("import"), session.as_os_str()]),
+        (store.clone(), vec![os("ls")]),
+    ] {
+        let (code, out, err) = run(&env, &store, &args);
+        assert_eq!(code, 2, "{args:?} on a read-only store: {out}\n{err}");
+        assert!(
+            err.contains(&store.parent().unwrap().display().to_string()),
+            "{args:?}: the error does not name the store: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert_eq!(listing(&fresh), Vec::<String>::new());
+    assert_eq!(fs::read(&store).unwrap(), image, "the store changed");
+}

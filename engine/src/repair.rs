@@ -1,0 +1,303 @@
+//! The tree indexes as the records say they should be: checked by `pisess verify`, rewritten
+//! by `pisess verify --repair`.
+//!
+//! Invariants:
+//! - the expected `entry_ids`, `parents`, `children` and `labels` rows of a session are derived
+//!   from its stored rows alone (file order, id, parentId, and the JSON of `label` entries),
+//!   with import's rules: a later duplicate id wins; a parentId naming no entry makes a root; a
+//!   cycle is cut where a depth-first walk in file order closes it; labels resolve in file
+//!   order, the last one wins and an empty label clears;
+//! - repair runs in one write transaction and touches only those four index tables: it never
+//!   deletes or changes a record (`entries`, `session_entries`, `sessions`, `row_hashes`);
+//! - nothing recurses: links are built with an explicit stack.
+//!
+//! The file-operation index (`file_ops`, `file_paths`, `tool_results`) is checked by
+//! [`crate::verify`] for internal consistency only; it is not rebuilt here.
+
+use std::collections::{BTreeMap, HashMap};
+
+use redb::ReadableTable;
+
+use crate::error::StoreError;
+use crate::graph::Snapshot;
+use crate::ids::{EntryKey, Link, SessionKey};
+use crate::record::RowKind;
+use crate::schema;
+use crate::store::Store;
+
+/// One session's index rows as its records imply them.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ExpectedIndex {
+    /// Entry id → entry key (the last row with that id).
+    pub entry_ids: BTreeMap<String, u64>,
+    /// Entry key → link, for every row with an id.
+    pub links: BTreeMap<u64, Link>,
+    /// Target id → label.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// What one stored row contributes.
+struct RowFacts {
+    id: Option<String>,
+    parent: Option<String>,
+    /// `Some((target, label))` for a `label` entry (an empty or missing label clears).
+    label: Option<(String, Option<String>)>,
+}
+
+impl Snapshot {
+    /// The index rows session `s` should have (see the module docs).
+    pub fn expected_index(&self, s: SessionKey) -> Result<ExpectedIndex, StoreError> {
+        let mut out = ExpectedIndex::default();
+        // Nodes in file order: (key, id, parent id).
+        let mut nodes: Vec<(u64, String, Option<String>)> = Vec::new();
+        for e in self.rows(s)? {
+            let facts = self.with_entry(e, |a| {
+                let label = if a.kind == RowKind::Entry
+                    && a.type_name.as_ref().map(|t| t.as_str()) == Some("label")
+                {
+                    a.json_text().and_then(|t| label_of(&t))
+                } else {
+                    None
+                };
+                RowFacts {
+                    id: a.id.as_ref().map(|i| i.as_str().to_owned()),
+                    parent: a.parent_id.as_ref().map(|p| p.as_str().to_owned()),
+                    label,
+                }
+            })?;
+            let Some(f) = facts else {
+                return Err(StoreError::Inconsistent(format!(
+                    "session {s} lists missing row {e}"
+                )));
+            };
+            if let Some((target, label)) = f.label {
+                match label {
+                    Some(l) => {
+                        out.labels.insert(target, l);
+                    }
+                    None => {
+                        out.labels.remove(&target);
+                    }
+                }
+            }
+            if let Some(id) = f.id {
+                out.entry_ids.insert(id.clone(), e.0);
+                nodes.push((e.0, id, f.parent));
+            }
+        }
+        out.links = link_nodes(&nodes, &out.entry_ids);
+        Ok(out)
+    }
+}
+
+/// `(targetId, label)` of a label entry's JSON, as import reads it.
+fn label_of(json: &str) -> Option<(String, Option<String>)> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let target = v.get("targetId")?.as_str()?.to_owned();
+    let label = v
+        .get("label")
+        .and_then(|l| l.as_str())
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned);
+    Some((target, label))
+}
+
+/// Links of every node: parent by id (the last node with it), depth, skip pointer.
+fn link_nodes(
+    nodes: &[(u64, String, Option<String>)],
+    entry_ids: &BTreeMap<String, u64>,
+) -> BTreeMap<u64, Link> {
+    let index: HashMap<u64, usize> = nodes.iter().enumerate().map(|(i, n)| (n.0, i)).collect();
+    let mut parent: Vec<Option<usize>> = nodes
+        .iter()
+        .map(|(_, _, p)| {
+            p.as_ref()
+                .and_then(|p| entry_ids.get(p))
+                .and_then(|k| index.get(k).copied())
+        })
+        .collect();
+    const UNSEEN: u8 = 0;
+    const OPEN: u8 = 1;
+    const DONE: u8 = 2;
+    let mut state = vec![UNSEEN; nodes.len()];
+    let mut links: Vec<Option<Link>> = vec![None; nodes.len()];
+    let mut stack = Vec::new();
+    for start in 0..nodes.len() {
+        if state[start] != UNSEEN {
+            continue;
+        }
+        state[start] = OPEN;
+        stack.push(start);
+        while let Some(&top) = stack.last() {
+            if let Some(j) = parent[top] {
+                if state[j] == UNSEEN {
+                    state[j] = OPEN;
+                    stack.push(j);
+                    continue;
+                }
+                if state[j] == OPEN {
+                    // `top` closes a cycle: it becomes a root.
+                    parent[top] = None;
+                }
+            }
+            let key = nodes[top].0;
+            let link = match parent[top].and_then(|j| links[j].map(|l| (j, l))) {
+                None => Link {
+                    parent: EntryKey::NONE,
+                    jump: EntryKey(key),
+                    depth: 0,
+                },
+                Some((j, lp)) => {
+                    let link_of = |k: EntryKey| index.get(&k.0).and_then(|&i| links[i]);
+                    let lj = link_of(lp.jump).unwrap_or(lp);
+                    let ljj = link_of(lj.jump).unwrap_or(lj);
+                    let jump = if lp.depth - lj.depth == lj.depth - ljj.depth {
+                        lj.jump
+                    } else {
+                        EntryKey(nodes[j].0)
+                    };
+                    Link {
+                        parent: EntryKey(nodes[j].0),
+                        jump,
+                        depth: lp.depth + 1,
+                    }
+                }
+            };
+            links[top] = Some(link);
+            state[top] = DONE;
+            stack.pop();
+        }
+    }
+    nodes
+        .iter()
+        .zip(links)
+        .filter_map(|(n, l)| l.map(|l| (n.0, l)))
+        .collect()
+}
+
+/// What [`Store::repair`] rewrote.
+#[derive(Debug, Clone, Default)]
+pub struct RepairReport {
+    /// Sessions whose indexes were rebuilt.
+    pub sessions: u64,
+    /// Index rows that were missing or wrong and are now written.
+    pub written: u64,
+    /// Index rows that should not have existed and are now removed.
+    pub removed: u64,
+}
+
+impl Store {
+    /// Rebuilds `entry_ids`, `parents`, `children` and `labels` from the records, in one write
+    /// transaction (see the module docs). Records are never touched.
+    pub fn repair(&mut self) -> Result<RepairReport, StoreError> {
+        let snap = self.snapshot()?;
+        let mut expected = Vec::new();
+        for (s, _) in snap.sessions()? {
+            expected.push((s, snap.expected_index(s)?));
+        }
+        drop(snap);
+        let mut report = RepairReport::default();
+        let tx = self.db.begin_write()?;
+        {
+            let mut entry_ids = tx.open_table(schema::ENTRY_IDS)?;
+            let mut parents = tx.open_table(schema::PARENTS)?;
+            let mut children = tx.open_table(schema::CHILDREN)?;
+            let mut labels = tx.open_table(schema::LABELS)?;
+            // Rows of sessions that no longer exist, or that no record implies, go.
+            let mut want_ids: BTreeMap<(u64, String), u64> = BTreeMap::new();
+            let mut want_labels: BTreeMap<(u64, String), String> = BTreeMap::new();
+            let mut want_links: BTreeMap<u64, Link> = BTreeMap::new();
+            for (s, x) in &expected {
+                report.sessions += 1;
+                for (id, k) in &x.entry_ids {
+                    want_ids.insert((s.0, id.clone()), *k);
+                }
+                for (t, l) in &x.labels {
+                    want_labels.insert((s.0, t.clone()), l.clone());
+                }
+                want_links.extend(x.links.iter().map(|(k, l)| (*k, *l)));
+            }
+            let mut stale: Vec<(u64, String)> = Vec::new();
+            for row in entry_ids.iter()? {
+                let (k, v) = row?;
+                let (s, id) = k.value();
+                if want_ids.get(&(s, id.to_owned())) != Some(&v.value()) {
+                    stale.push((s, id.to_owned()));
+                }
+            }
+            for (s, id) in &stale {
+                entry_ids.remove((*s, id.as_str()))?;
+                report.removed += 1;
+            }
+            for ((s, id), k) in &want_ids {
+                if entry_ids.get((*s, id.as_str()))?.map(|v| v.value()) != Some(*k) {
+                    entry_ids.insert((*s, id.as_str()), *k)?;
+                    report.written += 1;
+                }
+            }
+            let mut stale: Vec<(u64, String)> = Vec::new();
+            for row in labels.iter()? {
+                let (k, v) = row?;
+                let (s, t) = k.value();
+                if want_labels.get(&(s, t.to_owned())).map(String::as_str) != Some(v.value()) {
+                    stale.push((s, t.to_owned()));
+                }
+            }
+            for (s, t) in &stale {
+                labels.remove((*s, t.as_str()))?;
+                report.removed += 1;
+            }
+            for ((s, t), l) in &want_labels {
+                if labels
+                    .get((*s, t.as_str()))?
+                    .map(|v| v.value().to_owned())
+                    .as_ref()
+                    != Some(l)
+                {
+                    labels.insert((*s, t.as_str()), l.as_str())?;
+                    report.written += 1;
+                }
+            }
+            let mut stale: Vec<u64> = Vec::new();
+            for row in parents.iter()? {
+                let (k, v) = row?;
+                if want_links.get(&k.value()) != Some(&v.value()) {
+                    stale.push(k.value());
+                }
+            }
+            for k in &stale {
+                parents.remove(*k)?;
+                report.removed += 1;
+            }
+            for (k, l) in &want_links {
+                if parents.get(*k)?.map(|v| v.value()) != Some(*l) {
+                    parents.insert(*k, *l)?;
+                    report.written += 1;
+                }
+            }
+            let want_children: std::collections::BTreeSet<(u64, u64)> = want_links
+                .iter()
+                .filter_map(|(k, l)| l.parent().map(|p| (p.0, *k)))
+                .collect();
+            let mut stale: Vec<(u64, u64)> = Vec::new();
+            for row in children.iter()? {
+                let (k, _) = row?;
+                if !want_children.contains(&k.value()) {
+                    stale.push(k.value());
+                }
+            }
+            for k in &stale {
+                children.remove(*k)?;
+                report.removed += 1;
+            }
+            for k in &want_children {
+                if children.get(*k)?.is_none() {
+                    children.insert(*k, ())?;
+                    report.written += 1;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(report)
+    }
+}
