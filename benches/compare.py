@@ -38,7 +38,13 @@ class Timeout(Exception):
     pass
 
 
-def run(cmd, env=None, ok=(0,), timeout=None, stdout=subprocess.DEVNULL):
+class Failed(Exception):
+    def __init__(self, code, wall, detail):
+        super().__init__(f"exit {code} after {wall:.1f} s: {detail}")
+        self.code, self.wall, self.detail = code, wall, detail
+
+
+def run(cmd, env=None, ok=(0,), timeout=None, stdout=subprocess.DEVNULL, fail_ok=False):
     """One child: (wall s, cpu s, peak RSS KiB). Raises Timeout after `timeout` s."""
     e = dict(os.environ)
     e.update(env or {})
@@ -66,6 +72,8 @@ def run(cmd, env=None, ok=(0,), timeout=None, stdout=subprocess.DEVNULL):
     p.returncode = os.waitstatus_to_exitcode(status)
     err = p.stderr.read()
     p.stderr.close()
+    if p.returncode not in ok and fail_ok:
+        raise Failed(p.returncode, wall, err.decode(errors="replace")[-300:].strip())
     if p.returncode not in ok:
         raise SystemExit(f"command failed ({p.returncode}): {cmd}\n{err.decode(errors='replace')[-2000:]}")
     try:
@@ -80,6 +88,7 @@ class M:
 
     def __init__(self, name):
         self.name, self.wall, self.cpu, self.rss, self.timeout = name, [], [], [], None
+        self.failed = None
 
     def med(self):
         return statistics.median(self.wall) if self.wall else self.timeout
@@ -91,6 +100,9 @@ class M:
         return f"{max(self.rss) / 1024:.0f} MiB" if self.rss and max(self.rss) > 0 else "—"
 
     def show(self):
+        if not self.wall and self.failed:
+            print(f"  {self.name:52s} {self.failed}")
+            return
         if not self.wall:
             print(f"  {self.name:52s} did not finish within {self.timeout:.0f} s (killed)")
             return
@@ -106,10 +118,14 @@ def bench(subjects, runs=None):
     """subjects: list of (name, fn) where fn() -> (wall, cpu, rss). Interleaved runs."""
     ms = [M(n) for n, _ in subjects]
     slow = False
+    warm = []
     for (_, fn) in subjects:  # warm-up (page cache, lazy set-up)
         w, _, _ = fn()
+        warm.append(w)
         slow = slow or w > 1.0
     n = runs or (SLOW_RUNS if slow else RUNS)
+    if any(m_ > 20.0 for m_ in warm):  # a subject that takes minutes: one timed run
+        n = 1
     for _ in range(n):
         for m, (_, fn) in zip(ms, subjects):
             w, c, r = fn()
@@ -120,13 +136,19 @@ def bench(subjects, runs=None):
 
 
 def once(name, cmd, env=None, ok=(0,)):
-    """The reference on a big input: one run, bounded by ORACLE_TIMEOUT."""
+    """The reference on a big input: one run, bounded by ORACLE_TIMEOUT. The oracle reports
+    errors as {"error": ...} on stdout, so the last bytes of stdout are kept for the report.
+    A timeout or a failure (out of memory, ...) leaves no time: the ratio is then a bound."""
     m = M(name)
+    errf = os.path.join(WORK, "oracle.tail")
+    full = f"set -o pipefail; {cmd} | tail -c 400 > {errf}; s=$?; [ $s = 0 ] || cat {errf} >&2; exit $s"
     try:
-        w, c, r = run(cmd, env, ok=ok, timeout=TIMEOUT)
+        w, c, r = run(["bash", "-c", full], env, ok=ok, timeout=TIMEOUT, fail_ok=True)
         m.wall, m.cpu, m.rss = [w], [c], [r]
     except Timeout:
         m.timeout = TIMEOUT
+    except Failed as f:
+        m.timeout, m.failed = f.wall, f"failed ({f})"
     m.show()
     return m
 
@@ -140,7 +162,8 @@ def row(scenario, subj, base, target=None, want=None, faster=True):
     if target is None:
         verdict = "info"
     else:
-        verdict = "met" if want(r) else ("not met" if not bound else "not shown (timeout)")
+        why = f"reference {base.failed}" if base.failed else "reference timed out"
+        verdict = "met" if want(r) else ("not met" if not bound else f"not shown: {why}")
     mem = f"{subj.mem()} vs {base.mem() if base.rss else 'n/a'}"
     table.append((scenario, subj.name, base.name, ("faster " if faster else "cost ") + txt,
                   target or "", verdict, mem))
@@ -173,7 +196,7 @@ def floor_files(files):
 
 
 def skip(name):
-    if name.split(":")[0] in SKIP:
+    if name.split()[0].rstrip(":") in SKIP:
         print(f"\n== {name}: skipped (SKIP)")
         return True
     print(f"\n== {name} (load {load()})")
@@ -287,7 +310,7 @@ if not skip(f"lca: diff of two siblings at the bottom of a {CHAIN:,}-entry chain
     a, b = "%08x" % CHAIN, "%08x" % (CHAIN + 1)
     d, = bench([("pisess diff --json LEAF SIBLING", pisess("diff", "--json", chain, a, b, ok=(0, 1)))])
     o = once("oracle path LEAF && oracle path SIBLING (1 run)",
-             f"{ORACLE} path {chain} {a} > /dev/null && {ORACLE} path {chain} {b} > /dev/null")
+             f"{ORACLE} path {chain} {a} > /dev/null && {ORACLE} path {chain} {b}")
     row(f"LCA, {CHAIN:,}-deep chain", d, o)
 
 # ----------------------------------------------------------------------------- migration
@@ -351,9 +374,9 @@ if not skip(f"big: a {os.path.getsize(BIG):,}-byte session (issues 4 and 5)"):
         ("pisess tree --depth 1, big", pisess("tree", "--depth", "1", BIG, store=bstore)),
         ("pisess show @leaf, big", pisess("show", BIG, "@leaf", store=bstore)),
     ])
-    oc = once("oracle context, big (1 run)", f"{ORACLE} context {BIG} > /dev/null")
+    oc = once("oracle context, big (1 run)", f"{ORACLE} context {BIG}")
     row("context at leaf, big", cb, oc, ">= 100x", lambda x: x >= 100)
-    ol = once("oracle load, big (1 run)", f"{ORACLE} load {BIG} > /dev/null")
+    ol = once("oracle load, big (1 run)", f"{ORACLE} load {BIG}")
     for m in (lg, tr, tr1, sh):
         row(m.name.replace(", big", "") + ", big", m, ol, ">= 100x", lambda x: x >= 100)
 
