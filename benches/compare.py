@@ -158,12 +158,16 @@ def row(scenario, subj, base, target=None, want=None, faster=True):
     bound = not base.wall  # the baseline timed out: the speed-up is at least this
     r = base.med() / subj.med() if faster else subj.med() / base.med()
     rmin = base.lo() / subj.lo() if faster else subj.lo() / base.lo()
-    txt = (">= " if bound else "") + f"{r:.2f}x" + ("" if bound else f" [min {rmin:.2f}x]")
+    # A timeout is a lower bound on the reference's time; a failure is not (the oracle fails
+    # while printing, after pi's load has finished), so its ratio is only indicative.
+    pre = "~" if base.failed else (">= " if bound else "")
+    txt = pre + f"{r:.2f}x" + ("" if bound else f" [min {rmin:.2f}x]")
     if target is None:
         verdict = "info"
+    elif base.failed:
+        verdict = f"not shown: reference {base.failed}"
     else:
-        why = f"reference {base.failed}" if base.failed else "reference timed out"
-        verdict = "met" if want(r) else ("not met" if not bound else f"not shown: {why}")
+        verdict = "met" if want(r) else ("not met" if not bound else "not shown: reference timed out")
     mem = f"{subj.mem()} vs {base.mem() if base.rss else 'n/a'}"
     table.append((scenario, subj.name, base.name, ("faster " if faster else "cost ") + txt,
                   target or "", verdict, mem))
