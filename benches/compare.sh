@@ -54,7 +54,7 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tree at: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
 echo "scale: BIG_BYTES=$BIG_BYTES SMALL_BYTES=$SMALL_BYTES CHAIN=$CHAIN LS_N=$LS_N MIGRATE_SAMPLE=$MIGRATE_SAMPLE RUNS=$RUNS SLOW_RUNS=$SLOW_RUNS ORACLE_TIMEOUT=${ORACLE_TIMEOUT}s"
 
-for tool in jq rg hyperfine; do
+for tool in jq rg; do
     if ! command -v "$tool" >/dev/null; then
         pkg=$tool
         [[ $tool == rg ]] && pkg=ripgrep
