@@ -22,9 +22,11 @@
 #              `oracle load` (issue 5: >= 100x). The oracle gets ONE run with ORACLE_TIMEOUT; if
 #              it does not finish, the ratio is printed as ">= X" with the timeout as its time.
 #
-# Times are wall-clock, of the whole process (start included); CPU = user+sys and peak memory =
-# ru_maxrss, both from wait4() of the child — the same numbers `/usr/bin/time -v` prints
-# ("Maximum resident set size" covers the largest process of a pipeline). Ratios use medians.
+# Times are wall-clock, of the whole process (start included); CPU = user+sys from wait4() of the
+# child; peak memory = GNU time's %M ("Maximum resident set size" of `/usr/bin/time -v`; for a
+# pipeline, its largest process). Every command runs under /usr/bin/time (~1 ms, both sides).
+# Ratios use medians. A reference that times out gives a lower bound (">="); one that fails
+# gives no bound ("~", never counted as met).
 # The store is imported (untimed, but the time is printed) before the query scenarios: pisess
 # answers from its store, the others from the files.
 #
