@@ -1,0 +1,392 @@
+"""The timing half of benches/compare.sh (run it through that script, which builds and makes
+the inputs). Every scenario runs its subjects interleaved (A B C A B C ...) after one untimed
+warm-up each; wall time, CPU (user+sys) and peak RSS (ru_maxrss) come from wait4() of the child,
+which is what /usr/bin/time -v reports. Ratios are of medians. Slow subjects (warm-up over 1 s)
+get SLOW_RUNS runs instead of RUNS; the reference on the big session gets ONE run bounded by
+ORACLE_TIMEOUT, and a timeout is reported as a lower bound (">=")."""
+
+import glob
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import time
+
+E = os.environ
+BIN, WORK, CORPUS = E["BIN"], E["WORK"], E["CORPUS"]
+RUNS, SLOW_RUNS = int(E["RUNS"]), int(E["SLOW_RUNS"])
+TIMEOUT = float(E["ORACLE_TIMEOUT"])
+ORACLE = E["ORACLE"]
+BIG, SMALL, LSDIR, MIGDIR = E["BIG"], E["SMALL"], E["LSDIR"], E["MIGDIR"]
+CHAIN = int(E["CHAIN"])
+SKIP = set(s.strip() for s in E.get("SKIP", "").split(",") if s.strip())
+PISESS = os.path.join(BIN, "pisess")
+PARSE = os.path.join(BIN, "pisess-bench-parse")
+FILES = sorted(glob.glob(os.path.join(CORPUS, "*.jsonl")))
+LARGEST = max(FILES, key=os.path.getsize)
+STORE = os.path.join(WORK, "store.redb")
+table = []  # rows: (scenario, subject, baseline, ratio text, target, verdict, mem text)
+
+
+def load():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+class Timeout(Exception):
+    pass
+
+
+class Failed(Exception):
+    def __init__(self, code, wall, detail):
+        super().__init__(f"exit {code} after {wall:.1f} s: {detail}")
+        self.code, self.wall, self.detail = code, wall, detail
+
+
+def run(cmd, env=None, ok=(0,), timeout=None, stdout=subprocess.DEVNULL, fail_ok=False):
+    """One child: (wall s, cpu s, peak RSS KiB). Raises Timeout after `timeout` s."""
+    e = dict(os.environ)
+    e.update(env or {})
+    if isinstance(cmd, str):
+        cmd = ["sh", "-c", cmd]
+    # Peak RSS from GNU time (wait4's ru_maxrss of our own child would include the forked
+    # Python before exec); wall and CPU from wait4 of time itself (it adds ~1 ms to both sides).
+    memf = os.path.join(WORK, "time.out")
+    cmd = ["/usr/bin/time", "-f", "%M", "-o", memf] + list(cmd)
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, env=e, stdout=stdout, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    deadline = None if timeout is None else t0 + timeout
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG if deadline else 0)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            os.killpg(p.pid, signal.SIGKILL)
+            os.wait4(p.pid, 0)
+            p.stderr.close()
+            raise Timeout()
+        time.sleep(0.05)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read()
+    p.stderr.close()
+    if p.returncode not in ok and fail_ok:
+        raise Failed(p.returncode, wall, err.decode(errors="replace")[-300:].strip())
+    if p.returncode not in ok:
+        raise SystemExit(f"command failed ({p.returncode}): {cmd}\n{err.decode(errors='replace')[-2000:]}")
+    try:
+        rss = int(open(memf).read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        rss = 0
+    return wall, ru.ru_utime + ru.ru_stime, rss
+
+
+class M:
+    """Measurements of one subject."""
+
+    def __init__(self, name):
+        self.name, self.wall, self.cpu, self.rss, self.timeout = name, [], [], [], None
+        self.failed = None
+
+    def med(self):
+        return statistics.median(self.wall) if self.wall else self.timeout
+
+    def lo(self):
+        return min(self.wall) if self.wall else self.timeout
+
+    def mem(self):
+        return f"{max(self.rss) / 1024:.0f} MiB" if self.rss and max(self.rss) > 0 else "—"
+
+    def show(self):
+        if not self.wall and self.failed:
+            print(f"  {self.name:52s} {self.failed}")
+            return
+        if not self.wall:
+            print(f"  {self.name:52s} did not finish within {self.timeout:.0f} s (killed)")
+            return
+        print(f"  {self.name:52s} wall min {fmt(min(self.wall))} med {fmt(self.med())} | "
+              f"cpu med {fmt(statistics.median(self.cpu))} | peak RSS {self.mem():>9s} (n={len(self.wall)})")
+
+
+def fmt(s):
+    return f"{s * 1e3:8.1f} ms" if s < 10 else f"{s:8.2f} s "
+
+
+def bench(subjects, runs=None):
+    """subjects: list of (name, fn) where fn() -> (wall, cpu, rss). Interleaved runs."""
+    ms = [M(n) for n, _ in subjects]
+    slow = False
+    warm = []
+    for (_, fn) in subjects:  # warm-up (page cache, lazy set-up)
+        w, _, _ = fn()
+        warm.append(w)
+        slow = slow or w > 1.0
+    n = runs or (SLOW_RUNS if slow else RUNS)
+    for i in range(n):
+        for m, w0, (_, fn) in zip(ms, warm, subjects):
+            if w0 > 20.0 and i > 0:  # a subject that takes minutes: one timed run
+                continue
+            w, c, r = fn()
+            m.wall.append(w), m.cpu.append(c), m.rss.append(r)
+    for m in ms:
+        m.show()
+    return ms
+
+
+def once(name, cmd, env=None, ok=(0,)):
+    """The reference on a big input: one run, bounded by ORACLE_TIMEOUT. The oracle reports
+    errors as {"error": ...} on stdout, so the last bytes of stdout are kept for the report.
+    A timeout or a failure (out of memory, ...) leaves no time: the ratio is then a bound."""
+    m = M(name)
+    errf = os.path.join(WORK, "oracle.tail")
+    full = f"set -o pipefail; {cmd} | tail -c 400 > {errf}; s=$?; [ $s = 0 ] || cat {errf} >&2; exit $s"
+    try:
+        w, c, r = run(["bash", "-c", full], env, ok=ok, timeout=TIMEOUT, fail_ok=True)
+        m.wall, m.cpu, m.rss = [w], [c], [r]
+    except Timeout:
+        m.timeout = TIMEOUT
+    except Failed as f:
+        m.timeout, m.failed = f.wall, f"failed ({f})"
+    m.show()
+    return m
+
+
+def row(scenario, subj, base, target=None, want=None, faster=True):
+    """Adds a table row. faster=True: ratio = base/subj (speed-up); else subj/base (cost)."""
+    bound = not base.wall  # the baseline timed out: the speed-up is at least this
+    r = base.med() / subj.med() if faster else subj.med() / base.med()
+    rmin = base.lo() / subj.lo() if faster else subj.lo() / base.lo()
+    # A timeout is a lower bound on the reference's time; a failure is not (the oracle fails
+    # while printing, after pi's load has finished), so its ratio is only indicative.
+    pre = "~" if base.failed else (">= " if bound else "")
+    txt = pre + f"{r:.2f}x" + ("" if bound else f" [min {rmin:.2f}x]")
+    if target is None:
+        verdict = "info"
+    elif base.failed:
+        verdict = f"not shown: reference {base.failed}"
+    else:
+        verdict = "met" if want(r) else ("not met" if not bound else "not shown: reference timed out")
+    mem = f"{subj.mem()} vs {base.mem() if base.rss else 'n/a'}"
+    table.append((scenario, subj.name, base.name, ("faster " if faster else "cost ") + txt,
+                  target or "", verdict, mem))
+    print(f"  => {scenario}: {subj.name} vs {base.name}: {table[-1][3]}  {target or ''} {verdict}")
+
+
+def pisess(*args, store=STORE, ok=(0,)):
+    return lambda: run([PISESS, *args], {"PISESS_STORE": store}, ok=ok)
+
+
+def oracle(*args):
+    return lambda: run([ORACLE, *args])
+
+
+def floor_files(files):
+    """Sum over files of pisess-bench-parse's own timer (Value parse, one file per process);
+    / 2 = a perfectly scaling 2-thread rayon + serde_json::Value parse."""
+    def f():
+        wall = cpu = 0.0
+        rss = 0
+        for path in files:
+            t0 = time.perf_counter()
+            out = subprocess.run([PARSE, "--file", path, "--runs", "1", "--only", "value/file"],
+                                 capture_output=True, text=True, check=True).stdout
+            mm = re.search(r"wall ([0-9.]+) ms, cpu ([0-9.]+) ms", out)
+            wall += float(mm.group(1)) / 1e3
+            cpu += float(mm.group(2)) / 1e3
+        return wall / 2, cpu, rss
+    return f
+
+
+def skip(name):
+    if name.split()[0].rstrip(":") in SKIP:
+        print(f"\n== {name}: skipped (SKIP)")
+        return True
+    print(f"\n== {name} (load {load()})")
+    return False
+
+
+def fresh_store():
+    for p in glob.glob(STORE + "*"):
+        os.remove(p)
+
+
+def import_fresh():
+    fresh_store()
+    return run([PISESS, "import", CORPUS], {"PISESS_STORE": STORE})
+
+
+FLOOR_ALL = None
+q = "src/**"
+
+# ----------------------------------------------------------------------------- import / reimport
+if not skip("import: cold import of the corpus"):
+    jq = f"cat {CORPUS}/*.jsonl | jq -c . > /dev/null"
+    ora = " && ".join(f"{ORACLE} load {f} > /dev/null" for f in FILES)
+    imp, flo, j, o = bench([
+        ("pisess import (fresh store)", import_fresh),
+        ("parse floor (Value, 2 threads ideal)", floor_files(FILES)),
+        ("jq -c . over the files", lambda: run(jq)),
+        ("oracle load, every file", lambda: run(ora)),
+    ], runs=SLOW_RUNS)
+    FLOOR_ALL = flo
+    row("import corpus", imp, flo, "<= 2x floor", lambda r: r <= 2, faster=False)
+    row("import corpus", imp, j)
+    row("import corpus", imp, o)
+else:
+    import_fresh()
+
+if not skip("reimport: incremental re-import of the unchanged corpus"):
+    re_, cat = bench([
+        ("pisess import (unchanged)", pisess("import", CORPUS)),
+        ("cat *.jsonl > /dev/null", lambda: run(f"cat {CORPUS}/*.jsonl > /dev/null")),
+    ], runs=max(RUNS, 7))
+    row("re-import unchanged", re_, cat, ">= 50x vs cat", lambda r: r >= 50)
+
+# ----------------------------------------------------------------------------- one big corpus file
+name = os.path.basename(LARGEST)
+if not skip(f"context / log / tree / export of {name} ({os.path.getsize(LARGEST):,} bytes)"):
+    fl1 = floor_files([LARGEST])
+    c, oc, flo1 = bench([
+        ("pisess context --json (leaf)", pisess("context", "--json", LARGEST)),
+        ("oracle context", oracle("context", LARGEST)),
+        ("parse floor of the file", fl1),
+    ])
+    row(f"context at leaf, {name}", c, oc)
+    row(f"context at leaf, {name}", c, flo1)
+    lg, tr, ol = bench([
+        ("pisess log", pisess("log", LARGEST)),
+        ("pisess tree", pisess("tree", LARGEST)),
+        ("oracle load", oracle("load", LARGEST)),
+    ])
+    row(f"log, {name}", lg, ol)
+    row(f"tree, {name}", tr, ol)
+    out = os.path.join(WORK, "export.out")
+    ej, em, ct = bench([
+        ("pisess export --format jsonl -o F", pisess("export", LARGEST, "-o", out)),
+        ("pisess export --format md -o F", pisess("export", LARGEST, "--format", "md", "-o", out)),
+        ("cat FILE > F", lambda: run(f"cat {LARGEST} > {out}")),
+    ])
+    row(f"export jsonl, {name}", ej, ol)
+    row(f"export jsonl, {name}", ej, ct, faster=False)
+    row(f"export md, {name}", em, ol)
+
+# ----------------------------------------------------------------------------- files
+if not skip(f"files: pisess files '{q}' across all sessions"):
+    n = subprocess.run([PISESS, "files", "--json", q], env={**E, "PISESS_STORE": STORE},
+                       capture_output=True, text=True).stdout.count("\n")
+    jprog = ('select(.type=="message") | .message.content | arrays | .[] '
+             '| select(.type=="toolCall") | select((.arguments.path? // "") | type=="string" and test("(^|/)src/")) | .id')
+    jcmd = f"cat {CORPUS}/*.jsonl | jq -c '{jprog}'"
+    rcmd = f"rg -o --no-filename '\"path\":\"([^\"]*/)?src/[^\"]*\"' {CORPUS}"
+    jn = subprocess.run(jcmd, shell=True, capture_output=True, text=True).stdout.count("\n")
+    rn = subprocess.run(rcmd, shell=True, capture_output=True, text=True).stdout.count("\n")
+    print(f"  hits: pisess {n}, jq {jn} (tool calls whose arguments.path is under src/), "
+          f"rg {rn} (\"path\" strings under src/, any line)")
+    subj = [("pisess files --json 'src/**'", pisess("files", "--json", q, ok=(0, 1))),
+            ("pisess files --json src/main.rs", pisess("files", "--json", "src/main.rs", ok=(0, 1))),
+            ("jq (same question)", lambda: run(jcmd + " > /dev/null"))]
+    subj.append(("rg (approximately)", lambda: run(rcmd + " > /dev/null", ok=(0, 1))))
+    if FLOOR_ALL is None:
+        subj.append(("parse floor (Value, 2 threads ideal)", floor_files(FILES)))
+    ms = bench(subj, runs=RUNS)
+    fa, fm, j, r = ms[:4]
+    fl = FLOOR_ALL or ms[4]
+    row("files 'src/**'", fa, fl, ">= 100x vs floor", lambda x: x >= 100)
+    row("files src/main.rs", fm, fl, ">= 100x vs floor", lambda x: x >= 100)
+    row("files 'src/**'", fa, j)
+    row("files 'src/**'", fa, r)
+
+# ----------------------------------------------------------------------------- LCA on a chain
+if not skip(f"lca: diff of two siblings at the bottom of a {CHAIN:,}-entry chain"):
+    chain = os.path.join(WORK, f"chain-{CHAIN}.jsonl")
+    with open(chain, "w") as f:
+        f.write('{"type":"session","version":3,"id":"019daa1e-3680-74fc-94de-%012x","timestamp":"2026-04-20T09:00:00.000Z","cwd":"/tmp/chain"}\n' % CHAIN)
+        parent = "null"
+        for i in range(CHAIN):
+            role = "user" if i % 2 == 0 else "assistant"
+            f.write('{"type":"message","id":"%08x","parentId":%s,"timestamp":"2026-04-20T09:00:00.000Z","message":{"role":"%s","content":[{"type":"text","text":"entry %d"}],"timestamp":1776675600000}}\n' % (i + 1, parent, role, i))
+            parent = '"%08x"' % (i + 1)
+        f.write('{"type":"message","id":"%08x","parentId":"%08x","timestamp":"2026-04-20T09:00:01.000Z","message":{"role":"assistant","content":[{"type":"text","text":"sibling"}],"timestamp":1776675601000}}\n' % (CHAIN + 1, CHAIN - 1))
+    w, _, _ = run([PISESS, "import", chain], {"PISESS_STORE": STORE})
+    print(f"  chain: {os.path.getsize(chain):,} bytes, imported in {w:.2f} s (untimed below)")
+    a, b = "%08x" % CHAIN, "%08x" % (CHAIN + 1)
+    d, = bench([("pisess diff --json LEAF SIBLING", pisess("diff", "--json", chain, a, b, ok=(0, 1)))])
+    o = once("oracle path LEAF && oracle path SIBLING (1 run)",
+             f"{ORACLE} path {chain} {a} > /dev/null && {ORACLE} path {chain} {b}")
+    row(f"LCA, {CHAIN:,}-deep chain", d, o)
+
+# ----------------------------------------------------------------------------- migration
+if not skip("migrate: bulk migration of a sample of v1/v2 files"):
+    mfiles = sorted(glob.glob(os.path.join(MIGDIR, "*.jsonl")))
+    mout = os.path.join(WORK, "migrated")
+
+    def mig():
+        subprocess.run(["rm", "-rf", mout], check=True)
+        return run([PISESS, "migrate", MIGDIR, "--out", mout, "--jobs", "2"])
+    ora = " && ".join(f"{ORACLE} migrate {f} > /dev/null" for f in mfiles)
+    pm, om, fm = bench([
+        ("pisess migrate DIR --out OUT --jobs 2", mig),
+        ("oracle migrate FILE, per file", lambda: run(ora)),
+        ("parse floor (Value, 2 threads ideal)", floor_files(mfiles)),
+    ], runs=SLOW_RUNS)
+    row(f"migrate {len(mfiles)} files", pm, om, ">= 20x", lambda r: r >= 20)
+    row(f"migrate {len(mfiles)} files", pm, fm, faster=False)
+
+# ----------------------------------------------------------------------------- ls
+if not skip("ls: listing a folder of many small sessions"):
+    lstore = os.path.join(WORK, "ls.redb")
+    nls = len(glob.glob(os.path.join(LSDIR, "*.jsonl")))
+    w, _, _ = run([PISESS, "import", LSDIR], {"PISESS_STORE": lstore})
+    print(f"  {nls} sessions imported in {w:.2f} s (untimed below)")
+    pl, ol = bench([
+        ("pisess ls", pisess("ls", store=lstore)),
+        ("oracle list DIR", oracle("list", LSDIR)),
+    ], runs=SLOW_RUNS)
+    row(f"ls {nls} sessions", pl, ol, ">= 50x", lambda r: r >= 50)
+
+# ----------------------------------------------------------------------------- the big session
+if not skip(f"big: a {os.path.getsize(BIG):,}-byte session (issues 4 and 5)"):
+    bstore = os.path.join(WORK, "big.redb")
+    w, c, r = run([PISESS, "import", BIG, SMALL], {"PISESS_STORE": bstore})
+    print(f"  pisess import of the big and small sessions: {w:.1f} s wall, {c:.1f} s CPU, "
+          f"peak RSS {r / 1024:.0f} MiB (once, untimed below)")
+    # The short branch: the big file starts with the same bytes as the small one (same
+    # generator, same seed), so the small session's leaf is an entry near the big one's root.
+    def nth_id(path, n):
+        with open(path) as f:
+            for i, line in enumerate(f):
+                if i == n:
+                    return json.loads(line)["id"]
+    small_lines = sum(1 for _ in open(SMALL))
+    small_leaf = nth_id(SMALL, small_lines - 1)
+    big_same = nth_id(BIG, small_lines - 1)
+    short = big_same
+    print(f"  short branch: entry {short} (line {small_lines} of the big file; the small "
+          f"session's leaf is {small_leaf}: {'the same entry' if short == small_leaf else 'a different entry'})")
+    bs = {"PISESS_STORE": bstore}
+    cb, cs, cl = bench([
+        ("pisess context --json, big leaf", pisess("context", "--json", BIG, store=bstore)),
+        ("pisess context --json --at SHORT, big", pisess("context", "--json", BIG, "--at", short, store=bstore)),
+        ("pisess context --json, small leaf", pisess("context", "--json", SMALL, store=bstore)),
+    ])
+    row("context at short branch: big / small", cs, cl, "<= 2x", lambda x: x <= 2, faster=False)
+    lg, tr, tr1, sh = bench([
+        ("pisess log, big", pisess("log", BIG, store=bstore)),
+        ("pisess tree, big", pisess("tree", BIG, store=bstore)),
+        ("pisess tree --depth 1, big", pisess("tree", "--depth", "1", BIG, store=bstore)),
+        ("pisess show @leaf, big", pisess("show", BIG, "@leaf", store=bstore)),
+    ])
+    oc = once("oracle context, big (1 run)", f"{ORACLE} context {BIG}")
+    row("context at leaf, big", cb, oc, ">= 100x", lambda x: x >= 100)
+    ol = once("oracle load, big (1 run)", f"{ORACLE} load {BIG}")
+    for m in (lg, tr, tr1, sh):
+        row(m.name.replace(", big", "") + ", big", m, ol, ">= 100x", lambda x: x >= 100)
+
+print(f"\n== table (ratios of median wall times; load average now {load()})")
+hdr = ("scenario", "pisess", "against", "ratio", "target", "verdict", "peak RSS")
+print("| " + " | ".join(hdr) + " |")
+print("|" + "---|" * len(hdr))
+for t in table:
+    print("| " + " | ".join(t) + " |")

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Issue 7: one command that runs every scenario side by side with its alternatives — pisess, the
+# reference (pi 1.6.0 through ../shared/oracle/oracle), jq, rg where it answers the same
+# question, and the parse floor — and prints one table of ratios plus peak memory.
+#
+# Scenarios (each subject interleaved with its baselines, A B C A B C ..., min and median):
+#   import     cold import of the corpus (20 top-level files, ~128 MB) vs the parse floor
+#              (serde_json::Value per line, one file per process, summed, / 2 = ideal 2-thread
+#              rayon), `jq -c .` over the same files, and `oracle load` of every file
+#   reimport   incremental re-import of the unchanged corpus vs `cat` of its bytes
+#   context    `pisess context --json` at the leaf of the corpus's biggest file vs `oracle context`
+#   log, tree  `pisess log` / `pisess tree` of the same file vs `oracle load` (what pi must do)
+#   files      `pisess files 'src/**'` across all sessions vs the parse floor, jq and rg
+#   lca        `pisess diff --json CHAIN LEAF SIBLING` on a CHAIN-entry linear chain vs
+#              `oracle path` of both entries (pi has no LCA; it walks both paths)
+#   export     `pisess export --format jsonl|md -o F` vs `cat` and `oracle load`
+#   migrate    `pisess migrate --jobs 2` on a sample of v1/v2 files vs `oracle migrate FILE` each
+#   ls         `pisess ls` over a folder of LS_N small sessions vs `oracle list DIR`
+#   big        a BIG_BYTES session (default 1 GiB, from pisess-bench-gen, cached): context at the
+#              leaf vs `oracle context` (issue 4: >= 100x), context at a shallow entry (a short
+#              branch) vs the leaf of a SMALL_BYTES session (issue 4: <= 2x), log/tree/show vs
+#              `oracle load` (issue 5: >= 100x). The oracle gets ONE run with ORACLE_TIMEOUT; if
+#              it does not finish, the ratio is printed as ">= X" with the timeout as its time.
+#
+# Times are wall-clock, of the whole process (start included); CPU = user+sys from wait4() of the
+# child; peak memory = GNU time's %M ("Maximum resident set size" of `/usr/bin/time -v`; for a
+# pipeline, its largest process). Every command runs under /usr/bin/time (~1 ms, both sides).
+# Ratios use medians. A reference that times out gives a lower bound (">="); one that fails
+# gives no bound ("~", never counted as met).
+# The store is imported (untimed, but the time is printed) before the query scenarios: pisess
+# answers from its store, the others from the files.
+#
+# Environment (defaults in brackets): RUNS [5], SLOW_RUNS [3] (runs of subjects over ~1 s),
+# ORACLE_TIMEOUT [180 s], BIG_BYTES [1073741824], SMALL_BYTES [1048576], CHAIN [1000000],
+# LS_N [5000], MIGRATE_SAMPLE [40], SKIP (comma list of scenario names to skip),
+# CARGO_TARGET_DIR [<root>/target], PISESS_CORPUS [../shared/oracle/corpus output],
+# PISESS_BENCH_CACHE [benches/.cache], PISESS_ORACLE, WORK [mktemp dir, removed at the end].
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
+export RUNS=${RUNS:-5} SLOW_RUNS=${SLOW_RUNS:-3} ORACLE_TIMEOUT=${ORACLE_TIMEOUT:-180}
+export BIG_BYTES=${BIG_BYTES:-1073741824} SMALL_BYTES=${SMALL_BYTES:-1048576}
+export CHAIN=${CHAIN:-1000000} LS_N=${LS_N:-5000} MIGRATE_SAMPLE=${MIGRATE_SAMPLE:-40}
+export SKIP=${SKIP:-}
+export ORACLE=${PISESS_ORACLE:-$root/../shared/oracle/oracle}
+export BIN=$CARGO_TARGET_DIR/release
+cache=${PISESS_BENCH_CACHE:-$here/.cache}
+export CACHE=$cache
+started=$(date +%s)
+
+echo "== machine"
+echo "nproc: $(nproc); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "tree at: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
+echo "scale: BIG_BYTES=$BIG_BYTES SMALL_BYTES=$SMALL_BYTES CHAIN=$CHAIN LS_N=$LS_N MIGRATE_SAMPLE=$MIGRATE_SAMPLE RUNS=$RUNS SLOW_RUNS=$SLOW_RUNS ORACLE_TIMEOUT=${ORACLE_TIMEOUT}s"
+
+for tool in jq rg; do
+    if ! command -v "$tool" >/dev/null; then
+        pkg=$tool
+        [[ $tool == rg ]] && pkg=ripgrep
+        echo "installing $pkg (apt-get)"
+        if [[ $(id -u) == 0 ]]; then apt-get install -y -qq "$pkg" >/dev/null 2>&1 || true; else sudo -n apt-get install -y -qq "$pkg" >/dev/null 2>&1 || true; fi
+    fi
+done
+echo "jq: $(jq --version 2>/dev/null || echo missing); rg: $(rg --version 2>/dev/null | head -1 || echo missing); node: $(node --version 2>/dev/null || echo missing)"
+
+echo
+echo "== building release binaries (target dir $CARGO_TARGET_DIR)"
+cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p pisess-cli -p pisess-benches --bins
+
+if [[ -n ${PISESS_CORPUS:-} ]]; then
+    corpus=$PISESS_CORPUS
+else
+    corpus=$("$root/../shared/oracle/corpus")
+fi
+if [[ -n ${WORK:-} ]]; then
+    mkdir -p "$WORK"
+else
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/pisess-compare.XXXXXX")
+    trap 'rm -rf "$WORK"' EXIT
+fi
+export WORK
+rm -rf "$WORK/corpus" && mkdir -p "$WORK/corpus"
+cp "$corpus"/*.jsonl "$WORK/corpus/"
+export CORPUS=$WORK/corpus
+
+echo
+echo "== inputs (cached in $cache)"
+mkdir -p "$cache"
+# Same naming as benches/parse.sh: a changed generator regenerates the files.
+gen_hash=$(cksum <"$here/src/gen.rs" | cut -d' ' -f1)
+gen_cached() { # BYTES -> path of the cached generated session
+    local f=$cache/session-$1-seed1-$gen_hash.jsonl
+    if [[ ! -f $f ]] || (($(stat -L -c %s "$f") < $1)); then
+        "$BIN/pisess-bench-gen" --out "$f.tmp" --bytes "$1" --seed 1 | sed 's/^/  /' >&2
+        mv "$f.tmp" "$f"
+    fi
+    echo "$f"
+}
+export BIG=$(gen_cached "$BIG_BYTES")
+export SMALL=$(gen_cached "$SMALL_BYTES")
+echo "big session: $BIG ($(stat -L -c %s "$BIG") bytes)"
+echo "small session: $SMALL ($(stat -L -c %s "$SMALL") bytes)"
+
+# A folder of LS_N small sessions: copies of the corpus's small v3 files, each with its own
+# header id (and cwd), so every copy is a distinct session.
+lsdir=$cache/ls-$LS_N
+if [[ ! -f $lsdir/.done ]]; then
+    echo "making $LS_N sessions in $lsdir"
+    rm -rf "$lsdir" && mkdir -p "$lsdir"
+    smalls=("$CORPUS"/0[1-4]-*.jsonl)
+    for ((k = 0; k < LS_N; k++)); do
+        s=${smalls[$((k % ${#smalls[@]}))]}
+        sed "1s/\"id\":\"\\([^\"]*\\)\"/\"id\":\"\\1-$k\"/" "$s" >"$lsdir/$(printf %05d $k)_$(basename "$s")"
+    done
+    touch "$lsdir/.done"
+fi
+export LSDIR=$lsdir
+echo "ls folder: $lsdir ($(find "$lsdir" -name '*.jsonl' | wc -l) files, $(du -sb "$lsdir" | cut -f1) bytes)"
+
+# Bulk migration: a sample of benches/migrate.sh's cached folder if it is there, else a few
+# v1/v2 sessions from the oracle's generator.
+mig=$WORK/migrate && mkdir -p "$mig"
+mfolder=$(ls -d "$cache"/migrate-folder-* 2>/dev/null | head -1 || true)
+if [[ -n $mfolder ]]; then
+    find "$mfolder/" -name '*.jsonl' | sort | shuf -n "$MIGRATE_SAMPLE" --random-source=<(yes 7) |
+        while read -r f; do cp "$f" "$mig/$(basename "$(dirname "$f")")-$(basename "$f")"; done
+    echo "migration sample: $MIGRATE_SAMPLE files from $mfolder"
+else
+    for ((k = 0; k < MIGRATE_SAMPLE; k++)); do
+        p=v1 && ((k % 2)) && p=v2
+        "$root/../shared/oracle/gen" --out "$mig/m-$k.jsonl" --profile "$p" --seed $((700 + k)) \
+            --entries $((20 + 40 * k)) >/dev/null
+    done
+    echo "migration sample: $MIGRATE_SAMPLE files generated with ../shared/oracle/gen"
+fi
+export MIGDIR=$mig
+echo "migration sample: $(ls "$mig" | wc -l) files, $(du -sb "$mig" | cut -f1) bytes"
+echo "inputs ready after $(($(date +%s) - started)) s"
+
+python3 "$here/compare.py"
+echo "total time: $(($(date +%s) - started)) s"
