@@ -95,3 +95,54 @@ impl TestEnv {
         cmd
     }
 }
+
+/// The generated sessions with stable ids: v3, and v2 (migrated to v3 on import, ids kept).
+/// 07-v1 gets its ids at migration, differently from pi's random ones.
+pub const V3: &[&str] = &[
+    "01-tiny",
+    "02-small-branches",
+    "03-compactions",
+    "04-many-branches",
+    "05-context-edits-labels",
+    "06-no-system",
+    "08-v2",
+];
+
+/// A generated session of `fixtures/sessions/`.
+pub fn session(name: &str) -> PathBuf {
+    fixture(&format!("sessions/{name}.jsonl"))
+}
+
+/// An oracle golden of a generated session (`fixtures/golden/sessions/NAME/FILE.json`).
+pub fn golden(name: &str, file: &str) -> serde_json::Value {
+    let p = fixture(&format!("golden/sessions/{name}/{file}.json"));
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// What a `pisess` run printed and its exit status.
+pub struct Run {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+/// Runs `pisess ARGS` in the test environment.
+pub fn run(env: &TestEnv, args: &[&str]) -> Run {
+    run_in(env, args, None)
+}
+
+/// Runs `pisess ARGS` in the test environment, from `dir` when given.
+pub fn run_in(env: &TestEnv, args: &[&str], dir: Option<&Path>) -> Run {
+    let mut cmd = env.pisess();
+    cmd.args(args);
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out = cmd.output().unwrap();
+    Run {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+        code: out.status.code().unwrap(),
+    }
+}

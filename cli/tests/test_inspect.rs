@@ -5,53 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, fixture};
-
-/// The generated sessions with stable ids: v3, and v2 (migrated to v3 on import, ids kept).
-/// 07-v1 gets its ids at migration, differently from pi's random ones: see `legacy_files`.
-const V3: &[&str] = &[
-    "01-tiny",
-    "02-small-branches",
-    "03-compactions",
-    "04-many-branches",
-    "05-context-edits-labels",
-    "06-no-system",
-    "08-v2",
-];
-
-fn session(name: &str) -> PathBuf {
-    fixture(&format!("sessions/{name}.jsonl"))
-}
-
-fn golden(name: &str, file: &str) -> Value {
-    let p = fixture(&format!("golden/sessions/{name}/{file}.json"));
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: i32,
-}
-
-fn run(env: &TestEnv, args: &[&str]) -> Run {
-    run_in(env, args, None)
-}
-
-fn run_in(env: &TestEnv, args: &[&str], dir: Option<&Path>) -> Run {
-    let mut cmd = env.pisess();
-    cmd.args(args);
-    if let Some(d) = dir {
-        cmd.current_dir(d);
-    }
-    let out = cmd.output().unwrap();
-    Run {
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-        code: out.status.code().unwrap(),
-    }
-}
+use crate::common::{TestEnv, V3, fixture, golden, run, run_in, session};
 
 /// Runs a `--json` command that must succeed (exit `code`) and print one object.
 fn json(env: &TestEnv, args: &[&str], code: i32) -> Value {

@@ -8,43 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, fixture, root};
-
-/// Sessions with stable ids (v3, and v2 migrated with its ids kept).
-const V3: &[&str] = &[
-    "01-tiny",
-    "02-small-branches",
-    "03-compactions",
-    "04-many-branches",
-    "05-context-edits-labels",
-    "06-no-system",
-    "08-v2",
-];
-
-fn session(name: &str) -> PathBuf {
-    fixture(&format!("sessions/{name}.jsonl"))
-}
-
-fn golden(name: &str, file: &str) -> Value {
-    let p = fixture(&format!("golden/sessions/{name}/{file}.json"));
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: i32,
-}
-
-fn run(env: &TestEnv, args: &[&str]) -> Run {
-    let out = env.pisess().args(args).output().unwrap();
-    Run {
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-        code: out.status.code().unwrap(),
-    }
-}
+use crate::common::{TestEnv, V3, fixture, golden, root, run, session};
 
 /// Runs a command that must exit with `code` and returns its stdout.
 fn out(env: &TestEnv, args: &[&str], code: i32) -> String {
