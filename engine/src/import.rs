@@ -584,7 +584,7 @@ impl Store {
                 {
                     return Ok(Ok(Err(Conflict)));
                 }
-                let mut p = prepare_chunk(&chunk, s.0, start, line_base, bom, None)?;
+                let mut p = prepare_chunk(&chunk, s.0, start, line_base, bom, false)?;
                 if let Err(e) = st.classify(&mut p.rows) {
                     return Ok(Err(e));
                 }
@@ -594,7 +594,7 @@ impl Store {
                 let prev = pending.take();
                 let (prepared, written) = std::thread::scope(|scope| {
                     let worker =
-                        scope.spawn(|| prepare_chunk(&chunk, s.0, start, line_base, bom, Some(())));
+                        scope.spawn(|| prepare_chunk(&chunk, s.0, start, line_base, bom, true));
                     let written = match prev {
                         Some(p) => w.write_prepared(&mut st, p, progress),
                         None => Ok(Ok(())),
@@ -682,7 +682,7 @@ fn prepare_chunk(
     start: u64,
     line_base: u64,
     bom: bool,
-    encode: Option<()>,
+    encode: bool,
 ) -> Result<Prepared, StoreError> {
     let lines: Vec<Line<'_>> = chunk.lines().collect();
     let drafts: Vec<Vec<Draft>> = lines
@@ -700,9 +700,10 @@ fn prepare_chunk(
         r.rec.raw = raw;
         r.rec.offset = 0;
     }
-    let encoded = match encode {
-        Some(()) => encode_rows(&mut rows)?,
-        None => Vec::new(),
+    let encoded = if encode {
+        encode_rows(&mut rows)?
+    } else {
+        Vec::new()
     };
     Ok(Prepared {
         rows,
