@@ -57,6 +57,26 @@ fn import(env: &TestEnv, store: &Path, dir: &Path, what: &str) {
 }
 
 /// `pisess ls --json`, one line per session, sorted.
+/// Starts `pisess import DIR` into `store` and kills it (SIGKILL) after `wait_ms`, or reaps it
+/// if it already finished.
+fn kill_import_after(env: &TestEnv, dir: &Path, store: &Path, wait_ms: u64) {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+        .arg("import")
+        .arg(dir)
+        .env_clear()
+        .env("HOME", env.home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .env("PISESS_STORE", store)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(wait_ms));
+    child.kill().unwrap(); // SIGKILL (or nothing if it already finished)
+    child.wait().unwrap();
+}
+
 fn catalogue(env: &TestEnv, store: &Path, what: &str) -> Vec<String> {
     let mut cmd = pisess(env, store);
     cmd.args(["ls", "--json"]);
@@ -196,21 +216,7 @@ fn a_killed_import_leaves_a_valid_store_that_a_second_import_completes() {
         };
         waits.push(wait);
         let store = stores.path().join(format!("round{round}.redb"));
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("pisess"))
-            .arg("import")
-            .arg(src.path())
-            .env_clear()
-            .env("HOME", env.home.path())
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("NO_COLOR", "1")
-            .env("PISESS_STORE", &store)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(wait));
-        child.kill().unwrap(); // SIGKILL (or nothing if it already finished)
-        child.wait().unwrap();
+        kill_import_after(&env, src.path(), &store, wait);
 
         let existed = store.exists();
         // The killed store verifies.
@@ -311,21 +317,7 @@ fn a_killed_incremental_import_leaves_a_valid_store_that_the_next_import_complet
         fs::write(&file, half).unwrap();
         fs::write(&file, &full).unwrap();
         let wait = rng.below(window);
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("pisess"))
-            .arg("import")
-            .arg(src.path())
-            .env_clear()
-            .env("HOME", env.home.path())
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("NO_COLOR", "1")
-            .env("PISESS_STORE", &store)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(wait));
-        child.kill().unwrap();
-        child.wait().unwrap();
+        kill_import_after(&env, src.path(), &store, wait);
 
         let mut cmd = pisess(&env, &store);
         cmd.arg("verify");
