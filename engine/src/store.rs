@@ -359,4 +359,93 @@ mod tests {
         );
         assert!(err.to_string().contains("newer"));
     }
+
+    #[test]
+    fn an_older_store_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        let store = Store::open(&path).unwrap();
+        {
+            let tx = store.db.begin_write().unwrap();
+            tx.open_table(META)
+                .unwrap()
+                .insert(META_SCHEMA, SCHEMA_VERSION - 1)
+                .unwrap();
+            tx.commit().unwrap();
+        }
+        store.close().unwrap();
+        let err = Store::open(&path).unwrap_err();
+        assert!(
+            matches!(err, StoreError::OlderSchema { found, .. } if found == SCHEMA_VERSION - 1),
+            "{err}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("older") && msg.contains(&path.display().to_string()),
+            "{msg}"
+        );
+        // Nothing was migrated or dropped: the store still says what it was (redb itself
+        // rewrites its header on open, so the file's bytes are not the measure).
+        let db = Database::open(&path).unwrap();
+        let rtx = db.begin_read().unwrap();
+        let meta = rtx.open_table(META).unwrap();
+        assert_eq!(
+            meta.get(META_SCHEMA).unwrap().map(|v| v.value()),
+            Some(SCHEMA_VERSION - 1)
+        );
+    }
+
+    #[test]
+    fn verify_reports_a_stored_line_that_does_not_decompress() {
+        use crate::record::{Codec, EntryRecord, RecordRef, decode_entry, encode};
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("s.jsonl");
+        let text = format!(
+            "{}\n{}\n",
+            r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+            format_args!(
+                r#"{{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"{}","timestamp":0}}}}"#,
+                "long text ".repeat(100)
+            )
+        );
+        std::fs::write(&session, &text).unwrap();
+        let mut store = Store::open(dir.path().join("store.redb")).unwrap();
+        store.import_file(&session).unwrap();
+        assert!(store.verify().unwrap().findings.is_empty());
+        // Damage the compressed bytes of the long row, keeping the record itself valid.
+        {
+            let tx = store.db.begin_write().unwrap();
+            {
+                let mut entries = tx.open_table(schema::ENTRIES).unwrap();
+                let mut damaged: Option<(u64, Vec<u8>)> = None;
+                for row in entries.iter().unwrap() {
+                    let (k, v) = row.unwrap();
+                    let a = v.value().archived().unwrap();
+                    if a.codec == crate::record::ArchivedCodec::Zstd {
+                        let mut rec: EntryRecord =
+                            rkyv::deserialize::<_, rkyv::rancor::Error>(a).unwrap();
+                        assert_eq!(rec.codec, Codec::Zstd);
+                        let n = rec.raw.len();
+                        rec.raw.truncate(n / 2);
+                        damaged = Some((k.value(), encode(&rec).unwrap()));
+                    }
+                }
+                let (k, bytes) = damaged.expect("the long row is stored compressed");
+                assert!(decode_entry(&bytes, k).is_err());
+                entries.insert(k, RecordRef::new(&bytes)).unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        let report = store.verify().unwrap();
+        assert!(
+            report
+                .findings
+                .iter()
+                .any(|f| f.message.contains("raw bytes changed")),
+            "{:?}",
+            report.findings
+        );
+        // The session file is the user's data: untouched.
+        assert_eq!(std::fs::read_to_string(&session).unwrap(), text);
+    }
 }
