@@ -24,6 +24,9 @@ CHAIN = int(E["CHAIN"])
 SKIP = set(s.strip() for s in E.get("SKIP", "").split(",") if s.strip())
 PISESS = os.path.join(BIN, "pisess")
 PARSE = os.path.join(BIN, "pisess-bench-parse")
+READ = os.path.join(BIN, "pisess-bench-read")
+BIGDIR = E["BIGDIR"]  # COPIES copies of the corpus (~1 GB): issue 3's folder for re-import and files
+COPIES = int(E["COPIES"])
 FILES = sorted(glob.glob(os.path.join(CORPUS, "*.jsonl")))
 LARGEST = max(FILES, key=os.path.getsize)
 STORE = os.path.join(WORK, "store.redb")
@@ -174,6 +177,23 @@ def row(scenario, subj, base, target=None, want=None, faster=True):
     print(f"  => {scenario}: {subj.name} vs {base.name}: {table[-1][3]}  {target or ''} {verdict}")
 
 
+def note(scenario, subject, against, value, target, met, mem=""):
+    """A row that is a measured quantity rather than a timing ratio (memory, size)."""
+    table.append((scenario, subject, against, value, target, "met" if met else "not met", mem))
+    print(f"  => {scenario}: {value}  {target} {'met' if met else 'not met'}")
+
+
+def parse_variant(path, variant):
+    """pisess-bench-parse's own timer for one variant over one file (process start and the
+    binary's set-up excluded, as in benches/parse.sh), as a bench() subject."""
+    def f():
+        out = subprocess.run([PARSE, "--file", path, "--runs", "1", "--only", variant],
+                             capture_output=True, text=True, check=True).stdout
+        mm = re.search(r"wall ([0-9.]+) ms, cpu ([0-9.]+) ms", out)
+        return float(mm.group(1)) / 1e3, float(mm.group(2)) / 1e3, 0
+    return f
+
+
 def pisess(*args, store=STORE, ok=(0,)):
     return lambda: run([PISESS, *args], {"PISESS_STORE": store}, ok=ok)
 
@@ -220,6 +240,23 @@ def import_fresh():
 FLOOR_ALL = None
 q = "src/**"
 
+# ----------------------------------------------------------------------------- parse (issue 2)
+if not skip(f"parse: reading and typing {os.path.basename(LARGEST)} (issue 2)"):
+    v, t, p1, p2 = bench([
+        ("Value per line, 1 thread", parse_variant(LARGEST, "value/file")),
+        ("pisess SessionReader, 1 thread", parse_variant(LARGEST, "typed/file")),
+        ("pisess chunk reader, 1-thread pool", parse_variant(LARGEST, "par/1 thread")),
+        ("pisess chunk reader, 2-thread pool", parse_variant(LARGEST, "par/2 threads")),
+    ], runs=max(RUNS, 5))
+    row("parse, typed vs Value (1 core)", t, v, ">= 2x", lambda r: r >= 2)
+    row("parse, 2 threads vs 1", p2, p1, "scales on 2 cores (>= 1.5x)", lambda r: r >= 1.5)
+    base = [run([READ, "--no-read", BIG])[2] for _ in range(3)]
+    big = [run([READ, BIG])[2] for _ in range(2)]
+    d = (max(big) - min(base)) / 1024
+    note("peak RSS reading the 1 GiB session", "pisess-bench-read BIG", "pisess-bench-read --no-read BIG",
+         f"{d:.1f} MiB above the baseline process", "< 64 MiB", d < 64,
+         f"{max(big) / 1024:.0f} MiB vs {min(base) / 1024:.0f} MiB")
+
 # ----------------------------------------------------------------------------- import / reimport
 if not skip("import: cold import of the corpus"):
     jq = f"cat {CORPUS}/*.jsonl | jq -c . > /dev/null"
@@ -237,12 +274,23 @@ if not skip("import: cold import of the corpus"):
 else:
     import_fresh()
 
-if not skip("reimport: incremental re-import of the unchanged corpus"):
+BSTORE = os.path.join(WORK, "big1g.redb")
+bfiles = sorted(glob.glob(os.path.join(BIGDIR, "*", "*.jsonl")))
+bbytes = sum(os.path.getsize(f) for f in bfiles)
+if not skip(f"reimport: {len(bfiles)} files, {bbytes:,} bytes ({COPIES} copies of the corpus; issue 3)"):
+    for p_ in glob.glob(BSTORE + "*"):
+        os.remove(p_)
+    w, c, r = run([PISESS, "import", BIGDIR], {"PISESS_STORE": BSTORE})
+    size = os.path.getsize(BSTORE)
+    print(f"  fresh import of the folder (untimed below): {w:.1f} s wall, {c:.1f} s CPU, peak RSS "
+          f"{r / 1024:.0f} MiB; store {size:,} bytes")
+    note("store size, 1 GB folder", "store.redb", "the JSONL bytes", f"{size / bbytes:.2f}x", "<= 1.1x",
+         size / bbytes <= 1.1)
     re_, cat = bench([
-        ("pisess import (unchanged)", pisess("import", CORPUS)),
-        ("cat *.jsonl > /dev/null", lambda: run(f"cat {CORPUS}/*.jsonl > /dev/null")),
+        ("pisess import (unchanged 1 GB folder)", pisess("import", BIGDIR, store=BSTORE)),
+        ("cat */*.jsonl > /dev/null", lambda: run(f"cat {BIGDIR}/*/*.jsonl > /dev/null")),
     ], runs=max(RUNS, 7))
-    row("re-import unchanged", re_, cat, ">= 50x vs cat", lambda r: r >= 50)
+    row("re-import unchanged 1 GB", re_, cat, ">= 50x vs cat", lambda r: r >= 50)
 
 # ----------------------------------------------------------------------------- one big corpus file
 name = os.path.basename(LARGEST)
@@ -293,45 +341,79 @@ if not skip(f"files: pisess files '{q}' across all sessions"):
     ms = bench(subj, runs=RUNS)
     fa, fm, j, r = ms[:4]
     fl = FLOOR_ALL or ms[4]
-    row("files 'src/**'", fa, fl, ">= 100x vs floor", lambda x: x >= 100)
-    row("files src/main.rs", fm, fl, ">= 100x vs floor", lambda x: x >= 100)
-    row("files 'src/**'", fa, j)
-    row("files 'src/**'", fa, r)
+    row("files 'src/**', corpus", fa, fl)
+    row("files 'src/**', corpus", fa, j)
+    row("files 'src/**', corpus", fa, r)
+    if os.path.exists(BSTORE):
+        # The floor over the 1 GB folder: COPIES times the corpus's (the same bytes).
+        bfl = M(f"parse floor over the 1 GB folder (= {COPIES} x the corpus's)")
+        bfl.wall = [w * COPIES for w in fl.wall]
+        bfl.cpu = [c * COPIES for c in fl.cpu]
+        ba, bm = bench([
+            ("pisess files --json 'src/**', 1 GB", pisess("files", "--json", q, store=BSTORE, ok=(0, 1))),
+            ("pisess files --json src/main.rs, 1 GB", pisess("files", "--json", "src/main.rs", store=BSTORE, ok=(0, 1))),
+        ], runs=RUNS)
+        bfl.show()
+        row("files 'src/**', 1 GB folder", ba, bfl, ">= 100x vs floor", lambda x: x >= 100)
+        row("files src/main.rs, 1 GB folder", bm, bfl, ">= 100x vs floor", lambda x: x >= 100)
 
-# ----------------------------------------------------------------------------- LCA on a chain
-if not skip(f"lca: diff of two siblings at the bottom of a {CHAIN:,}-entry chain"):
-    chain = os.path.join(WORK, f"chain-{CHAIN}.jsonl")
+# ----------------------------------------------------------------------------- chains
+def write_chain(n):
+    chain = os.path.join(WORK, f"chain-{n}.jsonl")
     with open(chain, "w") as f:
-        f.write('{"type":"session","version":3,"id":"019daa1e-3680-74fc-94de-%012x","timestamp":"2026-04-20T09:00:00.000Z","cwd":"/tmp/chain"}\n' % CHAIN)
+        f.write('{"type":"session","version":3,"id":"019daa1e-3680-74fc-94de-%012x","timestamp":"2026-04-20T09:00:00.000Z","cwd":"/tmp/chain"}\n' % n)
         parent = "null"
-        for i in range(CHAIN):
+        for i in range(n):
             role = "user" if i % 2 == 0 else "assistant"
             f.write('{"type":"message","id":"%08x","parentId":%s,"timestamp":"2026-04-20T09:00:00.000Z","message":{"role":"%s","content":[{"type":"text","text":"entry %d"}],"timestamp":1776675600000}}\n' % (i + 1, parent, role, i))
             parent = '"%08x"' % (i + 1)
-        f.write('{"type":"message","id":"%08x","parentId":"%08x","timestamp":"2026-04-20T09:00:01.000Z","message":{"role":"assistant","content":[{"type":"text","text":"sibling"}],"timestamp":1776675601000}}\n' % (CHAIN + 1, CHAIN - 1))
-    w, _, _ = run([PISESS, "import", chain], {"PISESS_STORE": STORE})
-    print(f"  chain: {os.path.getsize(chain):,} bytes, imported in {w:.2f} s (untimed below)")
+        f.write('{"type":"message","id":"%08x","parentId":"%08x","timestamp":"2026-04-20T09:00:01.000Z","message":{"role":"assistant","content":[{"type":"text","text":"sibling"}],"timestamp":1776675601000}}\n' % (n + 1, n - 1))
+    return chain
+
+
+if not skip(f"lca: tree queries at the bottom of a {CHAIN:,}-entry chain vs a 1,000-entry one"):
+    cstore = os.path.join(WORK, "chains.redb")
+    chains = {}
+    for n in (1000, CHAIN):
+        chains[n] = write_chain(n)
+        w, _, _ = run([PISESS, "import", chains[n]], {"PISESS_STORE": cstore})
+        print(f"  chain {n:,}: {os.path.getsize(chains[n]):,} bytes, imported in {w:.2f} s (untimed below)")
+    qs = [
+        ("show ID (entry by id, middle)", lambda p, n: ["show", "--json", p, "%08x" % (n // 2)], (0,)),
+        ("show @leaf~999 (k-th ancestor)", lambda p, n: ["show", "--json", p, "@leaf~999"], (0,)),
+        ("diff --json LEAF SIBLING (LCA)", lambda p, n: ["diff", "--json", p, "%08x" % n, "%08x" % (n + 1)], (0, 1)),
+    ]
+    got = {}
+    for label, args, ok in qs:
+        short, long_ = bench([(f"pisess {label}, 1k", pisess(*args(chains[1000], 1000), store=cstore, ok=ok)),
+                              (f"pisess {label}, {CHAIN:,}", pisess(*args(chains[CHAIN], CHAIN), store=cstore, ok=ok))],
+                             runs=max(RUNS, 7))
+        row(f"{label}: {CHAIN:,} / 1k deep", long_, short, "<= 3x", lambda r: r <= 3, faster=False)
+        got[label] = long_
     a, b = "%08x" % CHAIN, "%08x" % (CHAIN + 1)
-    d, = bench([("pisess diff --json LEAF SIBLING", pisess("diff", "--json", chain, a, b, ok=(0, 1)))])
     o = once("oracle path LEAF && oracle path SIBLING (1 run)",
-             f"{ORACLE} path {chain} {a} > /dev/null && {ORACLE} path {chain} {b}")
-    row(f"LCA, {CHAIN:,}-deep chain", d, o)
+             f"{ORACLE} path {chains[CHAIN]} {a} > /dev/null && {ORACLE} path {chains[CHAIN]} {b}")
+    row(f"LCA, {CHAIN:,}-deep chain", got["diff --json LEAF SIBLING (LCA)"], o)
 
 # ----------------------------------------------------------------------------- migration
 if not skip("migrate: bulk migration of a sample of v1/v2 files"):
     mfiles = sorted(glob.glob(os.path.join(MIGDIR, "*.jsonl")))
     mout = os.path.join(WORK, "migrated")
 
-    def mig():
-        subprocess.run(["rm", "-rf", mout], check=True)
-        return run([PISESS, "migrate", MIGDIR, "--out", mout, "--jobs", "2"])
+    def mig(jobs):
+        def f():
+            subprocess.run(["rm", "-rf", mout], check=True)
+            return run([PISESS, "migrate", MIGDIR, "--out", mout, "--jobs", jobs])
+        return f
     ora = " && ".join(f"{ORACLE} migrate {f} > /dev/null" for f in mfiles)
-    pm, om, fm = bench([
-        ("pisess migrate DIR --out OUT --jobs 2", mig),
+    pm, p1, om, fm = bench([
+        ("pisess migrate DIR --out OUT --jobs 2", mig("2")),
+        ("pisess migrate DIR --out OUT --jobs 1", mig("1")),
         ("oracle migrate FILE, per file", lambda: run(ora)),
         ("parse floor (Value, 2 threads ideal)", floor_files(mfiles)),
     ], runs=SLOW_RUNS)
     row(f"migrate {len(mfiles)} files", pm, om, ">= 20x", lambda r: r >= 20)
+    row(f"migrate {len(mfiles)} files, --jobs 2 vs 1", pm, p1, ">= 1.7x", lambda r: r >= 1.7)
     row(f"migrate {len(mfiles)} files", pm, fm, faster=False)
 
 # ----------------------------------------------------------------------------- ls
@@ -347,11 +429,42 @@ if not skip("ls: listing a folder of many small sessions"):
     row(f"ls {nls} sessions", pl, ol, ">= 50x", lambda r: r >= 50)
 
 # ----------------------------------------------------------------------------- the big session
-if not skip(f"big: a {os.path.getsize(BIG):,}-byte session (issues 4 and 5)"):
+def oracle_load(path):
+    """`oracle load FILE --timing`, one run. The oracle prints the whole loaded session as one
+    JSON string, which V8 cannot build for a 1 GiB session ("Invalid string length"), after pi's
+    load has finished; its --timing line (stderr) gives the time of each phase, so the reference
+    time is the process's wall time minus its serialisation phase — pi's load, start included."""
+    m = M("oracle load, big (1 run, without its JSON output)")
+    t0 = time.perf_counter()
+    p = subprocess.run([ORACLE, "load", path, "--timing"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
+    wall = time.perf_counter() - t0
+    t = re.search(r"open=(\d+)ms .*serialize\+write=(\d+)ms", p.stderr)
+    if not t:
+        m.timeout, m.failed = wall, f"failed (exit {p.returncode}, no timing line)"
+        m.show()
+        return m
+    ser = float(t.group(2)) / 1e3
+    m.wall, m.cpu, m.rss = [wall - ser], [float("nan")], []
+    print(f"  oracle load --timing: exit {p.returncode}, {wall:.1f} s wall; pi's SessionManager.open "
+          f"{float(t.group(1)) / 1e3:.1f} s; serialisation {ser:.1f} s (subtracted); "
+          f"{p.stderr.strip().splitlines()[-1][:200]}")
+    m.show()
+    return m
+
+
+if not skip(f"big: a {os.path.getsize(BIG):,}-byte session (issues 3, 4 and 5)"):
     bstore = os.path.join(WORK, "big.redb")
-    w, c, r = run([PISESS, "import", BIG, SMALL], {"PISESS_STORE": bstore})
-    print(f"  pisess import of the big and small sessions: {w:.1f} s wall, {c:.1f} s CPU, "
+    bdir = os.path.join(WORK, "bigsession")
+    os.makedirs(bdir, exist_ok=True)
+    bigf = os.path.join(bdir, os.path.basename(BIG))  # a copy: the append rounds change it
+    subprocess.run(["cp", BIG, bigf], check=True)
+    w, c, r = run([PISESS, "import", bigf], {"PISESS_STORE": bstore})
+    print(f"  pisess import of the big session: {w:.1f} s wall, {c:.1f} s CPU, "
           f"peak RSS {r / 1024:.0f} MiB (once, untimed below)")
+    note("peak RSS importing the 1 GiB session", "pisess import", "—", f"{r / 1024:.0f} MiB",
+         "< 256 MiB", r < 256 * 1024, f"{r / 1024:.0f} MiB")
+    run([PISESS, "import", SMALL], {"PISESS_STORE": bstore})
     # The short branch: the big file starts with the same bytes as the small one (same
     # generator, same seed), so the small session's leaf is an entry near the big one's root.
     def nth_id(path, n):
@@ -361,28 +474,66 @@ if not skip(f"big: a {os.path.getsize(BIG):,}-byte session (issues 4 and 5)"):
                     return json.loads(line)["id"]
     small_lines = sum(1 for _ in open(SMALL))
     small_leaf = nth_id(SMALL, small_lines - 1)
-    big_same = nth_id(BIG, small_lines - 1)
+    big_same = nth_id(bigf, small_lines - 1)
     short = big_same
     print(f"  short branch: entry {short} (line {small_lines} of the big file; the small "
           f"session's leaf is {small_leaf}: {'the same entry' if short == small_leaf else 'a different entry'})")
-    bs = {"PISESS_STORE": bstore}
     cb, cs, cl = bench([
-        ("pisess context --json, big leaf", pisess("context", "--json", BIG, store=bstore)),
-        ("pisess context --json --at SHORT, big", pisess("context", "--json", BIG, "--at", short, store=bstore)),
+        ("pisess context --json, big leaf", pisess("context", "--json", bigf, store=bstore)),
+        ("pisess context --json --at SHORT, big", pisess("context", "--json", bigf, "--at", short, store=bstore)),
         ("pisess context --json, small leaf", pisess("context", "--json", SMALL, store=bstore)),
     ])
     row("context at short branch: big / small", cs, cl, "<= 2x", lambda x: x <= 2, faster=False)
     lg, tr, tr1, sh = bench([
-        ("pisess log, big", pisess("log", BIG, store=bstore)),
-        ("pisess tree, big", pisess("tree", BIG, store=bstore)),
-        ("pisess tree --depth 1, big", pisess("tree", "--depth", "1", BIG, store=bstore)),
-        ("pisess show @leaf, big", pisess("show", BIG, "@leaf", store=bstore)),
+        ("pisess log, big", pisess("log", bigf, store=bstore)),
+        ("pisess tree, big", pisess("tree", bigf, store=bstore)),
+        ("pisess tree --depth 1, big", pisess("tree", "--depth", "1", bigf, store=bstore)),
+        ("pisess show @leaf, big", pisess("show", bigf, "@leaf", store=bstore)),
     ])
-    oc = once("oracle context, big (1 run)", f"{ORACLE} context {BIG}")
+    oc = once("oracle context, big (1 run)", f"{ORACLE} context {bigf}")
     row("context at leaf, big", cb, oc, ">= 100x", lambda x: x >= 100)
-    ol = once("oracle load, big (1 run)", f"{ORACLE} load {BIG}")
+    ol = oracle_load(bigf)
     for m in (lg, tr, tr1, sh):
         row(m.name.replace(", big", "") + ", big", m, ol, ">= 100x", lambda x: x >= 100)
+
+    # 1 MB appended to the big session vs a fresh 1 MB session, into the same store (issue 3).
+    last_id = None
+    with open(bigf, "rb") as f:
+        f.seek(max(0, os.path.getsize(bigf) - (1 << 20)))
+        for ln in f.read().splitlines()[1:]:
+            try:
+                last_id = json.loads(ln).get("id") or last_id
+            except ValueError:
+                pass
+
+    def mb_lines(tag, parent):
+        out, size, i = [], 0, 0
+        while size < (1 << 20):
+            eid = f"{tag}{i:06x}"
+            role = "user" if i % 2 == 0 else "assistant"
+            text = f"appended {tag} {i} " + "lorem ipsum dolor sit amet " * 36
+            ln = json.dumps({"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-04-20T09:00:00.000Z",
+                             "message": {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1776675600000}},
+                            separators=(",", ":")) + "\n"
+            out.append(ln)
+            size += len(ln)
+            parent, i = eid, i + 1
+        return "".join(out)
+    ap, fr = M("pisess import, 1 MB appended to the big session"), M("pisess import, a fresh 1 MB session")
+    for k in range(max(RUNS, 5)):
+        with open(bigf, "a") as f:
+            f.write(mb_lines(f"a{k:02d}", last_id))
+        last_id = f"a{k:02d}" + "%06x" % 0  # any entry of the block keeps the file a valid tree
+        w, c, r = run([PISESS, "import", bigf], {"PISESS_STORE": bstore})
+        ap.wall.append(w), ap.cpu.append(c), ap.rss.append(r)
+        fresh = os.path.join(bdir, f"fresh-{k}.jsonl")
+        with open(fresh, "w") as f:
+            f.write('{"type":"session","version":3,"id":"019daa1e-3680-74fc-94de-%012x","timestamp":"2026-04-20T09:00:00.000Z","cwd":"/tmp/fresh"}\n' % k)
+            f.write(mb_lines(f"f{k:02d}", None))
+        w, c, r = run([PISESS, "import", fresh], {"PISESS_STORE": bstore})
+        fr.wall.append(w), fr.cpu.append(c), fr.rss.append(r)
+    ap.show(), fr.show()
+    row("import 1 MB appended to 1 GiB / fresh 1 MB", ap, fr, "<= 2x", lambda x: x <= 2, faster=False)
 
 print(f"\n== table (ratios of median wall times; load average now {load()})")
 hdr = ("scenario", "pisess", "against", "ratio", "target", "verdict", "peak RSS")

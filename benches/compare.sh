@@ -4,23 +4,32 @@
 # question, and the parse floor — and prints one table of ratios plus peak memory.
 #
 # Scenarios (each subject interleaved with its baselines, A B C A B C ..., min and median):
+#   parse      reading + typing the corpus's biggest file: pisess's reader vs a serde_json::Value
+#              parse on one core (issue 2: >= 2x), 2 threads vs 1, and the peak RSS of reading
+#              the 1 GiB session above a process that reads nothing (< 64 MiB)
 #   import     cold import of the corpus (20 top-level files, ~128 MB) vs the parse floor
 #              (serde_json::Value per line, one file per process, summed, / 2 = ideal 2-thread
 #              rayon), `jq -c .` over the same files, and `oracle load` of every file
-#   reimport   incremental re-import of the unchanged corpus vs `cat` of its bytes
+#   reimport   a folder of COPIES copies of the corpus (~1 GB): store size vs its bytes, and
+#              re-import of the unchanged folder vs `cat` of its bytes (issue 3: >= 50x)
 #   context    `pisess context --json` at the leaf of the corpus's biggest file vs `oracle context`
 #   log, tree  `pisess log` / `pisess tree` of the same file vs `oracle load` (what pi must do)
-#   files      `pisess files 'src/**'` across all sessions vs the parse floor, jq and rg
-#   lca        `pisess diff --json CHAIN LEAF SIBLING` on a CHAIN-entry linear chain vs
-#              `oracle path` of both entries (pi has no LCA; it walks both paths)
+#   files      `pisess files 'src/**'` across the corpus vs jq and rg, and `src/**` and
+#              `src/main.rs` on the 1 GB folder's store vs the parse floor (issue 3: >= 100x)
+#   lca        entry by id, k-th ancestor and `diff --json LEAF SIBLING` (LCA) on a CHAIN-entry
+#              linear chain vs a 1,000-entry one (issue 3: <= 3x), and vs `oracle path` of both
+#              entries (pi has no LCA; it walks both paths)
 #   export     `pisess export --format jsonl|md -o F` vs `cat` and `oracle load`
-#   migrate    `pisess migrate --jobs 2` on a sample of v1/v2 files vs `oracle migrate FILE` each
+#   migrate    `pisess migrate --jobs 2` on a sample of v1/v2 files vs `oracle migrate FILE` each,
+#              and vs `--jobs 1` (issue 6: >= 20x and >= 1.7x)
 #   ls         `pisess ls` over a folder of LS_N small sessions vs `oracle list DIR`
 #   big        a BIG_BYTES session (default 1 GiB, from pisess-bench-gen, cached): context at the
 #              leaf vs `oracle context` (issue 4: >= 100x), context at a shallow entry (a short
 #              branch) vs the leaf of a SMALL_BYTES session (issue 4: <= 2x), log/tree/show vs
-#              `oracle load` (issue 5: >= 100x). The oracle gets ONE run with ORACLE_TIMEOUT; if
-#              it does not finish, the ratio is printed as ">= X" with the timeout as its time.
+#              `oracle load` (issue 5: >= 100x; the oracle's own --timing separates pi's load from
+#              the JSON output V8 cannot build for 1 GiB), peak RSS of its import (< 256 MiB), and
+#              1 MB appended to it vs a fresh 1 MB session (issue 3: <= 2x). The oracle gets ONE
+#              run with ORACLE_TIMEOUT; if it does not finish, the ratio is printed as ">= X".
 #
 # Times are wall-clock, of the whole process (start included); CPU = user+sys from wait4() of the
 # child; peak memory = GNU time's %M ("Maximum resident set size" of `/usr/bin/time -v`; for a
@@ -32,7 +41,7 @@
 #
 # Environment (defaults in brackets): RUNS [5], SLOW_RUNS [3] (runs of subjects over ~1 s),
 # ORACLE_TIMEOUT [180 s], BIG_BYTES [1073741824], SMALL_BYTES [1048576], CHAIN [1000000],
-# LS_N [5000], MIGRATE_SAMPLE [40], SKIP (comma list of scenario names to skip),
+# LS_N [5000], MIGRATE_SAMPLE [40], COPIES [8], SKIP (comma list of scenario names to skip),
 # CARGO_TARGET_DIR [<root>/target], PISESS_CORPUS [../shared/oracle/corpus output],
 # PISESS_BENCH_CACHE [benches/.cache], PISESS_ORACLE, WORK [mktemp dir, removed at the end].
 set -euo pipefail
@@ -85,6 +94,12 @@ export WORK
 rm -rf "$WORK/corpus" && mkdir -p "$WORK/corpus"
 cp "$corpus"/*.jsonl "$WORK/corpus/"
 export CORPUS=$WORK/corpus
+# Issue 3's 1 GB folder (re-import, file queries, store size): COPIES copies of the corpus.
+export COPIES=${COPIES:-8} BIGDIR=$WORK/big1g
+rm -rf "$BIGDIR"
+for ((k = 0; k < COPIES; k++)); do
+    mkdir -p "$BIGDIR/copy-$k" && cp "$CORPUS"/*.jsonl "$BIGDIR/copy-$k/"
+done
 
 echo
 echo "== inputs (cached in $cache)"

@@ -50,16 +50,46 @@ pub fn set_store_wait(d: std::time::Duration) {
 ///
 /// A store held by another process (an import, a compaction) is retried with backoff (50 ms
 /// doubling to 1 s) for up to `--wait` seconds, saying once on stderr what it waits for; after
-/// that, or without `--wait`, the error names the holder.
+/// that, or without `--wait`, the error names the holder. A command that writes also waits,
+/// quietly, up to [`WRITER_GRACE`] for readers to let go.
 pub fn open_store() -> Result<Store, CommandError> {
-    let limit = WAIT.get().copied().unwrap_or_default();
-    let start = std::time::Instant::now();
-    let mut pause = std::time::Duration::from_millis(50);
+    open_store_as(false)
+}
+
+/// [`open_store`] for a command that only reads: redb's read-only mode (a shared lock, nothing
+/// written, no fsync), so such commands run side by side. A store that needs a repair is opened
+/// for writing instead.
+pub fn open_store_read() -> Result<Store, CommandError> {
+    open_store_as(true)
+}
+
+/// How long a command that writes keeps trying, without a word, to open a store that others
+/// hold: commands that only read hold it briefly (a shared lock) and often, so a writer would
+/// otherwise fail whenever it starts beside one.
+const WRITER_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn open_store_as(read_only: bool) -> Result<Store, CommandError> {
+    use std::time::{Duration, Instant};
+    let wait = WAIT.get().copied().unwrap_or_default();
+    let quiet = if read_only {
+        Duration::ZERO
+    } else {
+        WRITER_GRACE
+    };
+    let limit = wait.max(quiet);
+    let max_pause = Duration::from_millis(if read_only { 1000 } else { 100 });
+    let mut pause = Duration::from_millis(if read_only { 50 } else { 5 });
+    let start = Instant::now();
     let mut told = false;
     loop {
-        match Store::open_default() {
+        let opened = if read_only {
+            pisess_engine::default_store_path().and_then(Store::open_read_only)
+        } else {
+            Store::open_default()
+        };
+        match opened {
             Err(StoreError::Busy { holder, .. }) if start.elapsed() < limit => {
-                if !told {
+                if !told && !wait.is_zero() && start.elapsed() >= quiet.min(wait) {
                     eprintln!(
                         "pisess: the store is busy: {}; waiting up to {} s",
                         crate::ui::safe(&holder),
@@ -68,7 +98,7 @@ pub fn open_store() -> Result<Store, CommandError> {
                     told = true;
                 }
                 std::thread::sleep(pause.min(limit.saturating_sub(start.elapsed())));
-                pause = (pause * 2).min(std::time::Duration::from_secs(1));
+                pause = (pause * 2).min(max_pause);
             }
             Ok(store) => return Ok(store),
             Err(e) => return Err(store_error(e)),
@@ -95,13 +125,43 @@ pub fn open_session(arg: &str) -> Result<Session, CommandError> {
     session_in(store, key)
 }
 
+/// [`open_session`] for a command that only reads: the store is opened read-only, and reopened
+/// for writing only when SESSION is a file that must be imported or refreshed first.
+pub fn open_session_read(arg: &str) -> Result<Session, CommandError> {
+    let store = writable_if_needed(open_store_read()?, &[arg])?;
+    let key = resolve_session(&store, arg)?;
+    session_in(store, key)
+}
+
+/// `store`, reopened for writing when one of the SESSION arguments is a file the store does not
+/// hold as it is now (an import would write). Waits as `--wait` says.
+fn writable_if_needed(store: Store, args: &[&str]) -> Result<Store, CommandError> {
+    if store.is_writable() {
+        return Ok(store);
+    }
+    for arg in args {
+        let path = Path::new(arg);
+        if path.is_file() {
+            match store.import_file(path) {
+                Err(StoreError::ReadOnly { .. }) => {
+                    drop(store);
+                    return open_store();
+                }
+                Err(e) => return Err(store_error(e)),
+                Ok(_) => {}
+            }
+        }
+    }
+    Ok(store)
+}
+
 /// Resolves two SESSION arguments against one store: the first as a [`Session`], the second
 /// as a key and record read from the same snapshot.
 pub fn open_session_pair(
     a: &str,
     b: &str,
 ) -> Result<(Session, SessionKey, SessionRecord), CommandError> {
-    let store = open_store()?;
+    let store = writable_if_needed(open_store_read()?, &[a, b])?;
     let ka = resolve_session(&store, a)?;
     let kb = resolve_session(&store, b)?;
     let session = session_in(store, ka)?;

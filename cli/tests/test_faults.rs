@@ -1,6 +1,6 @@
-//! A full disk and a read-only store folder: every writing command fails with a clear error
-//! naming the path, leaves no partial output or temporary file behind, keeps the store
-//! verifiable and the source unchanged.
+//! A full disk and a read-only store folder: every command that must write fails with a clear
+//! error naming the path, leaves no partial output or temporary file behind, keeps the store
+//! verifiable and the source unchanged; commands that only read still work on a read-only store.
 //!
 //! The full disk is a small tmpfs (a real `ENOSPC`), mounted by the test; that needs root (or
 //! `CAP_SYS_ADMIN`), as the CI container has. Where `mount` is refused the tests FAIL (a
@@ -242,13 +242,26 @@ fn a_read_only_store_folder_gives_an_error_naming_the_path() {
     assert_eq!(code, 0, "{out}\n{err}");
     let image = fs::read(&store).unwrap();
     disk.read_only();
+    // Nothing to write: the unchanged session imports as "unchanged" and `ls` lists it, from
+    // the read-only folder (the store is opened read-only and nothing is written).
+    let (code, out, err) = run(&env, &store, &[os("import"), session.as_os_str()]);
+    assert_eq!(
+        code, 0,
+        "an unchanged import on a read-only store: {out}\n{err}"
+    );
+    assert!(out.contains(" 1 "), "{out}");
+    let (code, out, err) = run(&env, &store, &[os("ls")]);
+    assert_eq!(code, 0, "ls on a read-only store: {out}\n{err}");
+    assert!(out.contains("acme-api"), "ls lists the session: {out}");
+    // Something to write: a clear error naming the store's folder.
+    let other = env.home.path().join("t.jsonl");
+    fs::copy(fixture("sessions/01-tiny.jsonl"), &other).unwrap();
     for (store, args) in [
         (
             fresh.join("store.redb"),
             vec![os("import"), session.as_os_str()],
         ),
-        (store.clone(), vec![os("import"), session.as_os_str()]),
-        (store.clone(), vec![os("ls")]),
+        (store.clone(), vec![os("import"), other.as_os_str()]),
     ] {
         let (code, out, err) = run(&env, &store, &args);
         assert_eq!(code, 2, "{args:?} on a read-only store: {out}\n{err}");

@@ -20,6 +20,13 @@ pub enum StoreError {
         /// Who holds it: `pid N (command line)` when the system says, else "another process".
         holder: String,
     },
+    /// A write was asked of a store opened read-only ([`crate::Store::open_read_only`]); the
+    /// caller reopens it with [`crate::Store::into_writable`] and retries.
+    #[error("the store {path} was opened read-only and this needs to write to it")]
+    ReadOnly {
+        /// The store file.
+        path: PathBuf,
+    },
     /// The store was written by a newer pisess.
     #[error(
         "the store {path} has schema version {found}, newer than this pisess understands \

@@ -36,7 +36,7 @@ use pisess_formats::entry::{Content, Entry, EntryType, Role};
 use pisess_formats::line::parse_line;
 use pisess_formats::reader::{ChunkReader, Line};
 use rayon::prelude::*;
-use redb::{Durability, ReadableDatabase, ReadableTable, Table, WriteTransaction};
+use redb::{Durability, ReadableTable, Table, WriteTransaction};
 
 use crate::error::StoreError;
 use crate::ids::{EntryKey, Link, SessionKey};
@@ -240,20 +240,38 @@ impl Store {
         opts: &ImportOptions,
         progress: &mut dyn FnMut(ImportEvent<'_>),
     ) -> Result<ImportReport, StoreError> {
-        let mut files = Vec::new();
+        let mut files: Vec<(PathBuf, Option<PathBuf>)> = Vec::new();
         let mut folders = Vec::new();
         for p in paths {
             if p.is_dir() {
-                folders.push(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()));
-                files.extend(jsonl_files_under(p));
+                match std::fs::canonicalize(p) {
+                    Ok(canon) => {
+                        files.extend(files_under(p, Some(&canon)));
+                        folders.push(canon);
+                    }
+                    Err(_) => {
+                        files.extend(files_under(p, None));
+                        folders.push(p.clone());
+                    }
+                }
             } else {
-                files.push(p.clone());
+                files.push((p.clone(), None));
             }
         }
+        // The common case of a re-import: nothing changed. Decided in one read transaction,
+        // so it also works on a store opened read-only and writes nothing.
+        if let Some(report) = self.unchanged(&files, &folders)? {
+            progress(ImportEvent::Start { files: files.len() });
+            for r in &report.files {
+                progress(ImportEvent::FileDone(r));
+            }
+            return Ok(report);
+        }
+        self.writer_db()?;
         progress(ImportEvent::Start { files: files.len() });
         let mut report = ImportReport::default();
-        for f in &files {
-            let r = self.import_one(f, opts, progress)?;
+        for (f, canon) in &files {
+            let r = self.import_one(f, canon.as_deref(), opts, progress)?;
             progress(ImportEvent::FileDone(&r));
             report.files.push(r);
         }
@@ -269,7 +287,7 @@ impl Store {
                 .revived
                 .swap(false, std::sync::atomic::Ordering::Relaxed);
         if wrote {
-            let tx = self.db.begin_write()?;
+            let tx = self.writer_db()?.begin_write()?;
             tx.commit()?;
         }
         Ok(report)
@@ -285,9 +303,80 @@ impl Store {
         .map(|mut r| r.files.remove(0))
     }
 
+    /// The report of an import of `files` (each with its canonical path when known) that
+    /// would change nothing: every file known, not gone, with the size and mtime on record,
+    /// and no session under `folders` whose file has disappeared. `None` otherwise.
+    fn unchanged(
+        &self,
+        files: &[(PathBuf, Option<PathBuf>)],
+        folders: &[PathBuf],
+    ) -> Result<Option<ImportReport>, StoreError> {
+        let rtx = self.db.begin_read()?;
+        let sources = rtx.open_table(schema::SOURCES)?;
+        let sessions = rtx.open_table(schema::SESSIONS)?;
+        let session_gone = |s: u64| -> Result<Option<(bool, u64, i64)>, StoreError> {
+            let Some(rec) = sessions.get(s)? else {
+                return Ok(None);
+            };
+            let rec = RecordRef::<SessionRecord>::new(rec.value().bytes());
+            let a = rec.archived().map_err(|source| StoreError::CorruptRecord {
+                table: schema::SESSIONS_NAME,
+                key: s.to_string(),
+                source,
+            })?;
+            Ok(Some((
+                a.gone,
+                a.file_size.to_native(),
+                a.mtime_ns.to_native(),
+            )))
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut report = ImportReport::default();
+        for (path, canon) in files {
+            let Ok((canon, size, mtime)) = stat(path, canon.as_deref()) else {
+                return Ok(None);
+            };
+            let key = canon.to_string_lossy().into_owned();
+            let Some(s) = sources.get(key.as_str())?.map(|v| v.value()) else {
+                return Ok(None);
+            };
+            match session_gone(s)? {
+                Some((false, sz, mt)) if sz == size && mt == mtime => {}
+                _ => return Ok(None),
+            }
+            report.files.push(FileReport {
+                path: path.clone(),
+                outcome: Outcome::Unchanged,
+                session: Some(SessionKey(s)),
+                bytes_read: 0,
+                lines_read: 0,
+                entries_added: 0,
+                error: None,
+            });
+            seen.insert(key);
+        }
+        if !folders.is_empty() {
+            for row in sources.iter()? {
+                let (path, s) = row?;
+                let path = path.value();
+                if seen.contains(path)
+                    || !folders.iter().any(|f| Path::new(path).starts_with(f))
+                    || Path::new(path).exists()
+                {
+                    continue;
+                }
+                if matches!(session_gone(s.value())?, Some((false, _, _))) {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(report))
+    }
+
     fn import_one(
         &self,
         path: &Path,
+        canon: Option<&Path>,
         opts: &ImportOptions,
         progress: &mut dyn FnMut(ImportEvent<'_>),
     ) -> Result<FileReport, StoreError> {
@@ -304,7 +393,7 @@ impl Store {
             report.error = Some(error_chain(&e));
             Ok(report)
         };
-        let (canon, size, mtime) = match stat(path) {
+        let (canon, size, mtime) = match stat(path, canon) {
             Ok(x) => x,
             Err(e) => return fail(report, e),
         };
@@ -399,7 +488,7 @@ impl Store {
     }
 
     fn set_gone(&self, s: SessionKey, gone: bool) -> Result<(), StoreError> {
-        let mut tx = self.db.begin_write()?;
+        let mut tx = self.writer_db()?.begin_write()?;
         tx.set_durability(Durability::None)?;
         {
             let mut sessions = tx.open_table(schema::SESSIONS)?;
@@ -524,7 +613,7 @@ impl Store {
         opts: &ImportOptions,
         progress: &mut dyn FnMut(ImportEvent<'_>),
     ) -> Result<Result<Result<FileReport, Conflict>, FileError>, StoreError> {
-        let mut tx = self.db.begin_write()?;
+        let mut tx = self.writer_db()?.begin_write()?;
         tx.set_durability(Durability::None)?;
         tx.set_quick_repair(true);
         let io = |source| FileError::Io {
@@ -1280,13 +1369,17 @@ impl<'t> Writer<'t> {
     }
 }
 
-/// Canonical path, size and mtime (ns) of a file.
-fn stat(path: &Path) -> Result<(PathBuf, u64, i64), FileError> {
+/// Canonical path, size and mtime (ns) of a file; `known` is its canonical path when the
+/// caller already has it (a folder walk), which saves resolving every path component.
+fn stat(path: &Path, known: Option<&Path>) -> Result<(PathBuf, u64, i64), FileError> {
     let io = |source| FileError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let canon = std::fs::canonicalize(path).map_err(io)?;
+    let canon = match known {
+        Some(c) => c.to_path_buf(),
+        None => std::fs::canonicalize(path).map_err(io)?,
+    };
     let md = std::fs::metadata(&canon).map_err(io)?;
     let mtime = md
         .modified()
@@ -1312,6 +1405,35 @@ fn window_hashes(path: &Path, len: u64) -> std::io::Result<([u8; 32], [u8; 32])>
 fn windows_match(path: &Path, rec: &SessionRecord) -> std::io::Result<bool> {
     let (h, t) = window_hashes(path, rec.file_size)?;
     Ok(h == rec.head_hash && t == rec.tail_hash)
+}
+
+/// The `*.jsonl` files under a folder, recursively (explicit stack), sorted by path, each with
+/// its canonical path when `canon_dir` (the folder's canonical path) makes it known: a file
+/// that is not a symlink, found through real folders only, is `canon_dir` joined with its path
+/// relative to `dir`.
+fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<(PathBuf, Option<PathBuf>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                let canon = match (canon_dir, ft.is_symlink()) {
+                    (Some(c), false) => p.strip_prefix(dir).ok().map(|rel| c.join(rel)),
+                    _ => None,
+                };
+                out.push((p, canon));
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// The `*.jsonl` files under a folder, recursively (explicit stack), sorted.

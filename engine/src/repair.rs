@@ -197,7 +197,7 @@ impl Store {
         }
         drop(snap);
         let mut report = RepairReport::default();
-        let tx = self.db.begin_write()?;
+        let tx = self.writer_db()?.begin_write()?;
         {
             let mut entry_ids = tx.open_table(schema::ENTRY_IDS)?;
             let mut parents = tx.open_table(schema::PARENTS)?;

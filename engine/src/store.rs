@@ -7,19 +7,51 @@
 //! - a store held by another process gives [`StoreError::Busy`] (redb's exclusive-writer lock),
 //!   naming the holder where the system says ([`crate::holder`]);
 //! - a new store appears complete or not at all, and two processes creating it at once end up
-//!   sharing one file (the second one's copy is discarded, never renamed over the first).
+//!   sharing one file (the second one's copy is discarded, never renamed over the first);
+//! - a store opened with [`Store::open_read_only`] is never written: redb's read-only mode takes
+//!   a shared lock, writes no header and saves no allocator state on close, so commands that only
+//!   read neither fsync nor exclude each other; anything that must write gets
+//!   [`StoreError::ReadOnly`] and reopens with [`Store::into_writable`]. A store that was not
+//!   closed cleanly (redb needs a repair) is opened for writing instead, which repairs it.
 
 use std::path::{Path, PathBuf};
 
-use redb::{Database, ReadableDatabase, ReadableTable};
+use redb::{Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable};
 
 use crate::error::StoreError;
 use crate::schema::{self, META, META_SCHEMA, SCHEMA_VERSION};
 
+/// The redb handle of a [`Store`]: writable, or read-only (see the module invariants).
+pub(crate) enum Db {
+    /// Opened for reading and writing (an exclusive lock).
+    Write(Database),
+    /// Opened read-only (a shared lock; never written).
+    Read(ReadOnlyDatabase),
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Write(_) => "Db::Write",
+            Self::Read(_) => "Db::Read",
+        })
+    }
+}
+
+impl Db {
+    /// A read transaction, in either mode.
+    pub(crate) fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Self::Write(d) => d.begin_read(),
+            Self::Read(d) => d.begin_read(),
+        }
+    }
+}
+
 /// An open store.
 #[derive(Debug)]
 pub struct Store {
-    pub(crate) db: Database,
+    pub(crate) db: Db,
     path: PathBuf,
     /// Set when an import un-marked a gone session (a write the final commit must persist).
     pub(crate) revived: std::sync::atomic::AtomicBool,
@@ -77,6 +109,18 @@ fn open_db(path: &Path) -> Result<Database, StoreError> {
         .map_err(|e| StoreError::from_open(e, path))
 }
 
+/// Opens an existing store read-only; `Ok(None)` when redb says it needs a repair first.
+fn open_db_read_only(path: &Path) -> Result<Option<ReadOnlyDatabase>, StoreError> {
+    match redb::Builder::new()
+        .set_cache_size(CACHE_BYTES)
+        .open_read_only(path)
+    {
+        Ok(db) => Ok(Some(db)),
+        Err(redb::DatabaseError::RepairAborted) => Ok(None),
+        Err(e) => Err(StoreError::from_open(e, path)),
+    }
+}
+
 impl Store {
     /// Opens the store at `path` for reading and writing, creating it (and its folder) if needed.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
@@ -101,12 +145,86 @@ impl Store {
             open_db(&path)?
         };
         let store = Self {
-            db,
+            db: Db::Write(db),
             path,
             revived: std::sync::atomic::AtomicBool::new(false),
         };
         store.init()?;
         Ok(store)
+    }
+
+    /// Opens the store at `path` for reading only (see the module invariants). A store that does
+    /// not exist yet, has no schema yet, or needs a repair is opened for writing instead (which
+    /// creates, initialises or repairs it), so the result may be writable.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        if !path.exists() {
+            return Self::open(path);
+        }
+        let Some(db) = open_db_read_only(&path).map_err(|e| match e {
+            StoreError::Redb(source) => StoreError::Open {
+                path: path.clone(),
+                source,
+            },
+            other => other,
+        })?
+        else {
+            return Self::open(path);
+        };
+        let store = Self {
+            db: Db::Read(db),
+            path,
+            revived: std::sync::atomic::AtomicBool::new(false),
+        };
+        if store.schema_ready()? {
+            Ok(store)
+        } else {
+            store.into_writable()
+        }
+    }
+
+    /// Whether the store is open for writing.
+    pub fn is_writable(&self) -> bool {
+        matches!(self.db, Db::Write(_))
+    }
+
+    /// This store, open for writing: itself if it already is, else closed and reopened (the
+    /// snapshots taken from the read-only handle must be dropped first).
+    pub fn into_writable(self) -> Result<Self, StoreError> {
+        match self.db {
+            Db::Write(_) => Ok(self),
+            Db::Read(db) => {
+                db.close()
+                    .map_err(|e| StoreError::from_open(e, &self.path))?;
+                Self::open(self.path)
+            }
+        }
+    }
+
+    /// The writable redb handle, or [`StoreError::ReadOnly`].
+    pub(crate) fn writer_db(&self) -> Result<&Database, StoreError> {
+        match &self.db {
+            Db::Write(d) => Ok(d),
+            Db::Read(_) => Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+            }),
+        }
+    }
+
+    /// Checks the schema version with a read transaction; false when the store has none yet.
+    fn schema_ready(&self) -> Result<bool, StoreError> {
+        let rtx = self.db.begin_read()?;
+        match rtx.open_table(META) {
+            Ok(meta) => match meta.get(META_SCHEMA)? {
+                Some(v) => {
+                    self.check_version(v.value())?;
+                    Ok(true)
+                }
+                None => Ok(false),
+            },
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Creates a new, initialised store at `path` without ever leaving a half-made file there:
@@ -131,7 +249,7 @@ impl Store {
         let built = (|| {
             let db = Database::create(&tmp).map_err(|e| StoreError::from_open(e, &tmp))?;
             let store = Self {
-                db,
+                db: Db::Write(db),
                 path: tmp.clone(),
                 revived: std::sync::atomic::AtomicBool::new(false),
             };
@@ -173,24 +291,13 @@ impl Store {
 
     /// Checks the schema version and creates missing tables.
     fn init(&self) -> Result<(), StoreError> {
-        // Check with a read transaction first: a newer store must not even be written to.
-        {
-            let rtx = self.db.begin_read()?;
-            match rtx.open_table(META) {
-                Ok(meta) => {
-                    if let Some(v) = meta.get(META_SCHEMA)? {
-                        self.check_version(v.value())?;
-                        // The version is written in the transaction that creates every table:
-                        // the store is ready, and opening it writes nothing (no commit, no
-                        // fsync, no write lock taken by a command that only reads).
-                        return Ok(());
-                    }
-                }
-                Err(redb::TableError::TableDoesNotExist(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
+        // Check with a read transaction first: a newer store must not even be written to. The
+        // version is written in the transaction that creates every table, so a store that has
+        // one is ready and opening it commits nothing.
+        if self.schema_ready()? {
+            return Ok(());
         }
-        let tx = self.db.begin_write()?;
+        let tx = self.writer_db()?.begin_write()?;
         {
             let mut meta = tx.open_table(META)?;
             let found = meta.get(META_SCHEMA)?.map(|v| v.value());
@@ -264,15 +371,23 @@ impl Store {
 
     /// Checks redb's own integrity (page checksums and tree structure).
     pub fn check_integrity(&mut self) -> Result<bool, StoreError> {
-        self.db
-            .check_integrity()
-            .map_err(|e| StoreError::from_open(e, &self.path))
+        let path = self.path.clone();
+        match &mut self.db {
+            Db::Write(d) => d
+                .check_integrity()
+                .map_err(|e| StoreError::from_open(e, &path)),
+            Db::Read(_) => Err(StoreError::ReadOnly { path }),
+        }
     }
 
     /// Closes the store, reporting any error redb would otherwise drop.
     pub fn close(self) -> Result<(), StoreError> {
         let path = self.path;
-        self.db.close().map_err(|e| StoreError::from_open(e, &path))
+        match self.db {
+            Db::Write(d) => d.close(),
+            Db::Read(d) => d.close(),
+        }
+        .map_err(|e| StoreError::from_open(e, &path))
     }
 }
 
@@ -338,13 +453,58 @@ mod tests {
     }
 
     #[test]
+    fn a_read_only_store_reads_side_by_side_and_refuses_writes_until_reopened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        let session = dir.path().join("s.jsonl");
+        let header = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+        let line = r#"{"type":"model_change","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","provider":"p","modelId":"m"}"#;
+        std::fs::write(&session, format!("{header}\n{line}\n")).unwrap();
+        // A missing store is created (writable) by open_read_only.
+        let first = Store::open_read_only(&path).unwrap();
+        assert!(first.is_writable());
+        first.import_file(&session).unwrap();
+        first.close().unwrap();
+        let image = std::fs::read(&path).unwrap();
+
+        let a = Store::open_read_only(&path).unwrap();
+        let b = Store::open_read_only(&path).unwrap();
+        assert!(!a.is_writable() && !b.is_writable());
+        // A writer is refused while readers hold it.
+        assert!(matches!(Store::open(&path), Err(StoreError::Busy { .. })));
+        // Nothing changed: the import answers from the read-only store.
+        let r = a.import_file(&session).unwrap();
+        assert_eq!(r.outcome, crate::import::Outcome::Unchanged);
+        assert_eq!(b.snapshot().unwrap().sessions().unwrap().len(), 1);
+        drop(b);
+        // A grown file needs a write: refused with ReadOnly, then done after reopening.
+        let more = r#"{"type":"thinking_level_change","id":"a2","parentId":"a1","timestamp":"2026-01-01T00:00:01.000Z","thinkingLevel":"high"}"#;
+        std::fs::write(&session, format!("{header}\n{line}\n{more}\n")).unwrap();
+        assert!(matches!(
+            a.import_file(&session),
+            Err(StoreError::ReadOnly { .. })
+        ));
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            image,
+            "a read-only store was written"
+        );
+        let w = a.into_writable().unwrap();
+        assert!(w.is_writable());
+        assert_eq!(
+            w.import_file(&session).unwrap().outcome,
+            crate::import::Outcome::Grown
+        );
+    }
+
+    #[test]
     fn newer_schema_is_refused_and_busy_is_reported() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/store.redb");
         let store = Store::open(&path).unwrap();
         assert!(matches!(Store::open(&path), Err(StoreError::Busy { .. })));
         {
-            let tx = store.db.begin_write().unwrap();
+            let tx = store.writer_db().unwrap().begin_write().unwrap();
             tx.open_table(META)
                 .unwrap()
                 .insert(META_SCHEMA, SCHEMA_VERSION + 1)
@@ -366,7 +526,7 @@ mod tests {
         let path = dir.path().join("store.redb");
         let store = Store::open(&path).unwrap();
         {
-            let tx = store.db.begin_write().unwrap();
+            let tx = store.writer_db().unwrap().begin_write().unwrap();
             tx.open_table(META)
                 .unwrap()
                 .insert(META_SCHEMA, SCHEMA_VERSION - 1)
@@ -414,7 +574,7 @@ mod tests {
         assert!(store.verify().unwrap().findings.is_empty());
         // Damage the compressed bytes of the long row, keeping the record itself valid.
         {
-            let tx = store.db.begin_write().unwrap();
+            let tx = store.writer_db().unwrap().begin_write().unwrap();
             {
                 let mut entries = tx.open_table(schema::ENTRIES).unwrap();
                 let mut damaged: Option<(u64, Vec<u8>)> = None;

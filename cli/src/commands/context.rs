@@ -7,7 +7,7 @@ use pisess_engine::agent::tokens::estimate_tokens;
 use serde_json::{Map, Value};
 
 use crate::command_error::{CommandResult, Outcome};
-use crate::session_arg::{self, open_session};
+use crate::session_arg::{self, open_session_read};
 use crate::ui::{Ui, safe};
 
 /// Show what the model sees at an entry, with token estimates.
@@ -34,7 +34,7 @@ pub struct ContextArgs {
 
 /// Runs `pisess context`.
 pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
-    let session = open_session(&args.session)?;
+    let session = open_session_read(&args.session)?;
     let at = match &args.at {
         Some(a) => session.entry(a)?,
         None => session.leaf()?,

@@ -18,7 +18,7 @@ use pisess_engine::{EntryKey, SessionKey, SessionRecord};
 use serde_json::{Value, json};
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::session_arg::{self as sa, Session, open_session, open_session_pair};
+use crate::session_arg::{self as sa, Session, open_session_pair, open_session_read};
 use crate::ui::{Ui, safe};
 
 /// Compare two entries (branches): common ancestor and what is only on each side.
@@ -69,7 +69,7 @@ pub fn cmd_diff(ui: &mut Ui, args: &DiffArgs) -> CommandResult {
         }
         return diff_sessions(ui, &args.session, a);
     };
-    let session = open_session(&args.session)?;
+    let session = open_session_read(&args.session)?;
     let a = session.entry(&args.a)?;
     let b = session.entry(b_arg)?;
     if args.context {

@@ -17,7 +17,7 @@ use clap::ValueEnum;
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::migrate::atomic;
 use crate::render::{self, Title, html, markdown};
-use crate::session_arg::{Session, open_session};
+use crate::session_arg::{Session, open_session_read};
 use crate::ui::Ui;
 
 /// Arguments of `pisess export`.
@@ -51,7 +51,7 @@ pub enum Format {
 
 /// Runs `pisess export`.
 pub fn cmd_export(ui: &mut Ui, args: &ExportArgs) -> CommandResult {
-    let sess = open_session(&args.session)?;
+    let sess = open_session_read(&args.session)?;
     match &args.output {
         None => write(&sess, args, ui.out())?,
         Some(path) => write_file(path, |out| write(&sess, args, out))?,

@@ -23,7 +23,7 @@ use regex::{Regex, RegexBuilder};
 use serde_json::{Value, json};
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::session_arg::{self as sa, open_session, open_store};
+use crate::session_arg::{self as sa, open_session_read, open_store_read};
 use crate::ui::{Ui, safe};
 
 /// Search message text and tool output across sessions (a regex, like ripgrep).
@@ -176,7 +176,7 @@ pub fn cmd_grep(ui: &mut Ui, args: &GrepArgs) -> CommandResult {
     let matcher = Matcher::new(args)?;
     let mut counts = Counts::default();
     if let Some(arg) = &args.session {
-        let session = open_session(arg)?;
+        let session = open_session_read(arg)?;
         search_session(
             ui,
             &session.snap,
@@ -187,7 +187,7 @@ pub fn cmd_grep(ui: &mut Ui, args: &GrepArgs) -> CommandResult {
             &mut counts,
         )?;
     } else {
-        let store = open_store()?;
+        let store = open_store_read()?;
         let snap = store.snapshot()?;
         let mut sessions: Vec<(SessionKey, SessionRecord)> = snap
             .sessions()?

@@ -8,11 +8,11 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use pisess_engine::{ImportEvent, ImportOptions, Outcome as FileOutcome};
+use pisess_engine::{ImportEvent, ImportOptions, Outcome as FileOutcome, StoreError};
 
 use crate::command_error::{CommandResult, Outcome};
 use crate::commands::util::{Source, default_inputs};
-use crate::session_arg::open_store;
+use crate::session_arg::{open_store, open_store_read};
 use crate::ui::Ui;
 
 /// Arguments of `pisess import`.
@@ -33,7 +33,9 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
             d.display()
         ),
     }
-    let store = open_store()?;
+    // Read-only first: re-importing an unchanged folder then writes nothing and takes no
+    // exclusive lock; the store is reopened for writing only when a file changed.
+    let mut store = open_store_read()?;
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(
@@ -43,14 +45,22 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
         b
     });
     let start = Instant::now();
-    let report = store.import(&inputs, &ImportOptions::default(), &mut |ev| {
+    let mut on_event = |ev: ImportEvent<'_>| {
         let Some(b) = &bar else { return };
         match ev {
             ImportEvent::Start { files } => b.set_length(files as u64),
             ImportEvent::FileDone(_) => b.inc(1),
             _ => {}
         }
-    })?;
+    };
+    let report = match store.import(&inputs, &ImportOptions::default(), &mut on_event) {
+        Err(StoreError::ReadOnly { .. }) => {
+            drop(store);
+            store = open_store()?;
+            store.import(&inputs, &ImportOptions::default(), &mut on_event)?
+        }
+        other => other?,
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }

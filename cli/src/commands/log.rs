@@ -6,7 +6,7 @@ use std::io::Write;
 use serde_json::{Map, Value, json};
 
 use crate::command_error::{CommandResult, Outcome};
-use crate::session_arg::{self as sa, open_session};
+use crate::session_arg::{self as sa, open_session_read};
 use crate::ui::{Ui, safe};
 
 /// Show the path from an entry (default: the leaf) back to the root, newest first.
@@ -45,7 +45,7 @@ pub struct LogArgs {
 
 /// Runs `pisess log`.
 pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
-    let session = open_session(&args.session)?;
+    let session = open_session_read(&args.session)?;
     if args.all {
         return crate::graphlog::log_all(ui, &session, args);
     }

@@ -10,7 +10,7 @@ use pisess_engine::SessionRecord;
 use serde_json::json;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::session_arg::open_store;
+use crate::session_arg::open_store_read;
 use crate::ui::{Ui, safe};
 
 /// Arguments of `pisess ls`.
@@ -50,7 +50,7 @@ pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
         .cwd
         .as_ref()
         .map(|c| std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
-    let store = open_store()?;
+    let store = open_store_read()?;
     let snap = store.snapshot()?;
     let mut rows: Vec<SessionRecord> = snap
         .sessions()?

@@ -7,7 +7,7 @@ use pisess_engine::EntryKey;
 use serde_json::{Map, Value, json};
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::session_arg::{self as sa, Session, open_session};
+use crate::session_arg::{self as sa, Session, open_session_read};
 use crate::ui::{Ui, safe};
 
 /// How many descendants are searched for the results of an entry's tool calls.
@@ -34,7 +34,7 @@ pub struct ShowArgs {
 
 /// Runs `pisess show`.
 pub fn cmd_show(ui: &mut Ui, args: &ShowArgs) -> CommandResult {
-    let session = open_session(&args.session)?;
+    let session = open_session_read(&args.session)?;
     let e = session.entry(&args.entry)?;
     if args.raw {
         let bytes = session

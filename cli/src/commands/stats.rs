@@ -21,7 +21,7 @@ use pisess_engine::{SessionKey, SessionRecord, Snapshot};
 use serde_json::{Map, Value, json};
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::session_arg::{open_session, open_store};
+use crate::session_arg::{open_session_read, open_store_read};
 use crate::ui::Ui;
 
 /// Count entries, messages, tool calls by tool, tokens and cost (from `usage`).
@@ -178,7 +178,7 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
     let mut groups: BTreeMap<String, Counts> = BTreeMap::new();
     let mut total = Counts::default();
     if let Some(arg) = &args.session {
-        let s = open_session(arg)?;
+        let s = open_session_read(arg)?;
         count_session(
             &s.snap,
             s.key,
@@ -189,7 +189,7 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
             &mut total,
         )?;
     } else {
-        let store = open_store()?;
+        let store = open_store_read()?;
         let snap = store.snapshot()?;
         let sessions: Vec<(SessionKey, SessionRecord)> = snap
             .sessions()?

@@ -13,7 +13,7 @@ use pisess_engine::agent::js::date_ms;
 use serde_json::{Map, Value, json};
 
 use crate::command_error::{CommandResult, Outcome};
-use crate::session_arg::{self as sa, Session, open_session};
+use crate::session_arg::{self as sa, Session, open_session_read};
 use crate::ui::{Ui, safe};
 
 /// Show the whole session tree as pi's /tree draws it.
@@ -102,7 +102,7 @@ pub(crate) fn node(
 
 /// Runs `pisess tree`.
 pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
-    let session = open_session(&args.session)?;
+    let session = open_session_read(&args.session)?;
     let labels = session.label_map()?;
     let roots: Vec<Node> = session
         .snap
