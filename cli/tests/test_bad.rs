@@ -69,29 +69,6 @@ const KNOWN_ENGINE_BUGS: &[(&str, &str)] = &[
     ("gen/sparse-4gib", "migrate --stdout"),
     ("gen/sparse-4gib", "compact --dry-run"),
     ("gen/sparse-4gib", "navigate --dry-run"),
-    // Importing a session with one 200 MB line needs more than 1 GiB of address space (peak
-    // RSS 1.09 GB, and the store file grows to 1.07 GB: about five copies of the line), so
-    // every command that imports the file aborts on a failed allocation (engine/src/import.rs,
-    // record.rs). `check`, `migrate` and `verify` stay within the limit.
-    ("gen/line-200mb", "import (all)"),
-    ("gen/line-200mb", "import"),
-    ("gen/line-200mb", "log"),
-    ("gen/line-200mb", "log -n 1"),
-    ("gen/line-200mb", "log --json"),
-    ("gen/line-200mb", "tree"),
-    ("gen/line-200mb", "tree --json"),
-    ("gen/line-200mb", "show @leaf"),
-    ("gen/line-200mb", "show @root"),
-    ("gen/line-200mb", "show --raw"),
-    ("gen/line-200mb", "show --json"),
-    ("gen/line-200mb", "context"),
-    ("gen/line-200mb", "context --json --llm"),
-    ("gen/line-200mb", "diff"),
-    ("gen/line-200mb", "diff --json"),
-    ("gen/line-200mb", "export"),
-    ("gen/line-200mb", "export -o"),
-    ("gen/line-200mb", "compact --dry-run"),
-    ("gen/line-200mb", "navigate --dry-run"),
 ];
 
 /// Address-space limit of every command (bytes).

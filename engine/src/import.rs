@@ -1027,10 +1027,20 @@ fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>) {
                         .or_else(|| rec.timestamp.as_deref().and_then(iso_to_ms));
                 }
                 if role == Role::User {
-                    let text = match m.content.get() {
-                        Some(Content::Text(t)) => t.as_str().to_owned(),
-                        _ => m.texts().collect::<Vec<_>>().join(" "),
-                    };
+                    // Only the catalogue's first-message preview needs it: at most
+                    // FIRST_MESSAGE_MAX bytes, never a copy of a huge message.
+                    let mut text = String::new();
+                    match m.content.get() {
+                        Some(Content::Text(t)) => push_capped(&mut text, t.as_str()),
+                        _ => {
+                            for (i, t) in m.texts().enumerate() {
+                                if i > 0 {
+                                    push_capped(&mut text, " ");
+                                }
+                                push_capped(&mut text, &t);
+                            }
+                        }
+                    }
                     facts.user_text = Some(text);
                 }
             }
@@ -1366,6 +1376,24 @@ impl<'t> Writer<'t> {
         self.meta.insert(META_NEXT_ENTRY, self.next_entry)?;
         self.meta.insert(META_NEXT_SESSION, self.next_session)?;
         Ok(())
+    }
+}
+
+/// Longest first-message preview kept in a session's catalogue record (bytes).
+pub const FIRST_MESSAGE_MAX: usize = 4096;
+
+/// Appends `t` to `out` without letting `out` pass [`FIRST_MESSAGE_MAX`] bytes (cut at a
+/// character boundary).
+fn push_capped(out: &mut String, t: &str) {
+    let room = FIRST_MESSAGE_MAX.saturating_sub(out.len());
+    if t.len() <= room {
+        out.push_str(t);
+    } else {
+        let mut cut = room;
+        while !t.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.push_str(&t[..cut]);
     }
 }
 

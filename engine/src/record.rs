@@ -64,6 +64,9 @@ thread_local! {
 /// zstd-compresses `data` with a per-thread context; `None` when compression does not help or
 /// fails (the row is then stored plain).
 fn compress(data: &[u8]) -> Option<Vec<u8>> {
+    if data.len() > LARGE_ROW {
+        return compress_large(data);
+    }
     COMPRESSOR.with(|c| {
         let mut c = c.try_borrow_mut().ok()?;
         if c.is_none() {
@@ -72,6 +75,46 @@ fn compress(data: &[u8]) -> Option<Vec<u8>> {
         let z = c.as_mut()?.compress(data).ok()?;
         (z.len() < data.len()).then_some(z)
     })
+}
+
+/// Rows above this size are compressed by streaming into a growing buffer: the one-shot
+/// compressor needs an output buffer of the worst-case size up front, a second copy of a
+/// 200 MB line even when it compresses to a few kilobytes.
+const LARGE_ROW: usize = 1 << 20;
+
+/// A sink that refuses to grow to `cap` bytes: compression that does not save space stops
+/// early instead of producing a second full-size copy.
+struct Capped {
+    buf: Vec<u8>,
+    cap: usize,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + b.len() >= self.cap {
+            return Err(std::io::Error::other("compression saves nothing"));
+        }
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// [`compress`] for a large row (see [`LARGE_ROW`]): a streaming frame with the content size
+/// in its header, so [`decompress`] reads it like any other.
+fn compress_large(data: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Write;
+    let sink = Capped {
+        buf: Vec::new(),
+        cap: data.len(),
+    };
+    let mut enc = zstd::stream::Encoder::new(sink, ZSTD_LEVEL).ok()?;
+    enc.include_contentsize(true).ok()?;
+    enc.set_pledged_src_size(Some(data.len() as u64)).ok()?;
+    enc.write_all(data).ok()?;
+    Some(enc.finish().ok()?.buf)
 }
 
 thread_local! {
@@ -453,6 +496,33 @@ mod tests {
         let mut short = EntryRecord::with_raw(b"{}\n".to_vec());
         short.pack();
         assert_eq!(short.codec, Codec::Plain);
+    }
+
+    #[test]
+    fn large_rows_compress_by_streaming_and_incompressible_ones_stay_plain() {
+        // Above LARGE_ROW: compressible text is stored compressed and reads back exactly.
+        let line = format!("{{\"text\":\"{}\"}}\n", "abcd".repeat(LARGE_ROW / 2));
+        let mut rec = EntryRecord::with_raw(line.clone().into_bytes());
+        rec.pack();
+        assert_eq!(rec.codec, Codec::Zstd);
+        assert!(rec.raw.len() < line.len() / 100, "{} bytes", rec.raw.len());
+        let bytes = encode(&rec).unwrap();
+        let a = RecordRef::<EntryRecord>::new(&bytes).archived().unwrap();
+        assert_eq!(a.raw_bytes().unwrap().as_ref(), line.as_bytes());
+        // Incompressible bytes (a xorshift stream) stay plain.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let noise: Vec<u8> = (0..2 * LARGE_ROW)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let mut rec = EntryRecord::with_raw(noise.clone());
+        rec.pack();
+        assert_eq!(rec.codec, Codec::Plain);
+        assert_eq!(rec.raw, noise);
     }
 
     #[test]
