@@ -9,12 +9,20 @@
 //! - every byte of the source after an initial UTF-8 BOM belongs to exactly one [`Line`], in order;
 //! - a [`Line`]'s `bytes` exclude the `\n` and a `\r` right before it (`crlf` says it was there);
 //! - only the last line of the source can have `terminated == false`;
-//! - line numbers are 1-based and count every `\n`-separated line, blank ones included.
+//! - line numbers are 1-based and count every `\n`-separated line, blank ones included;
+//! - no line longer than [`MAX_LINE`] bytes is ever held: reading one is an
+//!   [`io::ErrorKind::InvalidData`] error naming its line number and offset, so memory stays
+//!   bounded by the chunk size plus [`MAX_LINE`].
 
 use std::io::{self, Read};
 
 /// Default number of bytes read per chunk.
 pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
+
+/// The longest line a reader holds (256 MiB). A session line is one JSON value that pi wrote as
+/// one JavaScript string, and V8 caps strings at about 512 Mi characters; a longer "line" (say
+/// gigabytes of zeros) is not an entry of any session, and holding it would exhaust memory.
+pub const MAX_LINE: usize = 256 << 20;
 
 /// One line of the source.
 #[derive(Debug, Clone, Copy)]
@@ -122,6 +130,7 @@ pub struct ChunkReader<R> {
     carry_offset: u64,
     next_line: u64,
     chunk_size: usize,
+    max_line: usize,
     eof: bool,
     started: bool,
     bom: bool,
@@ -141,10 +150,17 @@ impl<R: Read> ChunkReader<R> {
             carry_offset: 0,
             next_line: 1,
             chunk_size: chunk_size.max(4096),
+            max_line: MAX_LINE,
             eof: false,
             started: false,
             bom: false,
         }
+    }
+
+    /// Sets the longest line held (default [`MAX_LINE`]; tests use small values).
+    pub fn with_max_line(mut self, max_line: usize) -> Self {
+        self.max_line = max_line;
+        self
     }
 
     /// Whether the source started with a UTF-8 byte order mark (known after the first chunk).
@@ -196,8 +212,22 @@ impl<R: Read> ChunkReader<R> {
                     return Ok(Some(self.finish(buf, base)));
                 }
                 None => {
+                    if buf.len() > self.max_line {
+                        // No newline anywhere in `buf`: it all belongs to line `next_line`.
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "line {} (from byte {}) is longer than {} bytes, the most a \
+                                 session line can hold; the file cannot be read",
+                                self.next_line, base, self.max_line
+                            ),
+                        ));
+                    }
                     scanned = buf.len();
-                    want = buf.len().saturating_mul(2);
+                    want = buf
+                        .len()
+                        .saturating_mul(2)
+                        .min(self.max_line.saturating_add(1 << 16));
                 }
             }
         }
@@ -253,6 +283,36 @@ mod tests {
                 ]
             );
         }
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_an_error_naming_it_and_memory_stays_bounded() {
+        let src = format!("a\n{}\nb\n", "x".repeat(300_000));
+        let mut r = ChunkReader::with_chunk_size(src.as_bytes(), 4096).with_max_line(100_000);
+        let mut lines = 0;
+        let err = loop {
+            match r.next_chunk() {
+                Ok(Some(c)) => {
+                    assert!(c.len() <= 100_000 + (1 << 16), "held {} bytes", c.len());
+                    lines += c.line_count();
+                }
+                Ok(None) => panic!("the long line was read"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(lines, 1);
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(
+            err.to_string()
+                .starts_with("line 2 (from byte 2) is longer than 100000 bytes"),
+            "{err}"
+        );
+        // At the limit it still reads.
+        let ok = format!("{}\n", "y".repeat(100_000));
+        let mut r = ChunkReader::with_chunk_size(ok.as_bytes(), 4096).with_max_line(100_000);
+        let c = r.next_chunk().unwrap().unwrap();
+        assert_eq!(c.lines().next().unwrap().bytes.len(), 100_000);
+        assert!(r.next_chunk().unwrap().is_none());
     }
 
     #[test]
