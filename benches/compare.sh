@@ -41,7 +41,8 @@
 #
 # Environment (defaults in brackets): RUNS [5], SLOW_RUNS [3] (runs of subjects over ~1 s),
 # ORACLE_TIMEOUT [180 s], BIG_BYTES [1073741824], SMALL_BYTES [1048576], CHAIN [1000000],
-# LS_N [5000], MIGRATE_SAMPLE [40], COPIES [8], SKIP (comma list of scenario names to skip),
+# LS_N [5000], MIGRATE_SAMPLE [40], COPIES [8], COMPACT_WINDOW [200000],
+# SKIP (comma list of scenario names to skip),
 # CARGO_TARGET_DIR [<root>/target], PISESS_CORPUS [../shared/oracle/corpus output],
 # PISESS_BENCH_CACHE [benches/.cache], PISESS_ORACLE, WORK [mktemp dir, removed at the end].
 set -euo pipefail
@@ -52,6 +53,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 export RUNS=${RUNS:-5} SLOW_RUNS=${SLOW_RUNS:-3} ORACLE_TIMEOUT=${ORACLE_TIMEOUT:-180}
 export BIG_BYTES=${BIG_BYTES:-1073741824} SMALL_BYTES=${SMALL_BYTES:-1048576}
 export CHAIN=${CHAIN:-1000000} LS_N=${LS_N:-5000} MIGRATE_SAMPLE=${MIGRATE_SAMPLE:-40}
+export COMPACT_WINDOW=${COMPACT_WINDOW:-200000}
 export SKIP=${SKIP:-}
 export ORACLE=${PISESS_ORACLE:-$root/../shared/oracle/oracle}
 export BIN=$CARGO_TARGET_DIR/release
@@ -63,7 +65,7 @@ echo "== machine"
 echo "nproc: $(nproc); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tree at: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
-echo "scale: BIG_BYTES=$BIG_BYTES SMALL_BYTES=$SMALL_BYTES CHAIN=$CHAIN LS_N=$LS_N MIGRATE_SAMPLE=$MIGRATE_SAMPLE RUNS=$RUNS SLOW_RUNS=$SLOW_RUNS ORACLE_TIMEOUT=${ORACLE_TIMEOUT}s"
+echo "scale: BIG_BYTES=$BIG_BYTES COMPACT_WINDOW=$COMPACT_WINDOW SMALL_BYTES=$SMALL_BYTES CHAIN=$CHAIN LS_N=$LS_N MIGRATE_SAMPLE=$MIGRATE_SAMPLE RUNS=$RUNS SLOW_RUNS=$SLOW_RUNS ORACLE_TIMEOUT=${ORACLE_TIMEOUT}s"
 
 for tool in jq rg; do
     if ! command -v "$tool" >/dev/null; then
@@ -107,13 +109,19 @@ mkdir -p "$cache"
 # Same naming as benches/parse.sh: a changed generator regenerates the files.
 gen_hash=$(cksum <"$here/src/gen.rs" | cut -d' ' -f1)
 gen_cached() { # BYTES -> path of the cached generated session
-    local f=$cache/session-$1-seed1-$gen_hash.jsonl
+    local f=$cache/session-$1-seed1-w$COMPACT_WINDOW-$gen_hash.jsonl
+    local w=()
+    ((COMPACT_WINDOW > 0)) && w=(--compact-window "$COMPACT_WINDOW")
     if [[ ! -f $f ]] || (($(stat -L -c %s "$f") < $1)); then
-        "$BIN/pisess-bench-gen" --out "$f.tmp" --bytes "$1" --seed 1 | sed 's/^/  /' >&2
+        "$BIN/pisess-bench-gen" --out "$f.tmp" --bytes "$1" --seed 1 "${w[@]}" | sed 's/^/  /' >&2
         mv "$f.tmp" "$f"
     fi
     echo "$f"
 }
+# pi compacts a session when its context nears the model's window, so a session grows to 1 GiB
+# only through many compactions: the big session is generated that way (COMPACT_WINDOW tokens,
+# claude-sonnet-4-5's 200,000 by default; 0 = never compact, the context at the leaf is then the
+# whole conversation).
 export BIG=$(gen_cached "$BIG_BYTES")
 export SMALL=$(gen_cached "$SMALL_BYTES")
 echo "big session: $BIG ($(stat -L -c %s "$BIG") bytes)"
