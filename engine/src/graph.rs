@@ -51,9 +51,9 @@ pub struct Snapshot {
     pub(crate) children: ReadOnlyTable<(u64, u64), ()>,
     pub(crate) labels: ReadOnlyTable<(u64, &'static str), &'static str>,
     pub(crate) row_hashes: ReadOnlyTable<u64, [u8; 32]>,
-    pub(crate) file_ops: ReadOnlyTable<(u64, u32), Rkyv<crate::files::FileOpRecord>>,
-    pub(crate) file_paths: ReadOnlyTable<(&'static str, u64, u32), u8>,
-    pub(crate) tool_results: ReadOnlyTable<(u64, &'static str), u8>,
+    pub(crate) run_starts: ReadOnlyTable<u64, u64>,
+    pub(crate) file_ops: ReadOnlyTable<(u64, u32), &'static str>,
+    pub(crate) file_paths: ReadOnlyTable<(&'static str, u64, u32), &'static [u8]>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -75,9 +75,9 @@ impl Snapshot {
             children: tx.open_table(schema::CHILDREN)?,
             labels: tx.open_table(schema::LABELS)?,
             row_hashes: tx.open_table(schema::ROW_HASHES)?,
+            run_starts: tx.open_table(schema::RUN_STARTS)?,
             file_ops: tx.open_table(crate::files::FILE_OPS)?,
             file_paths: tx.open_table(crate::files::FILE_PATHS)?,
-            tool_results: tx.open_table(crate::files::TOOL_RESULTS)?,
             _tx: tx,
         })
     }

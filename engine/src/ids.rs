@@ -52,4 +52,14 @@ impl Link {
     pub fn parent(&self) -> Option<EntryKey> {
         (self.parent != EntryKey::NONE).then_some(self.parent)
     }
+
+    /// Whether the entry `key` with this link starts a run: a run is a maximal range of keys
+    /// in which every entry's parent is the key just before it, so a walk to the root crosses
+    /// a run in one step ([`crate::schema::RUN_STARTS`]). Roots always start one.
+    pub fn starts_run(&self, key: EntryKey) -> bool {
+        match (self.parent(), key.0.checked_sub(1)) {
+            (Some(p), Some(prev)) => p.0 != prev,
+            _ => true,
+        }
+    }
 }

@@ -1080,9 +1080,10 @@ pub(crate) struct Writer<'t> {
     children: Table<'t, (u64, u64), ()>,
     labels: Table<'t, (u64, &'static str), &'static str>,
     row_hashes: Table<'t, u64, [u8; 32]>,
-    pub(crate) file_ops: Table<'t, (u64, u32), Rkyv<crate::files::FileOpRecord>>,
-    pub(crate) file_paths: Table<'t, (&'static str, u64, u32), u8>,
-    pub(crate) tool_results: Table<'t, (u64, &'static str), u8>,
+    run_starts: Table<'t, u64, u64>,
+    pub(crate) file_ops: Table<'t, (u64, u32), &'static str>,
+    pub(crate) file_paths: Table<'t, (&'static str, u64, u32), &'static [u8]>,
+    pub(crate) tool_results: Table<'t, (u64, &'static str), &'static [u8]>,
     next_entry: u64,
     next_session: u64,
 }
@@ -1104,6 +1105,7 @@ impl<'t> Writer<'t> {
             children: tx.open_table(schema::CHILDREN)?,
             labels: tx.open_table(schema::LABELS)?,
             row_hashes: tx.open_table(schema::ROW_HASHES)?,
+            run_starts: tx.open_table(schema::RUN_STARTS)?,
             file_ops: tx.open_table(crate::files::FILE_OPS)?,
             file_paths: tx.open_table(crate::files::FILE_PATHS)?,
             tool_results: tx.open_table(crate::files::TOOL_RESULTS)?,
@@ -1122,8 +1124,13 @@ impl<'t> Writer<'t> {
             self.entries.remove(*k)?;
             self.row_hashes.remove(*k)?;
             let link = self.parents.remove(*k)?.map(|l| l.value());
-            if let Some(p) = link.and_then(|l| l.parent()) {
-                self.children.remove((p.0, *k))?;
+            if let Some(l) = link {
+                if let Some(p) = l.parent() {
+                    self.children.remove((p.0, *k))?;
+                }
+                if l.starts_run(EntryKey(*k)) {
+                    self.run_starts.remove(*k)?;
+                }
             }
         }
         self.session_entries
@@ -1131,7 +1138,7 @@ impl<'t> Writer<'t> {
         self.entry_ids.retain(|(sk, _), _| sk != s.0)?;
         self.labels.retain(|(sk, _), _| sk != s.0)?;
         self.session_ids.remove((old.session_id.as_str(), s.0))?;
-        crate::files::delete_session_ops(self, s, &keys)?;
+        crate::files::delete_session_ops(self, s, &old.cwd, &keys)?;
         Ok(())
     }
 
@@ -1349,6 +1356,9 @@ impl<'t> Writer<'t> {
             self.parents.insert(n.key, l)?;
             if let Some(p) = l.parent() {
                 self.children.insert((p.0, n.key), ())?;
+            }
+            if l.starts_run(EntryKey(n.key)) {
+                self.run_starts.insert(n.key, l.parent.0)?;
             }
         }
         // Keep the node list for the file-operation index.

@@ -29,7 +29,7 @@ pub mod verify;
 
 pub use error::StoreError;
 pub use export::{BranchExport, ExportError};
-pub use files::{FileFilter, FileHit, FileOp, FileQueryError};
+pub use files::{FileFilter, FileHit, FileHitRef, FileHits, FileOp, FileQuery, FileQueryError};
 pub use graph::{Lookup, Snapshot};
 pub use ids::{EntryKey, Link, SessionKey};
 pub use import::{FileReport, ImportEvent, ImportOptions, ImportReport, Outcome};

@@ -7,7 +7,8 @@
 //!   with import's rules: a later duplicate id wins; a parentId naming no entry makes a root; a
 //!   cycle is cut where a depth-first walk in file order closes it; labels resolve in file
 //!   order, the last one wins and an empty label clears;
-//! - repair runs in one write transaction and touches only those four index tables: it never
+//! - `run_starts` is derived from the links ([`Link::starts_run`]) and rebuilt with them;
+//! - repair runs in one write transaction and touches only those index tables: it never
 //!   deletes or changes a record (`entries`, `session_entries`, `sessions`, `row_hashes`);
 //! - nothing recurses: links are built with an explicit stack.
 //!
@@ -187,8 +188,8 @@ pub struct RepairReport {
 }
 
 impl Store {
-    /// Rebuilds `entry_ids`, `parents`, `children` and `labels` from the records, in one write
-    /// transaction (see the module docs). Records are never touched.
+    /// Rebuilds `entry_ids`, `parents`, `children`, `labels` and `run_starts` from the records,
+    /// in one write transaction (see the module docs). Records are never touched.
     pub fn repair(&mut self) -> Result<RepairReport, StoreError> {
         let snap = self.snapshot()?;
         let mut expected = Vec::new();
@@ -203,6 +204,7 @@ impl Store {
             let mut parents = tx.open_table(schema::PARENTS)?;
             let mut children = tx.open_table(schema::CHILDREN)?;
             let mut labels = tx.open_table(schema::LABELS)?;
+            let mut run_starts = tx.open_table(schema::RUN_STARTS)?;
             // Rows of sessions that no longer exist, or that no record implies, go.
             let mut want_ids: BTreeMap<(u64, String), u64> = BTreeMap::new();
             let mut want_labels: BTreeMap<(u64, String), String> = BTreeMap::new();
@@ -272,6 +274,28 @@ impl Store {
             for (k, l) in &want_links {
                 if parents.get(*k)?.map(|v| v.value()) != Some(*l) {
                     parents.insert(*k, *l)?;
+                    report.written += 1;
+                }
+            }
+            let want_starts: BTreeMap<u64, u64> = want_links
+                .iter()
+                .filter(|(k, l)| l.starts_run(EntryKey(**k)))
+                .map(|(k, l)| (*k, l.parent.0))
+                .collect();
+            let mut stale: Vec<u64> = Vec::new();
+            for row in run_starts.iter()? {
+                let (k, v) = row?;
+                if want_starts.get(&k.value()) != Some(&v.value()) {
+                    stale.push(k.value());
+                }
+            }
+            for k in &stale {
+                run_starts.remove(*k)?;
+                report.removed += 1;
+            }
+            for (k, p) in &want_starts {
+                if run_starts.get(*k)?.map(|v| v.value()) != Some(*p) {
+                    run_starts.insert(*k, *p)?;
                     report.written += 1;
                 }
             }

@@ -5,7 +5,9 @@
 //!   only `meta` is unversioned, because it holds the schema version itself;
 //! - every index row is written in the same write transaction as the rows it indexes, so a
 //!   committed store never has an index that disagrees with its data;
-//! - tree data (`parents.v1`) is fixed width, so walks never decode a record.
+//! - tree data (`parents.v1`) is fixed width, so walks never decode a record;
+//! - `run_starts.v1` holds exactly the nodes whose link [`Link::starts_run`], with their
+//!   parent (derived from `parents.v1`, written and removed with it).
 //!
 //! | table | key → value |
 //! |---|---|
@@ -20,12 +22,16 @@
 //! | `children.v1` | (parent key, child key) → () (children in file order) |
 //! | `labels.v1` | (session key, target id) → label (resolved as pi: file order, last wins) |
 //! | `row_hashes.v1` | entry key → blake3 of the row's `raw` bytes (checked by `verify`) |
-//! | `file_ops.v2` | (entry key, op index) → [`crate::files::FileOpRecord`] |
-//! | `file_paths.v1` | (path as written or resolved, entry key, op index) → how found |
-//! | `tool_results.v1` | (session key, tool call id) → 1 if the result was an error |
+//! | `run_starts.v1` | entry key → its parent key, for every entry whose parent is not the key just before it |
+//! | `file_ops.v3` | (entry key, op index) → the path as written |
+//! | `file_paths.v2` | (path as written or resolved, entry key, op index) → the hit's fields ([`crate::files::PathValue`]) |
+//! | `tool_results.v2` | (session key, tool call id) → last result's status, the call's file operations |
 //!
 //! Schema 2 added `row_hashes`, `file_paths`, `tool_results` and the filled `file_ops.v2`;
-//! schema 3 stores long lines zstd-compressed (`entries.v2`, `EntryRecordV2`).
+//! schema 3 stores long lines zstd-compressed (`entries.v2`, `EntryRecordV2`); schema 4 puts
+//! every field of a file hit in its `file_paths.v2` value (a query is one range scan), lists a
+//! call's operations in `tool_results.v2` (a later result rewrites their status), and adds
+//! `run_starts.v1` (the active path is a few key ranges).
 
 use redb::{TableDefinition, TypeName, Value};
 
@@ -33,7 +39,7 @@ use crate::ids::{EntryKey, Link};
 use crate::record::{EntryRecord, Rkyv, SessionRecord};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 3;
+pub const SCHEMA_VERSION: u64 = 4;
 
 /// `meta` key of the schema version.
 pub const META_SCHEMA: &str = "schema_version";
@@ -66,6 +72,12 @@ pub const ENTRY_IDS: TableDefinition<(u64, &str), u64> = TableDefinition::new("e
 pub const PARENTS: TableDefinition<u64, Link> = TableDefinition::new("parents.v1");
 /// (parent, child) → ().
 pub const CHILDREN: TableDefinition<(u64, u64), ()> = TableDefinition::new("children.v1");
+/// Entry key → its parent key ([`EntryKey::NONE`] for a root), for every tree node that starts
+/// a run ([`Link::starts_run`]): the nodes whose parent is not the key just before them (roots,
+/// branch points, the first node of an append). A node's run starts at the greatest key here at
+/// or below it, and every key from there to the node is its ancestor or itself, so a walk to
+/// the root takes one lookup per run in this small table and never reads `parents`.
+pub const RUN_STARTS: TableDefinition<u64, u64> = TableDefinition::new("run_starts.v1");
 /// Entry key → blake3 of the row's raw bytes.
 pub const ROW_HASHES: TableDefinition<u64, [u8; 32]> = TableDefinition::new("row_hashes.v1");
 /// (session, target id) → label.

@@ -11,7 +11,8 @@
 //! - every session's `entry_ids`, `parents` and `labels` rows equal what its records imply
 //!   ([`Snapshot::expected_index`]: last duplicate id wins, dangling parents are roots, cycles
 //!   cut), and every `children` row matches its child's link;
-//! - every `file_paths` row points at an existing `file_ops` row.
+//! - `run_starts` holds exactly the linked entries whose link starts a run, with their parent;
+//! - every `file_paths` row decodes and points at an existing `file_ops` row.
 //!
 //! Walks are loops over tables; nothing recurses.
 
@@ -121,6 +122,11 @@ impl Snapshot {
             if self.entries.get(k)?.is_none() {
                 add(r, "parents.v1", format!("link of missing row {k}"));
             }
+            let starts = l.starts_run(crate::ids::EntryKey(k));
+            let want = starts.then_some(l.parent.0);
+            if self.run_starts.get(k)?.map(|v| v.value()) != want {
+                add(r, "run_starts.v1", format!("{k}: not {want:?}"));
+            }
             let Some(p) = l.parent() else {
                 if l.depth != 0 {
                     add(r, "parents.v1", format!("root {k} has depth {}", l.depth));
@@ -172,11 +178,24 @@ impl Snapshot {
                 );
             }
         }
+        for row in self.run_starts.iter()? {
+            let k = row?.0.value();
+            if self.parents.get(k)?.is_none() {
+                add(r, "run_starts.v1", format!("{k} has no link"));
+            }
+        }
         for row in self.file_paths.iter()? {
-            let (k, _) = row?;
+            let (k, v) = row?;
             let (p, e, i) = k.value();
             if self.file_ops.get((e, i))?.is_none() {
-                add(r, "file_paths.v1", format!("{p} → ({e}, {i}): no such op"));
+                add(r, "file_paths.v2", format!("{p} → ({e}, {i}): no such op"));
+            }
+            if crate::files::PathValue::decode(v.value()).is_none() {
+                add(
+                    r,
+                    "file_paths.v2",
+                    format!("{p} → ({e}, {i}): malformed value"),
+                );
             }
         }
         Ok(())

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use pisess_engine::{FileFilter, FileHit, Store};
+use pisess_engine::{FileFilter, FileHit, Outcome, Store};
 use pisess_formats::{Event, SessionReader};
 use serde_json::Value;
 
@@ -236,4 +236,94 @@ fn branch_exports_load_in_the_oracle() {
             assert_eq!(last["id"], ids.last().unwrap().as_str());
         }
     }
+}
+
+/// A tool result imported after its call (a later append) sets the hit's status, a second
+/// result for the same call (last one wins) changes it again, under both of the hit's paths;
+/// and the active flags follow the leaf as the file grows.
+#[test]
+fn a_result_appended_later_sets_the_status_of_its_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store.redb")).unwrap();
+    let src = crate::common::root().join("fixtures/sessions/02-small-branches.jsonl");
+    let full = std::fs::read_to_string(&src).unwrap();
+    let lines: Vec<&str> = full.lines().collect();
+    // The first result of a call that has a path, and its call's id.
+    let mut calls = HashSet::new();
+    let mut cut = None;
+    for (n, l) in lines.iter().enumerate() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let m = &v["message"];
+        if m["role"] == "assistant" {
+            for b in m["content"].as_array().into_iter().flatten() {
+                if b["type"] == "toolCall" && b["arguments"]["path"].is_string() {
+                    calls.insert(b["id"].as_str().unwrap().to_owned());
+                }
+            }
+        }
+        if m["role"] == "toolResult" && calls.contains(m["toolCallId"].as_str().unwrap()) {
+            cut = Some((n, m["toolCallId"].as_str().unwrap().to_owned()));
+            break;
+        }
+    }
+    let (cut, call) = cut.expect("a result of a call with a path");
+    let file = dir.path().join("grow.jsonl");
+    let check = |want_status: Option<bool>, outcome: Outcome| {
+        let r = store.import_file(&file).unwrap();
+        assert_eq!(r.outcome, outcome, "{:?}", r.error);
+        let snap = store.snapshot().unwrap();
+        let s = snap.session_by_path(&file).unwrap().unwrap();
+        let got = snap.files_of_session(s).unwrap();
+        let (want, _) = scan(&file);
+        assert_eq!(got.iter().map(tuple).collect::<Vec<_>>(), want);
+        let h = got
+            .iter()
+            .find(|h| h.tool_call_id.as_deref() == Some(call.as_str()))
+            .unwrap();
+        assert_eq!(h.is_error, want_status);
+        let only = FileFilter {
+            session: Some(s),
+            ..Default::default()
+        };
+        for q in [&h.path, &h.resolved] {
+            assert!(snap.files_exact(q, &only).unwrap().contains(h), "{q}");
+        }
+    };
+    let upto = |n: usize| {
+        lines[..n]
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    };
+    std::fs::write(&file, upto(cut)).unwrap();
+    check(None, Outcome::New);
+    let status = {
+        let v: Value = serde_json::from_str(lines[cut]).unwrap();
+        v["message"]["isError"] == Value::Bool(true)
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    use std::io::Write;
+    f.write_all(&upto(lines.len()).as_bytes()[upto(cut).len()..])
+        .unwrap();
+    drop(f);
+    check(Some(status), Outcome::Grown);
+    // A second result for the same call, with the other status, appended on the leaf.
+    let last: Value = serde_json::from_str(lines[lines.len() - 1]).unwrap();
+    let extra = serde_json::json!({
+        "type": "message", "id": "feedf00d", "parentId": last["id"],
+        "timestamp": "2026-12-01T00:00:00.000Z",
+        "message": {"role": "toolResult", "toolCallId": call, "toolName": "read",
+            "content": [{"type": "text", "text": "again"}], "isError": !status,
+            "timestamp": 1}
+    });
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    writeln!(f, "{extra}").unwrap();
+    drop(f);
+    check(Some(!status), Outcome::Grown);
 }

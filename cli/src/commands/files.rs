@@ -4,10 +4,11 @@
 //! path under it (as a folder), both as written and resolved against the current folder.
 //! Exit 1 when nothing is found.
 
+use std::collections::HashMap;
 use std::io::Write;
 
-use pisess_engine::{FileFilter, FileHit, FileOp};
-use serde_json::json;
+use pisess_engine::files::{FileHitRef, FileQuery};
+use pisess_engine::{FileFilter, FileOp, SessionKey};
 
 use crate::command_error::{CommandResult, Outcome};
 use crate::session_arg::{open_session, open_store};
@@ -71,37 +72,49 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
         active_only: args.active_only,
     };
     let q = args.path.as_str();
-    let mut hits: Vec<FileHit> = if q.contains(['*', '?', '[', '{']) {
-        snap.files_glob(q, &filter)?
+    let abs;
+    let mut queries = Vec::with_capacity(2);
+    if q.contains(['*', '?', '[', '{']) {
+        queries.push(FileQuery::Glob(q));
     } else {
-        let mut h = snap.files_under(q, &filter)?;
+        queries.push(FileQuery::Under(q));
         if !q.starts_with('/')
             && let Ok(cwd) = std::env::current_dir()
         {
-            let abs = pisess_engine::files::normalize(&cwd.to_string_lossy(), q);
-            h.extend(snap.files_under(&abs, &filter)?);
+            abs = pisess_engine::files::normalize(&cwd.to_string_lossy(), q);
+            queries.push(FileQuery::Under(&abs));
         }
-        h
-    };
-    hits.sort_by_key(|h| (h.entry, h.index));
-    hits.dedup_by_key(|h| (h.entry, h.index));
-    let mut ids = std::collections::HashMap::new();
-    for h in &hits {
-        if let std::collections::hash_map::Entry::Vacant(v) = ids.entry(h.session) {
-            let id = snap
-                .session(h.session)?
-                .map(|r| r.session_id)
-                .unwrap_or_default();
-            v.insert(id);
-        }
-        let sid = ids.get(&h.session).cloned().unwrap_or_default();
-        if ui.json {
-            ui.json_line(&json!({
-                "type": "file_op", "session": sid, "entry": h.entry_id,
-                "toolCallId": h.tool_call_id, "tool": h.tool_name, "op": h.op.as_str(),
-                "path": h.path, "resolved": h.resolved, "timestamp": h.timestamp,
-                "isError": h.is_error, "active": h.active,
-            }))?;
+    }
+    let hits = snap.file_hits(&queries, &filter)?;
+    // Session ids, looked up once per session (hits come in key order, so mostly in runs).
+    let mut ids: HashMap<SessionKey, String> = HashMap::new();
+    let mut last: Option<(SessionKey, String)> = None;
+    let json = ui.json;
+    let out = ui.out();
+    let mut line = Vec::with_capacity(512);
+    for h in hits.iter() {
+        let h = h?;
+        let sid = match &last {
+            Some((k, id)) if *k == h.session => id,
+            _ => {
+                let id = match ids.get(&h.session) {
+                    Some(id) => id.clone(),
+                    None => {
+                        let id = snap
+                            .session(h.session)?
+                            .map(|r| r.session_id)
+                            .unwrap_or_default();
+                        ids.insert(h.session, id.clone());
+                        id
+                    }
+                };
+                &last.insert((h.session, id)).1
+            }
+        };
+        if json {
+            line.clear();
+            json_line(&mut line, sid, &h)?;
+            out.write_all(&line)?;
         } else {
             let err = match h.is_error {
                 Some(true) => " error",
@@ -109,19 +122,19 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
             };
             let active = if h.active { "*" } else { " " };
             writeln!(
-                ui.out(),
+                out,
                 "{active} {} {:<8} {:<6} {} {}{err}  ({}…/{})",
-                safe(h.timestamp.as_deref().unwrap_or("-")),
+                safe(h.timestamp.unwrap_or("-")),
                 h.op.as_str(),
-                safe(&h.tool_name),
-                safe(&h.resolved),
+                safe(h.tool_name),
+                safe(h.resolved),
                 if h.path == h.resolved {
                     String::new()
                 } else {
-                    format!("[{}]", safe(&h.path))
+                    format!("[{}]", safe(h.path))
                 },
                 safe(&sid.chars().take(8).collect::<String>()),
-                safe(h.entry_id.as_deref().unwrap_or("-")),
+                safe(h.entry_id.unwrap_or("-")),
             )?;
         }
     }
@@ -130,4 +143,100 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
     } else {
         Outcome::Success
     })
+}
+
+/// One hit as a JSON Lines record, written field by field in the order `serde_json::json!`
+/// would give (`type, session, entry, toolCallId, tool, op, path, resolved, timestamp,
+/// isError, active`); a string that needs escaping goes through serde_json's escaper, which
+/// escapes exactly control characters, `"` and `\`.
+fn json_line(out: &mut Vec<u8>, sid: &str, h: &FileHitRef<'_>) -> serde_json::Result<()> {
+    fn field(out: &mut Vec<u8>, name: &str, v: Option<&str>) -> serde_json::Result<()> {
+        out.extend_from_slice(b",\"");
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\":");
+        match v {
+            // Most strings need no escape (no control character, quote or backslash): copied.
+            Some(s)
+                if !s
+                    .bytes()
+                    .fold(false, |e, b| e | (b < 0x20) | (b == b'"') | (b == b'\\')) =>
+            {
+                out.push(b'"');
+                out.extend_from_slice(s.as_bytes());
+                out.push(b'"');
+                Ok(())
+            }
+            Some(s) => serde_json::to_writer(&mut *out, s),
+            None => {
+                out.extend_from_slice(b"null");
+                Ok(())
+            }
+        }
+    }
+    out.extend_from_slice(b"{\"type\":\"file_op\"");
+    field(out, "session", Some(sid))?;
+    field(out, "entry", h.entry_id)?;
+    field(out, "toolCallId", h.tool_call_id)?;
+    field(out, "tool", Some(h.tool_name))?;
+    field(out, "op", Some(h.op.as_str()))?;
+    field(out, "path", Some(h.path))?;
+    field(out, "resolved", Some(h.resolved))?;
+    field(out, "timestamp", h.timestamp)?;
+    out.extend_from_slice(match h.is_error {
+        Some(true) => b",\"isError\":true",
+        Some(false) => b",\"isError\":false",
+        None => b",\"isError\":null",
+    });
+    out.extend_from_slice(if h.active {
+        b",\"active\":true}\n"
+    } else {
+        b",\"active\":false}\n"
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use pisess_engine::EntryKey;
+    use serde_json::json;
+
+    use super::*;
+
+    /// The hand-written record equals serde_json's for the same fields, escapes included.
+    #[test]
+    fn json_line_equals_serde_json() {
+        for (s, opt, flag) in [
+            ("plain/path.rs", None, None),
+            (
+                "q\"uote\\back\nline\t\u{1}\u{7f}é😀",
+                Some("x\u{1f}y"),
+                Some(true),
+            ),
+            ("", Some(""), Some(false)),
+        ] {
+            let h = FileHitRef {
+                session: SessionKey(1),
+                entry: EntryKey(2),
+                index: 0,
+                entry_id: opt,
+                tool_call_id: Some(s),
+                tool_name: s,
+                op: FileOp::Edit,
+                path: s,
+                resolved: "/r",
+                timestamp: opt,
+                is_error: flag,
+                active: flag == Some(true),
+            };
+            let mut got = Vec::new();
+            json_line(&mut got, s, &h).unwrap();
+            let want = json!({
+                "type": "file_op", "session": s, "entry": h.entry_id,
+                "toolCallId": h.tool_call_id, "tool": h.tool_name, "op": h.op.as_str(),
+                "path": h.path, "resolved": h.resolved, "timestamp": h.timestamp,
+                "isError": h.is_error, "active": h.active,
+            });
+            assert_eq!(String::from_utf8(got).unwrap(), format!("{want}\n"));
+        }
+    }
 }
