@@ -1,12 +1,14 @@
 //! `pisess verify [--repair]` on a store whose indexes were damaged behind its back (rows of
-//! `entry_ids`, `parents`, `children` and `labels` removed, altered or invented directly with
-//! redb): verify reports every damaged table, `--repair` rebuilds them from the records, a
+//! `entry_ids`, `parents`, `children`, `labels` and of the file index — `file_ops`,
+//! `file_paths`, `tool_results` — removed, altered or invented directly with redb): verify
+//! reports every damaged table, `--repair` rebuilds them from the records, a
 //! second verify passes, the store is again identical to the undamaged one (content digest of
 //! every table) and queries answer as before.
 
 use std::fs;
 use std::path::Path;
 
+use pisess_engine::files::{FILE_OPS, FILE_PATHS, TOOL_RESULTS};
 use pisess_engine::schema::{CHILDREN, ENTRY_IDS, LABELS, PARENTS};
 use pisess_engine::{EntryKey, Link, Store};
 use redb::ReadableTable;
@@ -32,7 +34,13 @@ fn run(env: &TestEnv, store: &Path, args: &[&str]) -> (i32, String, String) {
 fn answers(env: &TestEnv, store: &Path) -> Vec<String> {
     let (code, ls, err) = run(env, store, &["--json", "ls"]);
     assert_eq!(code, 0, "{err}");
-    let mut out = vec![ls.clone()];
+    let (code, files, err) = run(env, store, &["--json", "files", "**"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        files.lines().count() > 10,
+        "too few file operations to test: {files}"
+    );
+    let mut out = vec![ls.clone(), files];
     for line in ls.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let id = v["id"].as_str().unwrap();
@@ -56,7 +64,7 @@ fn digest(store: &Path) -> [u8; 32] {
     d
 }
 
-/// Damages every tree index of the store at `path` with redb directly.
+/// Damages every tree index and the file index of the store at `path` with redb directly.
 fn damage(path: &Path) {
     let db = redb::Database::open(path).unwrap();
     let tx = db.begin_write().unwrap();
@@ -115,6 +123,29 @@ fn damage(path: &Path) {
         assert_eq!(first.len(), 1, "the fixtures have no label");
         labels.remove((first[0].0, first[0].1.as_str())).unwrap();
         labels.insert((first[0].0, "deadbeef"), "invented").unwrap();
+
+        // The file index: a path row removed, an operation's path altered, a tool result
+        // removed and one invented.
+        let mut paths = tx.open_table(FILE_PATHS).unwrap();
+        let (p, e, i) = {
+            let row = paths.iter().unwrap().nth(3).unwrap().unwrap();
+            let (p, e, i) = row.0.value();
+            (p.to_owned(), e, i)
+        };
+        paths.remove((p.as_str(), e, i)).unwrap();
+        let mut ops = tx.open_table(FILE_OPS).unwrap();
+        let k = ops.iter().unwrap().nth(5).unwrap().unwrap().0.value();
+        ops.insert(k, "src/not/what/was/written.rs").unwrap();
+        let mut results = tx.open_table(TOOL_RESULTS).unwrap();
+        let (s, t) = {
+            let row = results.iter().unwrap().nth(2).unwrap().unwrap();
+            let (s, t) = row.0.value();
+            (s, t.to_owned())
+        };
+        results.remove((s, t.as_str())).unwrap();
+        results
+            .insert((s, "toolu_invented"), [1u8].as_slice())
+            .unwrap();
     }
     tx.commit().unwrap();
 }
@@ -151,7 +182,15 @@ fn verify_reports_damaged_indexes_and_repair_rebuilds_them_from_the_records() {
 
     let (code, out, err) = run(&env, &copy, &["verify"]);
     assert_eq!(code, 1, "verify missed the damage: {out}\n{err}");
-    for table in ["entry_ids.v1", "parents.v1", "children.v1", "labels.v1"] {
+    for table in [
+        "entry_ids.v1",
+        "parents.v1",
+        "children.v1",
+        "labels.v1",
+        "file_ops.v3",
+        "file_paths.v2",
+        "tool_results.v2",
+    ] {
         assert!(
             out.contains(&format!("{table}: ")),
             "no finding in {table}:\n{out}"

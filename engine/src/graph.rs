@@ -40,7 +40,7 @@ impl<T> Lookup<T> {
 
 /// A read-only, consistent view of the store.
 pub struct Snapshot {
-    _tx: ReadTransaction,
+    pub(crate) _tx: ReadTransaction,
     pub(crate) sources: ReadOnlyTable<&'static str, u64>,
     pub(crate) sessions: ReadOnlyTable<u64, Rkyv<SessionRecord>>,
     pub(crate) session_ids: ReadOnlyTable<(&'static str, u64), ()>,

@@ -1089,7 +1089,7 @@ pub(crate) struct Writer<'t> {
 }
 
 impl<'t> Writer<'t> {
-    fn new(tx: &'t WriteTransaction) -> Result<Self, StoreError> {
+    pub(crate) fn new(tx: &'t WriteTransaction) -> Result<Self, StoreError> {
         let meta = tx.open_table(META)?;
         let next_entry = meta_get(&meta, META_NEXT_ENTRY)?;
         let next_session = meta_get(&meta, META_NEXT_SESSION)?;

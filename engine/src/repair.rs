@@ -12,8 +12,10 @@
 //!   deletes or changes a record (`entries`, `session_entries`, `sessions`, `row_hashes`);
 //! - nothing recurses: links are built with an explicit stack.
 //!
-//! The file-operation index (`file_ops`, `file_paths`, `tool_results`) is checked by
-//! [`crate::verify`] for internal consistency only; it is not rebuilt here.
+//! The file-operation index (`file_ops`, `file_paths`, `tool_results`) is rebuilt the same
+//! way: the rows every stored record implies are written by import's own writer into a scratch
+//! in-memory store (session by session, rows in file order, as import wrote them), and the real
+//! tables are made equal to those, row by row.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -25,6 +27,72 @@ use crate::ids::{EntryKey, Link, SessionKey};
 use crate::record::RowKind;
 use crate::schema;
 use crate::store::Store;
+
+/// The file-operation index rows the records imply (see the module docs).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct FileIndex {
+    pub(crate) ops: BTreeMap<(u64, u32), String>,
+    pub(crate) paths: BTreeMap<(String, u64, u32), Vec<u8>>,
+    pub(crate) results: BTreeMap<(u64, String), Vec<u8>>,
+}
+
+impl Snapshot {
+    /// Replays every stored entry's file operations through import's writer, into a scratch
+    /// in-memory store, and returns the rows that gives.
+    pub(crate) fn expected_file_index(&self) -> Result<FileIndex, StoreError> {
+        use pisess_formats::entry::Entry;
+        let scratch = redb::Builder::new()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(|e| StoreError::Redb(e.into()))?;
+        let tx = scratch.begin_write()?;
+        {
+            let mut w = crate::import::Writer::new(&tx)?;
+            for (s, rec) in self.sessions()? {
+                for e in self.rows(s)? {
+                    let row = self.with_entry(e, |a| {
+                        (a.kind == RowKind::Entry).then(|| {
+                            (
+                                a.json_text().map(std::borrow::Cow::into_owned),
+                                a.id.as_ref().map(|x| x.as_str().to_owned()),
+                                a.timestamp.as_ref().map(|x| x.as_str().to_owned()),
+                            )
+                        })
+                    })?;
+                    let Some(Some((Some(json), id, ts))) = row else {
+                        continue;
+                    };
+                    if !json.trim_start().starts_with('{') {
+                        continue;
+                    }
+                    let Ok(entry) = Entry::parse(&json).or_else(|_| Entry::parse_lenient(&json))
+                    else {
+                        continue;
+                    };
+                    let ops = crate::files::extract(&entry);
+                    if !ops.ops.is_empty() || ops.result.is_some() {
+                        w.write_ops(s, e.0, &rec.cwd, id.as_deref(), ts.as_deref(), ops)?;
+                    }
+                }
+            }
+        }
+        let mut out = FileIndex::default();
+        for row in tx.open_table(crate::files::FILE_OPS)?.iter()? {
+            let (k, v) = row?;
+            out.ops.insert(k.value(), v.value().to_owned());
+        }
+        for row in tx.open_table(crate::files::FILE_PATHS)?.iter()? {
+            let (k, v) = row?;
+            let (p, e, i) = k.value();
+            out.paths.insert((p.to_owned(), e, i), v.value().to_vec());
+        }
+        for row in tx.open_table(crate::files::TOOL_RESULTS)?.iter()? {
+            let (k, v) = row?;
+            let (s, t) = k.value();
+            out.results.insert((s, t.to_owned()), v.value().to_vec());
+        }
+        Ok(out)
+    }
+}
 
 /// One session's index rows as its records imply them.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -188,7 +256,8 @@ pub struct RepairReport {
 }
 
 impl Store {
-    /// Rebuilds `entry_ids`, `parents`, `children`, `labels` and `run_starts` from the records,
+    /// Rebuilds `entry_ids`, `parents`, `children`, `labels`, `run_starts` and the file index
+    /// (`file_ops`, `file_paths`, `tool_results`) from the records,
     /// in one write transaction (see the module docs). Records are never touched.
     pub fn repair(&mut self) -> Result<RepairReport, StoreError> {
         let snap = self.snapshot()?;
@@ -196,6 +265,7 @@ impl Store {
         for (s, _) in snap.sessions()? {
             expected.push((s, snap.expected_index(s)?));
         }
+        let files = snap.expected_file_index()?;
         drop(snap);
         let mut report = RepairReport::default();
         let tx = self.writer_db()?.begin_write()?;
@@ -317,6 +387,72 @@ impl Store {
             for k in &want_children {
                 if children.get(*k)?.is_none() {
                     children.insert(*k, ())?;
+                    report.written += 1;
+                }
+            }
+            let mut ops = tx.open_table(crate::files::FILE_OPS)?;
+            let mut stale = Vec::new();
+            for row in ops.iter()? {
+                let (k, v) = row?;
+                if files.ops.get(&k.value()).map(String::as_str) != Some(v.value()) {
+                    stale.push(k.value());
+                }
+            }
+            for k in &stale {
+                ops.remove(*k)?;
+                report.removed += 1;
+            }
+            for (k, p) in &files.ops {
+                if ops.get(*k)?.map(|v| v.value().to_owned()).as_ref() != Some(p) {
+                    ops.insert(*k, p.as_str())?;
+                    report.written += 1;
+                }
+            }
+            let mut paths = tx.open_table(crate::files::FILE_PATHS)?;
+            let mut stale = Vec::new();
+            for row in paths.iter()? {
+                let (k, v) = row?;
+                let (p, e, i) = k.value();
+                if files.paths.get(&(p.to_owned(), e, i)).map(Vec::as_slice) != Some(v.value()) {
+                    stale.push((p.to_owned(), e, i));
+                }
+            }
+            for (p, e, i) in &stale {
+                paths.remove((p.as_str(), *e, *i))?;
+                report.removed += 1;
+            }
+            for ((p, e, i), v) in &files.paths {
+                if paths
+                    .get((p.as_str(), *e, *i))?
+                    .map(|g| g.value().to_vec())
+                    .as_ref()
+                    != Some(v)
+                {
+                    paths.insert((p.as_str(), *e, *i), v.as_slice())?;
+                    report.written += 1;
+                }
+            }
+            let mut results = tx.open_table(crate::files::TOOL_RESULTS)?;
+            let mut stale = Vec::new();
+            for row in results.iter()? {
+                let (k, v) = row?;
+                let (s, t) = k.value();
+                if files.results.get(&(s, t.to_owned())).map(Vec::as_slice) != Some(v.value()) {
+                    stale.push((s, t.to_owned()));
+                }
+            }
+            for (s, t) in &stale {
+                results.remove((*s, t.as_str()))?;
+                report.removed += 1;
+            }
+            for ((s, t), v) in &files.results {
+                if results
+                    .get((*s, t.as_str()))?
+                    .map(|g| g.value().to_vec())
+                    .as_ref()
+                    != Some(v)
+                {
+                    results.insert((*s, t.as_str()), v.as_slice())?;
                     report.written += 1;
                 }
             }

@@ -12,7 +12,9 @@
 //!   ([`Snapshot::expected_index`]: last duplicate id wins, dangling parents are roots, cycles
 //!   cut), and every `children` row matches its child's link;
 //! - `run_starts` holds exactly the linked entries whose link starts a run, with their parent;
-//! - every `file_paths` row decodes and points at an existing `file_ops` row.
+//! - every `file_paths` row decodes and points at an existing `file_ops` row, and the
+//!   file-operation index (`file_ops`, `file_paths`, `tool_results`) equals what the records
+//!   imply ([`Snapshot::expected_file_index`], import's writer replayed in a scratch store).
 //!
 //! Walks are loops over tables; nothing recurses.
 
@@ -197,6 +199,81 @@ impl Snapshot {
                     format!("{p} → ({e}, {i}): malformed value"),
                 );
             }
+        }
+        self.verify_file_index(r)?;
+        Ok(())
+    }
+
+    /// Compares the file-operation index with what the records imply
+    /// ([`Snapshot::expected_file_index`]): rows that differ or should not exist, and how many
+    /// implied rows are missing.
+    fn verify_file_index(&self, r: &mut VerifyReport) -> Result<(), StoreError> {
+        let mut add = |table: &'static str, message: String| {
+            if r.findings.len() < MAX_FINDINGS {
+                r.findings.push(Finding { table, message });
+            }
+        };
+        let want = self.expected_file_index()?;
+        let mut matched = 0usize;
+        for row in self.file_ops.iter()? {
+            let (k, v) = row?;
+            let (e, i) = k.value();
+            if want.ops.get(&(e, i)).map(String::as_str) == Some(v.value()) {
+                matched += 1;
+            } else {
+                add(
+                    crate::files::FILE_OPS_NAME,
+                    format!("({e}, {i}) → {:?}: not what the records imply", v.value()),
+                );
+            }
+        }
+        if matched < want.ops.len() {
+            let n = want.ops.len() - matched;
+            add(
+                crate::files::FILE_OPS_NAME,
+                format!("{n} operation(s) the records imply are missing"),
+            );
+        }
+        let mut matched = 0usize;
+        for row in self.file_paths.iter()? {
+            let (k, v) = row?;
+            let (p, e, i) = k.value();
+            if want.paths.get(&(p.to_owned(), e, i)).map(Vec::as_slice) == Some(v.value()) {
+                matched += 1;
+            } else {
+                add(
+                    crate::files::FILE_PATHS_NAME,
+                    format!("{p} → ({e}, {i}): not what the records imply"),
+                );
+            }
+        }
+        if matched < want.paths.len() {
+            let n = want.paths.len() - matched;
+            add(
+                crate::files::FILE_PATHS_NAME,
+                format!("{n} path row(s) the records imply are missing"),
+            );
+        }
+        let results = self._tx.open_table(crate::files::TOOL_RESULTS)?;
+        let mut matched = 0usize;
+        for row in results.iter()? {
+            let (k, v) = row?;
+            let (s, t) = k.value();
+            if want.results.get(&(s, t.to_owned())).map(Vec::as_slice) == Some(v.value()) {
+                matched += 1;
+            } else {
+                add(
+                    "tool_results.v2",
+                    format!("({s}, {t}): not what the records imply"),
+                );
+            }
+        }
+        if matched < want.results.len() {
+            let n = want.results.len() - matched;
+            add(
+                "tool_results.v2",
+                format!("{n} tool result row(s) the records imply are missing"),
+            );
         }
         Ok(())
     }

@@ -11,7 +11,7 @@ use pisess_engine::files::{FileHitRef, FileQuery};
 use pisess_engine::{FileFilter, FileOp, SessionKey};
 
 use crate::command_error::{CommandResult, Outcome};
-use crate::session_arg::{open_session, open_store};
+use crate::session_arg::{open_session_read, open_store_read};
 use crate::ui::{Ui, safe};
 
 /// Which operations to show.
@@ -54,8 +54,8 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
     };
     // The store must outlive its snapshot.
     let (sess, store) = match &args.session {
-        Some(s) => (Some(open_session(s)?), None),
-        None => (None, Some(open_store()?)),
+        Some(s) => (Some(open_session_read(s)?), None),
+        None => (None, Some(open_store_read()?)),
     };
     let owned;
     let (snap, session) = match (&sess, &store) {
