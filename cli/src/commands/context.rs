@@ -1,4 +1,12 @@
 //! `pisess context`: what the model sees at an entry (pi's `buildSessionContext`).
+//!
+//! Invariants:
+//! - memory is bounded by the path's length (its entry keys and a few words per kept entry),
+//!   not by its messages: entries are decoded one at a time from the store
+//!   ([`pisess_engine::agent::lean`]) and each message is written as soon as it is projected;
+//! - `--json` prints the bytes `serde_json` prints for the object
+//!   `{leafId, messages, thinkingLevel?, model, entryIds, tokens, estimate, llmMessages?}`,
+//!   in that key order.
 
 use std::io::Write;
 
