@@ -6,16 +6,31 @@
 //! tool outputs (whole files, long build logs), and now and then a branch (a `branch_summary`
 //! back to an earlier turn, often followed by a `label`).
 //!
+//! With [`GenOptions::compact_window`] it also compacts as pi's auto-compaction would for a
+//! model with that context window (pi's default settings: reserve 16384 tokens, keep 20000):
+//! when the estimated context passes the window minus the reserve at the end of a turn, a
+//! `compaction` entry follows (pi's key order; a summary in pi's section layout with the file
+//! lists; `firstKeptEntryId` at pi's cut point over the entries since the previous compaction;
+//! `tokensBefore`; `details` with `readFiles`/`modifiedFiles` carried over from the previous
+//! compaction), branches go back only to turns after the latest compaction, and each assistant
+//! `usage` adds up to the context it was sent (so pi's usage-based estimate agrees).
+//!
 //! Invariants:
-//! - the output depends only on `(target_bytes, seed)`: same arguments, same bytes;
+//! - the output depends only on `(target_bytes, seed, options)`: same arguments, same bytes;
+//!   without compaction it is the same bytes as before compaction existed;
 //! - every line is one JSON object that pisess's typed view parses and writes back byte for byte
 //!   (so the key order and number format are pi's), ids are unique and every `parentId` names an
 //!   earlier entry;
 //! - writing stops at the first line end at or after `target_bytes`, and the file ends with `\n`;
 //! - memory is bounded by one line (at most a few hundred KiB) plus the output buffer, whatever
-//!   the size asked for; text is copied from small pre-escaped pools, so it runs at several
-//!   hundred MB/s.
+//!   the size asked for (with compaction, plus a few words per entry of the current context,
+//!   which the window bounds); text is copied from small pre-escaped pools, so it runs at
+//!   several hundred MB/s;
+//! - with compaction, token estimates are pi's `ceil(chars / 4)` per message with chars in
+//!   UTF-16 code units, so the cut point is pi's for the same entries (a test checks it against
+//!   the engine's `prepare_compaction`).
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -33,11 +48,31 @@ pub struct GenStats {
     pub long_outputs: u64,
     /// Branches (`branch_summary` entries).
     pub branches: u64,
+    /// `compaction` entries.
+    pub compactions: u64,
+}
+
+/// How to generate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GenOptions {
+    /// Compact as pi would for a model with this context window (tokens); `None`: never.
+    pub compact_window: Option<u64>,
 }
 
 /// Writes a session of about `target_bytes` bytes (at least one line) to `out`.
 pub fn generate<W: Write>(out: W, target_bytes: u64, seed: u64) -> io::Result<GenStats> {
+    generate_with(out, target_bytes, seed, GenOptions::default())
+}
+
+/// [`generate`] with options.
+pub fn generate_with<W: Write>(
+    out: W,
+    target_bytes: u64,
+    seed: u64,
+    options: GenOptions,
+) -> io::Result<GenStats> {
     let mut g = Gen::new(out, seed);
+    g.compact = options.compact_window.map(Compactor::new);
     g.run(target_bytes)?;
     g.out.flush()?;
     Ok(g.stats)
@@ -45,9 +80,23 @@ pub fn generate<W: Write>(out: W, target_bytes: u64, seed: u64) -> io::Result<Ge
 
 /// [`generate`] into a new file at `path` (replaced if it exists).
 pub fn generate_file(path: &Path, target_bytes: u64, seed: u64) -> io::Result<GenStats> {
+    generate_file_with(path, target_bytes, seed, GenOptions::default())
+}
+
+/// [`generate_with`] into a new file at `path` (replaced if it exists).
+pub fn generate_file_with(
+    path: &Path,
+    target_bytes: u64,
+    seed: u64,
+    options: GenOptions,
+) -> io::Result<GenStats> {
     let file = File::create(path)?;
-    let stats = generate(BufWriter::with_capacity(1 << 20, file), target_bytes, seed)?;
-    Ok(stats)
+    generate_with(
+        BufWriter::with_capacity(1 << 20, file),
+        target_bytes,
+        seed,
+        options,
+    )
 }
 
 /// wyrand: small, fast, good enough for synthetic text.
@@ -416,6 +465,57 @@ fn push_micros(out: &mut Vec<u8>, micros: u64) {
     }
 }
 
+/// `"usage":{…}` with the cost at $3 / $15 / $0.30 / $3.75 per million tokens.
+fn push_usage(l: &mut Vec<u8>, input: u64, output: u64, cache_read: u64, cache_write: u64) {
+    l.extend_from_slice(br#""usage":{"input":"#);
+    push_num(l, input);
+    l.extend_from_slice(br#","output":"#);
+    push_num(l, output);
+    l.extend_from_slice(br#","cacheRead":"#);
+    push_num(l, cache_read);
+    l.extend_from_slice(br#","cacheWrite":"#);
+    push_num(l, cache_write);
+    l.extend_from_slice(br#","totalTokens":"#);
+    push_num(l, input + output + cache_read + cache_write);
+    // In micro-dollars.
+    let costs = [
+        input * 3,
+        output * 15,
+        cache_read * 3 / 10,
+        cache_write * 15 / 4,
+    ];
+    l.extend_from_slice(br#","cost":{"input":"#);
+    push_micros(l, costs[0]);
+    l.extend_from_slice(br#","output":"#);
+    push_micros(l, costs[1]);
+    l.extend_from_slice(br#","cacheRead":"#);
+    push_micros(l, costs[2]);
+    l.extend_from_slice(br#","cacheWrite":"#);
+    push_micros(l, costs[3]);
+    l.extend_from_slice(br#","total":"#);
+    push_micros(l, costs.iter().sum());
+    l.extend_from_slice(b"}}");
+}
+
+/// The length in UTF-16 code units of JSON text: of the string it encodes (`raw == false`:
+/// each escape is one unit), or of the text itself (`raw == true`: `JSON.stringify` of a
+/// parsed value gives the same text back).
+fn text_len(json: &[u8], raw: bool) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < json.len() {
+        let b = json[i];
+        if b == b'\\' && !raw {
+            i += if json.get(i + 1) == Some(&b'u') { 6 } else { 2 };
+            n += 1;
+        } else {
+            n += usize::from(b & 0xC0 != 0x80) + usize::from(b >= 0xF0);
+            i += 1;
+        }
+    }
+    n
+}
+
 fn push_hex(out: &mut Vec<u8>, v: u64, digits: u32) {
     for i in (0..digits).rev() {
         out.push(b"0123456789abcdef"[((v >> (i * 4)) & 0xf) as usize]);
@@ -470,6 +570,219 @@ fn push_iso(out: &mut Vec<u8>, ms: u64) {
 
 type Id = [u8; 8];
 
+/// pi's default `reserveTokens`.
+const RESERVE_TOKENS: u64 = 16_384;
+/// pi's default `keepRecentTokens`.
+const KEEP_RECENT_TOKENS: u64 = 20_000;
+
+/// What an entry of the context is, for pi's cut-point rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// A compaction: its summary when first in the context, nothing elsewhere.
+    Compaction,
+    /// A user message or a branch summary: a cut point that starts a turn.
+    TurnStart,
+    /// An assistant message: a cut point inside a turn.
+    Assistant,
+    /// A tool result: never a cut point.
+    ToolResult,
+    /// No message (label, model or thinking-level change).
+    Silent,
+}
+
+/// One entry of the context.
+#[derive(Debug)]
+struct CtxEntry {
+    id: Id,
+    /// pi's estimate of its messages.
+    tokens: u64,
+    part: Part,
+    /// The file operations of its tool calls.
+    ops: Vec<(Tool, &'static str)>,
+}
+
+/// Where pi would cut: `ctx[start..first_kept]` is summarised (`[start, turn_start)` as
+/// history and `[turn_start, first_kept)` as the split turn's prefix when split).
+#[derive(Debug)]
+struct Cut {
+    start: usize,
+    first_kept: usize,
+    turn_start: Option<usize>,
+}
+
+/// The context as pi's auto-compaction sees it: the entries of the projection at the leaf.
+#[derive(Debug)]
+struct Compactor {
+    window: u64,
+    /// In context order: the latest compaction, the entries it kept (before it on the path,
+    /// with the compaction before that as a message-less entry where it falls among them),
+    /// then the entries after it on the path.
+    ctx: Vec<CtxEntry>,
+    /// `ctx[..after]` are the latest compaction and the entries it kept.
+    after: usize,
+    /// The sum of `ctx`'s estimates.
+    tokens: u64,
+    /// The context of the previous request, as the provider cached it.
+    cached: u64,
+    /// The previous compaction's `details`.
+    read: Vec<&'static str>,
+    modified: Vec<&'static str>,
+}
+
+impl Compactor {
+    fn new(window: u64) -> Self {
+        Self {
+            window,
+            ctx: Vec::new(),
+            after: 0,
+            tokens: 0,
+            cached: 0,
+            read: Vec::new(),
+            modified: Vec::new(),
+        }
+    }
+
+    /// pi's `shouldCompact` with the default reserve.
+    fn due(&self) -> bool {
+        self.tokens > self.window.saturating_sub(RESERVE_TOKENS)
+    }
+
+    fn push(&mut self, id: Id, part: Part, chars: usize, ops: Vec<(Tool, &'static str)>) {
+        let tokens = (chars as u64).div_ceil(4);
+        self.tokens += tokens;
+        self.ctx.push(CtxEntry {
+            id,
+            tokens,
+            part,
+            ops,
+        });
+    }
+
+    /// Where `id` is in the context, if it is on the path after the latest compaction.
+    fn position(&self, id: &Id) -> Option<usize> {
+        self.ctx[self.after..]
+            .iter()
+            .position(|e| &e.id == id)
+            .map(|p| p + self.after)
+    }
+
+    /// Goes back to `id` (on the path after the latest compaction): later entries leave the
+    /// context.
+    fn truncate_to(&mut self, id: &Id) {
+        if let Some(p) = self.position(id) {
+            for e in self.ctx.drain(p + 1..) {
+                self.tokens -= e.tokens;
+            }
+        }
+    }
+
+    /// pi's `findProjectedCutPoint` with `keepRecentTokens` over the entries after the
+    /// previous compaction's summary, and `prepareCompaction`'s "nothing to compact" (`None`).
+    fn cut(&self) -> Option<Cut> {
+        let ctx = &self.ctx;
+        let start = usize::from(ctx.first().is_some_and(|e| e.part == Part::Compaction));
+        let end = ctx.len();
+        let is_cut = |i: &usize| matches!(ctx[*i].part, Part::TurnStart | Part::Assistant);
+        let first = (start..end).find(is_cut)?;
+        let last = (start..end).rev().find(is_cut)?;
+        let mut cut = first;
+        let mut acc = 0;
+        for i in (start..end).rev() {
+            if ctx[i].tokens == 0 {
+                continue;
+            }
+            acc += ctx[i].tokens;
+            if acc >= KEEP_RECENT_TOKENS {
+                cut = (i..end).find(is_cut).unwrap_or(last);
+                break;
+            }
+        }
+        // Message-less entries just before the cut stay with the kept part.
+        while cut > start && ctx[cut - 1].part == Part::Silent {
+            cut -= 1;
+        }
+        let turn_start = if ctx[cut].part == Part::TurnStart {
+            None
+        } else {
+            (start..=cut)
+                .rev()
+                .find(|&i| ctx[i].part == Part::TurnStart)
+        };
+        let has_messages = |e: &CtxEntry| !matches!(e.part, Part::Silent | Part::Compaction);
+        ctx[start..cut].iter().any(has_messages).then_some(Cut {
+            start,
+            first_kept: cut,
+            turn_start,
+        })
+    }
+
+    /// pi's `computeFileLists` over the previous compaction's details and the tool calls of
+    /// the summarised entries: (read, modified), each sorted.
+    fn file_lists(&self, cut: &Cut) -> (Vec<&'static str>, Vec<&'static str>) {
+        let mut read: BTreeSet<&'static str> = self.read.iter().copied().collect();
+        let mut modified: BTreeSet<&'static str> = self.modified.iter().copied().collect();
+        for e in &self.ctx[cut.start..cut.first_kept] {
+            for &(tool, path) in &e.ops {
+                match tool {
+                    Tool::Read => {
+                        read.insert(path);
+                    }
+                    Tool::Edit | Tool::Write => {
+                        modified.insert(path);
+                    }
+                    Tool::Bash => {}
+                }
+            }
+        }
+        let read = read.difference(&modified).copied().collect();
+        (read, modified.into_iter().collect())
+    }
+
+    /// The context after the compaction `id` (its summary `summary_tokens` long) at `cut`.
+    fn compacted(
+        &mut self,
+        id: Id,
+        summary_tokens: u64,
+        cut: &Cut,
+        read: Vec<&'static str>,
+        modified: Vec<&'static str>,
+    ) {
+        let mut kept: Vec<CtxEntry> = Vec::with_capacity(self.ctx.len() - cut.first_kept + 2);
+        kept.push(CtxEntry {
+            id,
+            tokens: summary_tokens,
+            part: Part::Compaction,
+            ops: Vec::new(),
+        });
+        let mut old = std::mem::take(&mut self.ctx).into_iter();
+        let previous = if cut.start == 1 { old.next() } else { None };
+        for (i, e) in old.enumerate() {
+            let i = i + cut.start;
+            if i == self.after
+                && cut.first_kept < self.after
+                && let Some(p) = &previous
+            {
+                // The previous compaction sits here on the path; it projects nothing now.
+                kept.push(CtxEntry {
+                    id: p.id,
+                    tokens: 0,
+                    part: Part::Compaction,
+                    ops: Vec::new(),
+                });
+            }
+            if i >= cut.first_kept {
+                kept.push(e);
+            }
+        }
+        self.tokens = kept.iter().map(|e| e.tokens).sum();
+        self.after = kept.len();
+        self.ctx = kept;
+        self.cached = 0;
+        self.read = read;
+        self.modified = modified;
+    }
+}
+
 /// Tool calls an assistant message makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tool {
@@ -511,6 +824,8 @@ struct Gen<W: Write> {
     /// Parents of recent user prompts: where a branch can go back to.
     turn_starts: Vec<Id>,
     stop_at: u64,
+    /// The context as auto-compaction sees it, when compacting.
+    compact: Option<Compactor>,
 }
 
 /// Why the generator stopped.
@@ -541,6 +856,7 @@ impl<W: Write> Gen<W> {
             leaf: None,
             turn_starts: Vec::new(),
             stop_at: 0,
+            compact: None,
         }
     }
 
@@ -559,13 +875,18 @@ impl<W: Write> Gen<W> {
         self.entry_head("model_change");
         self.line
             .extend_from_slice(br#","provider":"anthropic","modelId":"claude-sonnet-4-5"}"#);
+        self.track(Part::Silent, 0, Vec::new());
         self.emit()?;
         self.entry_head("thinking_level_change");
         self.line.extend_from_slice(br#","thinkingLevel":"high"}"#);
+        self.track(Part::Silent, 0, Vec::new());
         self.emit()?;
         let mut turn = 0u64;
         loop {
             turn += 1;
+            if self.compact.as_ref().is_some_and(Compactor::due) && self.compaction() {
+                self.emit()?;
+            }
             if turn > 4 && self.rng.chance(1, 60) && self.branch_summary() {
                 self.emit()?;
                 if self.rng.chance(1, 2) {
@@ -684,6 +1005,7 @@ impl<W: Write> Gen<W> {
         self.message_head("user");
         let l = &mut self.line;
         l.extend_from_slice(br#","content":[{"type":"text","text":""#);
+        let a = l.len();
         let n = self.rng.range(1, 4);
         prose(&mut self.rng, l, n);
         if self.rng.chance(1, 2) {
@@ -697,8 +1019,10 @@ impl<W: Write> Gen<W> {
             self.logs.copy(&mut self.rng, n, l);
             l.extend_from_slice(b"\\n```");
         }
+        let b = l.len();
         l.extend_from_slice(br#""}]"#);
         self.message_tail();
+        self.track_text(Part::TurnStart, a, b);
     }
 
     fn call(&mut self) -> Call {
@@ -729,6 +1053,9 @@ impl<W: Write> Gen<W> {
     fn assistant(&mut self, calls: &[Call]) {
         self.message_head("assistant");
         let l = &mut self.line;
+        // What pi's estimate counts: (start, end, raw) spans of the line, and tool names.
+        let mut spans: Vec<(usize, usize, bool)> = Vec::new();
+        let mut name_chars = 0;
         l.extend_from_slice(br#","content":["#);
         let mut first = true;
         let mut sep = |l: &mut Vec<u8>| {
@@ -739,8 +1066,10 @@ impl<W: Write> Gen<W> {
         if self.rng.chance(3, 5) {
             sep(l);
             l.extend_from_slice(br#"{"type":"thinking","thinking":""#);
+            let a = l.len();
             let n = self.rng.range(1, 4);
             prose(&mut self.rng, l, n);
+            spans.push((a, l.len(), false));
             l.extend_from_slice(br#"","thinkingSignature":"sig_"#);
             push_hex(l, self.rng.next(), 16);
             l.extend_from_slice(br#""}"#);
@@ -748,6 +1077,7 @@ impl<W: Write> Gen<W> {
         if calls.is_empty() || self.rng.chance(7, 10) {
             sep(l);
             l.extend_from_slice(br#"{"type":"text","text":""#);
+            let a = l.len();
             let n = self.rng.range(1, if calls.is_empty() { 8 } else { 3 });
             prose(&mut self.rng, l, n);
             if calls.is_empty() && self.rng.chance(1, 3) {
@@ -756,6 +1086,7 @@ impl<W: Write> Gen<W> {
                 self.code.copy(&mut self.rng, n, l);
                 l.extend_from_slice(b"\\n```");
             }
+            spans.push((a, l.len(), false));
             l.extend_from_slice(br#""}"#);
         }
         for call in calls {
@@ -764,7 +1095,9 @@ impl<W: Write> Gen<W> {
             l.extend_from_slice(&call.id);
             l.extend_from_slice(br#"","name":""#);
             l.extend_from_slice(call.tool.name().as_bytes());
+            name_chars += call.tool.name().len();
             l.extend_from_slice(br#"","arguments":{"#);
+            let a = l.len() - 1;
             match call.tool {
                 Tool::Read => {
                     l.extend_from_slice(br#""path":""#);
@@ -814,43 +1147,36 @@ impl<W: Write> Gen<W> {
                 }
             }
             l.extend_from_slice(b"}}");
+            spans.push((a, l.len() - 1, true));
             self.stats.tool_calls += 1;
         }
         l.extend_from_slice(br#"],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","responseId":"msg_"#);
         push_hex(l, self.rng.next(), 16);
         push_hex(l, self.rng.next(), 8);
-        l.extend_from_slice(br#"","usage":{"input":"#);
-        let input = self.rng.range(1, 4000);
-        let output = self.rng.range(5, 1500);
-        let cache_read = self.rng.range(0, 150_000);
-        let cache_write = self.rng.range(0, 3000);
-        push_num(l, input);
-        l.extend_from_slice(br#","output":"#);
-        push_num(l, output);
-        l.extend_from_slice(br#","cacheRead":"#);
-        push_num(l, cache_read);
-        l.extend_from_slice(br#","cacheWrite":"#);
-        push_num(l, cache_write);
-        l.extend_from_slice(br#","totalTokens":"#);
-        push_num(l, input + output + cache_read + cache_write);
-        // $3 / $15 / $0.30 / $3.75 per million tokens, in micro-dollars.
-        let costs = [
-            input * 3,
-            output * 15,
-            cache_read * 3 / 10,
-            cache_write * 15 / 4,
-        ];
-        l.extend_from_slice(br#","cost":{"input":"#);
-        push_micros(l, costs[0]);
-        l.extend_from_slice(br#","output":"#);
-        push_micros(l, costs[1]);
-        l.extend_from_slice(br#","cacheRead":"#);
-        push_micros(l, costs[2]);
-        l.extend_from_slice(br#","cacheWrite":"#);
-        push_micros(l, costs[3]);
-        l.extend_from_slice(br#","total":"#);
-        push_micros(l, costs.iter().sum());
-        l.extend_from_slice(br#"}},"stopReason":""#);
+        l.extend_from_slice(br#"","#);
+        let mut input = self.rng.range(1, 4000);
+        let mut output = self.rng.range(5, 1500);
+        let mut cache_read = self.rng.range(0, 150_000);
+        let mut cache_write = self.rng.range(0, 3000);
+        let mut chars = None;
+        if let Some(c) = &mut self.compact {
+            // The request carried the whole context: the part sent before is read from the
+            // cache, the rest is new; the reply is this message.
+            let context = c.tokens;
+            let n = name_chars
+                + spans
+                    .iter()
+                    .map(|&(a, b, raw)| text_len(&l[a..b], raw))
+                    .sum::<usize>();
+            chars = Some(n);
+            output = (n as u64).div_ceil(4);
+            cache_read = c.cached.min(context);
+            input = input.min(context - cache_read);
+            cache_write = context - cache_read - input;
+            c.cached = context + output;
+        }
+        push_usage(l, input, output, cache_read, cache_write);
+        l.extend_from_slice(br#","stopReason":""#);
         l.extend_from_slice(if calls.is_empty() {
             b"stop"
         } else {
@@ -858,6 +1184,10 @@ impl<W: Write> Gen<W> {
         });
         l.push(b'"');
         self.message_tail();
+        if let Some(n) = chars {
+            let ops = calls.iter().map(|c| (c.tool, c.path)).collect();
+            self.track(Part::Assistant, n, ops);
+        }
     }
 
     fn tool_result(&mut self, call: &Call) {
@@ -919,6 +1249,7 @@ impl<W: Write> Gen<W> {
         if l.len() - start > 16 << 10 {
             self.stats.long_outputs += 1;
         }
+        let end = l.len();
         l.extend_from_slice(br#""}]"#);
         if details {
             let line_no = self.rng.range(1, 400);
@@ -942,6 +1273,7 @@ impl<W: Write> Gen<W> {
             br#","isError":false"#
         });
         self.message_tail();
+        self.track_text(Part::ToolResult, start, end);
     }
 
     /// Goes back to the start of an earlier turn, summarising the branch left behind.
@@ -950,13 +1282,32 @@ impl<W: Write> Gen<W> {
         let (Some(from), false) = (self.leaf, self.turn_starts.is_empty()) else {
             return false;
         };
-        let target = *self.rng.pick(&self.turn_starts);
+        let target = match &mut self.compact {
+            None => *self.rng.pick(&self.turn_starts),
+            Some(c) => {
+                // Only back to a turn after the latest compaction, on the current path.
+                let here: Vec<Id> = self
+                    .turn_starts
+                    .iter()
+                    .copied()
+                    .filter(|t| c.position(t).is_some())
+                    .collect();
+                if here.is_empty() {
+                    return false;
+                }
+                let t = *self.rng.pick(&here);
+                c.truncate_to(&t);
+                t
+            }
+        };
         self.entry_head_at("branch_summary", Some(target));
         let l = &mut self.line;
         l.extend_from_slice(br#","fromId":""#);
         l.extend_from_slice(&from);
+        l.extend_from_slice(br#"","summary":""#);
+        let a = l.len();
         l.extend_from_slice(
-            br#"","summary":"The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n## Goal\n"#,
+            br#"The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n## Goal\n"#,
         );
         prose(&mut self.rng, l, 1);
         l.extend_from_slice(br"\n\n## Progress\n### Done\n- [x] ");
@@ -965,7 +1316,10 @@ impl<W: Write> Gen<W> {
         prose(&mut self.rng, l, 1);
         l.extend_from_slice(br"\n\n<modified-files>\n");
         l.extend_from_slice(self.rng.pick(PATHS).as_bytes());
-        l.extend_from_slice(br#"\n</modified-files>"}"#);
+        l.extend_from_slice(br"\n</modified-files>");
+        let b = l.len();
+        l.extend_from_slice(br#""}"#);
+        self.track_text(Part::TurnStart, a, b);
         self.stats.branches += 1;
         true
     }
@@ -979,6 +1333,127 @@ impl<W: Write> Gen<W> {
         l.extend_from_slice(br#"","label":"explored-"#);
         push_num(l, turn);
         l.extend_from_slice(br#""}"#);
+        self.track(Part::Silent, 0, Vec::new());
+    }
+
+    /// Records the entry just built (the leaf) in the compaction context.
+    fn track(&mut self, part: Part, chars: usize, ops: Vec<(Tool, &'static str)>) {
+        if let (Some(c), Some(id)) = (&mut self.compact, self.leaf) {
+            c.push(id, part, chars, ops);
+        }
+    }
+
+    /// [`Self::track`] for a message whose counted text is the JSON string `line[a..b]`.
+    fn track_text(&mut self, part: Part, a: usize, b: usize) {
+        if self.compact.is_some() {
+            let n = text_len(&self.line[a..b], false);
+            self.track(part, n, Vec::new());
+        }
+    }
+
+    /// Appends a compaction as pi's auto-compaction would, with a made-up summary in pi's
+    /// layout; false (nothing written) when there is nothing to summarise.
+    fn compaction(&mut self) -> bool {
+        let Some(c) = &self.compact else {
+            return false;
+        };
+        let Some(cut) = c.cut() else {
+            return false;
+        };
+        let first_kept = c.ctx[cut.first_kept].id;
+        let tokens_before = c.tokens;
+        let (read, modified) = c.file_lists(&cut);
+        let summarized: u64 = c.ctx[cut.start..cut.first_kept]
+            .iter()
+            .map(|e| e.tokens)
+            .sum();
+        // Summarising takes a while.
+        self.now_ms += self.rng.range(5_000, 60_000);
+        self.entry_head("compaction");
+        let l = &mut self.line;
+        l.extend_from_slice(br#","summary":""#);
+        let a = l.len();
+        let rng = &mut self.rng;
+        let sections: [&[u8]; 8] = [
+            br"## Goal\n",
+            br"## Constraints & Preferences\n- ",
+            br"## Progress\n### Done\n- [x] ",
+            br"### In Progress\n- [ ] ",
+            br"### Blocked\n- (none)",
+            br"## Key Decisions\n- **",
+            br"## Next Steps\n1. ",
+            br"## Critical Context\n- ",
+        ];
+        for (i, heading) in sections.iter().enumerate() {
+            if i > 0 {
+                l.extend_from_slice(br"\n\n");
+            }
+            l.extend_from_slice(heading);
+            if i == 5 {
+                prose_words(rng, l, 2, 2, false);
+                l.extend_from_slice(b"**: ");
+            }
+            if i != 4 {
+                prose(rng, l, 1);
+            }
+        }
+        if cut.turn_start.is_some() {
+            l.extend_from_slice(
+                br"\n\n---\n\n**Turn Context (split turn):**\n\n## Original Request\n",
+            );
+            prose(rng, l, 1);
+            l.extend_from_slice(br"\n\n## Progress So Far\n- ");
+            prose(rng, l, 1);
+            l.extend_from_slice(br"\n\n## Context Needed to Continue\n- ");
+            prose(rng, l, 1);
+        }
+        for (tag, files) in [("read-files", &read), ("modified-files", &modified)] {
+            if files.is_empty() {
+                continue;
+            }
+            l.extend_from_slice(br"\n\n<");
+            l.extend_from_slice(tag.as_bytes());
+            l.push(b'>');
+            for f in files {
+                l.extend_from_slice(br"\n");
+                l.extend_from_slice(f.as_bytes());
+            }
+            l.extend_from_slice(br"\n</");
+            l.extend_from_slice(tag.as_bytes());
+            l.push(b'>');
+        }
+        let b = l.len();
+        l.extend_from_slice(br#"","firstKeptEntryId":""#);
+        l.extend_from_slice(&first_kept);
+        l.extend_from_slice(br#"","tokensBefore":"#);
+        push_num(l, tokens_before);
+        let lists: [(&[u8], &Vec<&str>); 2] = [
+            (br#","details":{"readFiles":["#, &read),
+            (br#"],"modifiedFiles":["#, &modified),
+        ];
+        for (key, files) in lists {
+            l.extend_from_slice(key);
+            for (i, f) in files.iter().enumerate() {
+                if i > 0 {
+                    l.push(b',');
+                }
+                l.push(b'"');
+                l.extend_from_slice(f.as_bytes());
+                l.push(b'"');
+            }
+        }
+        l.extend_from_slice(b"]},");
+        let chars = text_len(&l[a..b], false);
+        let summary_tokens = (chars as u64).div_ceil(4);
+        // The summariser got the summarised messages and pi's prompt (about 1,000 tokens).
+        push_usage(l, summarized + 1_000, summary_tokens, 0, 0);
+        l.extend_from_slice(br#","fromHook":false}"#);
+        let id = self.leaf.unwrap_or(first_kept);
+        if let Some(c) = &mut self.compact {
+            c.compacted(id, summary_tokens, &cut, read, modified);
+        }
+        self.stats.compactions += 1;
+        true
     }
 }
 
@@ -1033,10 +1508,82 @@ mod tests {
         let mut buf = Vec::new();
         let stats = generate(&mut buf, 6 << 20, 3).unwrap();
         assert!(stats.branches > 0 && stats.long_outputs > 0, "{stats:?}");
+        assert_clean(&buf, &stats);
+    }
+
+    #[test]
+    fn with_compaction_every_line_is_clean_and_the_output_deterministic() {
+        let options = GenOptions {
+            compact_window: Some(200_000),
+        };
+        let mut buf = Vec::new();
+        let stats = generate_with(&mut buf, 12 << 20, 1, options).unwrap();
+        assert!(stats.compactions > 5 && stats.branches > 0, "{stats:?}");
+        assert_clean(&buf, &stats);
+        let mut again = Vec::new();
+        generate_with(&mut again, 12 << 20, 1, options).unwrap();
+        assert!(again == buf);
+    }
+
+    /// Each compaction is the one pi's `prepareCompaction` (the engine's implementation) makes
+    /// at its parent: the same first kept entry, `tokensBefore` and file lists, and pi's
+    /// `shouldCompact` says it was due. The small window makes cuts land among the entries the
+    /// previous compaction kept.
+    #[test]
+    fn compactions_are_the_ones_pi_prepares() {
+        use pisess_engine::agent::{
+            CompactionSettings, compute_file_lists, path_from_entries, prepare_compaction,
+            should_compact,
+        };
+        use serde_json::Value;
+        for (window, seed) in [(38_000u64, 7u64), (60_000, 2), (200_000, 1)] {
+            let options = GenOptions {
+                compact_window: Some(window),
+            };
+            let mut buf = Vec::new();
+            let stats = generate_with(&mut buf, 3 << 20, seed, options).unwrap();
+            assert!(stats.compactions > 2, "{stats:?}");
+            let entries: Vec<Value> = buf
+                .split(|&b| b == b'\n')
+                .skip(1)
+                .filter(|l| !l.is_empty())
+                .map(|l| serde_json::from_slice(l).unwrap())
+                .collect();
+            let mut checked = 0;
+            for c in entries.iter().filter(|e| e["type"] == "compaction") {
+                let parent = c["parentId"].as_str();
+                let path = path_from_entries(&entries, parent).unwrap();
+                let settings = CompactionSettings::default();
+                let prep = prepare_compaction(&path, settings).unwrap();
+                let at = format!("window {window}, compaction {}", c["id"]);
+                assert_eq!(prep.first_kept_entry_id, c["firstKeptEntryId"], "{at}");
+                assert_eq!(
+                    prep.tokens_before,
+                    c["tokensBefore"].as_f64().unwrap(),
+                    "{at}"
+                );
+                let (read, modified) = compute_file_lists(&prep.file_ops);
+                let list = |k: &str| -> Vec<String> {
+                    let files = c["details"][k].as_array().unwrap().iter();
+                    files.map(|f| f.as_str().unwrap().to_owned()).collect()
+                };
+                assert_eq!(read, list("readFiles"), "{at}");
+                assert_eq!(modified, list("modifiedFiles"), "{at}");
+                assert!(
+                    should_compact(prep.tokens_before, window as f64, &settings),
+                    "{at}"
+                );
+                checked += 1;
+            }
+            assert_eq!(checked, stats.compactions);
+        }
+    }
+
+    fn assert_clean(buf: &[u8], stats: &GenStats) {
         let mut tree = TreeCheck::new(3.0);
         let mut problems = Vec::new();
         let mut records = 0u64;
-        SessionReader::new(&buf[..])
+        SessionReader::new(buf)
             .read(|ev| {
                 match ev {
                     Event::Header(h) => assert_eq!(h.version(), 3.0),

@@ -15,4 +15,6 @@
 pub mod generate;
 pub mod measure;
 
-pub use generate::{GenStats, generate, generate_file};
+pub use generate::{
+    GenOptions, GenStats, generate, generate_file, generate_file_with, generate_with,
+};

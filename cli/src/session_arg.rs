@@ -14,6 +14,7 @@
 use std::path::Path;
 
 use anyhow::anyhow;
+use pisess_engine::agent::lean::{Kind, PathSource};
 use pisess_engine::agent::project::{content_text, entry_messages};
 use pisess_engine::agent::tokens::estimate_tokens;
 use pisess_engine::{EntryKey, Lookup, SessionKey, SessionRecord, Snapshot, Store, StoreError};
@@ -424,9 +425,56 @@ impl Session {
             .collect()
     }
 
+    /// The path root → `e` (inclusive) as a [`PathSource`] that reads each entry from the
+    /// store when asked: only the keys are held.
+    pub fn path_source(&self, e: EntryKey) -> Result<StoredPath<'_>, CommandError> {
+        Ok(StoredPath {
+            session: self,
+            keys: self.snap.path_to_root(e)?,
+        })
+    }
+
     /// Every label of the session: target id → label.
     pub fn label_map(&self) -> Result<std::collections::HashMap<String, String>, CommandError> {
         Ok(self.snap.labels(self.key)?.into_iter().collect())
+    }
+}
+
+/// A path in the store, read one entry at a time (see [`Session::path_source`]). An entry's
+/// kind comes from its record (type and role as imported), its value from its stored line.
+#[derive(Debug)]
+pub struct StoredPath<'s> {
+    session: &'s Session,
+    keys: Vec<EntryKey>,
+}
+
+impl PathSource for StoredPath<'_> {
+    type Error = CommandError;
+
+    fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    fn meta<R>(
+        &self,
+        i: usize,
+        f: impl FnOnce(Kind, Option<&str>) -> R,
+    ) -> Result<R, CommandError> {
+        let key = self.keys[i];
+        self.session
+            .snap
+            .with_entry(key, |a| {
+                let kind = Kind::of_record(
+                    a.type_name.as_ref().map(|t| t.as_str()),
+                    a.role.as_ref().map(|r| r.as_str()),
+                );
+                f(kind, a.id.as_ref().map(|s| s.as_str()))
+            })?
+            .ok_or_else(|| anyhow!("entry {key} vanished from the store").into())
+    }
+
+    fn value(&self, i: usize) -> Result<Value, CommandError> {
+        self.session.value(self.keys[i])
     }
 }
 

@@ -281,6 +281,90 @@ fn context_matches_goldens() {
     t.finish("context");
 }
 
+/// The lean projection (one entry at a time from a `PathSource`) answers as `project` and
+/// `estimate_projected_context_tokens` do, at about 200 entries of every fixture: evenly
+/// spread, plus every entry that changes the context's shape and the one after it.
+#[test]
+fn lean_context_equals_the_projection() {
+    use pisess_engine::agent::lean::{LeanContext, ValuePath};
+    use pisess_engine::agent::{estimate_projected_context_tokens, project};
+    type Never = std::convert::Infallible;
+    let mut t = Tally::default();
+    for fx in fixtures() {
+        let Some(entries) = fx.entries.as_ref() else {
+            continue;
+        };
+        let index = EntryIndex::new(entries);
+        let step = (entries.len() / 200).max(1);
+        let shaping = |e: &Value| {
+            matches!(
+                e.get("type").and_then(Value::as_str),
+                Some("compaction" | "context_edit" | "thinking_level_change" | "model_change")
+            ) || e.pointer("/message/role").and_then(Value::as_str) == Some("system")
+        };
+        for (i, e) in entries.iter().enumerate() {
+            let wanted = i % step == 0
+                || i + 1 == entries.len()
+                || shaping(e)
+                || (i > 0 && shaping(&entries[i - 1]));
+            if !wanted {
+                continue;
+            }
+            let Some(id) = e.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            let Ok(path) = index.branch(id) else {
+                continue;
+            };
+            let src = ValuePath(&path);
+            let plan = LeanContext::plan(&src).unwrap();
+            let p = project(&path);
+            let mut bad = Vec::new();
+            let mut messages = Vec::new();
+            let est = plan
+                .messages(&src, |m| {
+                    messages.push(m.clone());
+                    Ok::<(), Never>(())
+                })
+                .unwrap();
+            if messages != p.messages().cloned().collect::<Vec<_>>() {
+                bad.push("messages".to_owned());
+            }
+            if est != estimate_projected_context_tokens(&p, &path) {
+                bad.push(format!("estimate {est:?}"));
+            }
+            if plan.thinking_level() != p.thinking_level.as_ref() || plan.model() != &p.model {
+                bad.push("settings".to_owned());
+            }
+            let mut ids = Vec::new();
+            plan.entry_ids(&src, |id| {
+                ids.push(id.map_or(Value::Null, |s| Value::String(s.to_owned())));
+                Ok::<(), Never>(())
+            })
+            .unwrap();
+            if ids != p.context_entry_ids() {
+                bad.push("entry ids".to_owned());
+            }
+            let mut llm = Vec::new();
+            plan.llm_messages(&src, |m| {
+                llm.push(m.clone());
+                Ok::<(), Never>(())
+            })
+            .unwrap();
+            let want: Vec<Value> = p
+                .llm_messages()
+                .into_iter()
+                .map(|m| m.into_owned())
+                .collect();
+            if llm != want {
+                bad.push("llm messages".to_owned());
+            }
+            t.check(format!("{} lean@{id}", fx.name), bad);
+        }
+    }
+    t.finish("lean context");
+}
+
 /// The `--window` of regen.sh's cut-at samples.
 const CUT_AT_WINDOW: f64 = 8000.0;
 

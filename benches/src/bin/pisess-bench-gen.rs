@@ -1,7 +1,9 @@
 //! Writes a realistic, deterministic v3 pi session of a given size.
 //!
-//! `pisess-bench-gen --out FILE --bytes N [--seed S]`; `N` takes a `K`, `M` or `G` suffix
-//! (powers of 1024). Prints what it wrote and how fast.
+//! `pisess-bench-gen --out FILE --bytes N [--seed S] [--compact-window TOKENS]`; `N` takes a
+//! `K`, `M` or `G` suffix (powers of 1024). `--compact-window` compacts as pi's auto-compaction
+//! would for a model with that context window (default: never). Prints what it wrote and how
+//! fast.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +26,7 @@ fn run() -> anyhow::Result<()> {
     let mut out = None;
     let mut bytes = None;
     let mut seed = 1u64;
+    let mut options = pisess_benches::GenOptions::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
@@ -31,27 +34,35 @@ fn run() -> anyhow::Result<()> {
             "--out" => out = Some(PathBuf::from(value()?)),
             "--bytes" => bytes = Some(parse_size(&value()?)?),
             "--seed" => seed = value()?.parse().context("bad --seed")?,
+            "--compact-window" => {
+                options.compact_window = Some(value()?.parse().context("bad --compact-window")?);
+            }
             "-h" | "--help" => {
-                println!("usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S]");
+                println!(
+                    "usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S] [--compact-window TOKENS]"
+                );
                 return Ok(());
             }
             other => bail!("unknown argument {other:?} (try --help)"),
         }
     }
     let (Some(out), Some(bytes)) = (out, bytes) else {
-        bail!("usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S]");
+        bail!(
+            "usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S] [--compact-window TOKENS]"
+        );
     };
     let start = Instant::now();
-    let stats = pisess_benches::generate_file(&out, bytes, seed)
+    let stats = pisess_benches::generate_file_with(&out, bytes, seed, options)
         .with_context(|| format!("writing {}", out.display()))?;
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "wrote {} bytes, {} lines ({} tool calls, {} long outputs, {} branches) to {} in {:.2} s: {:.0} MB/s",
+        "wrote {} bytes, {} lines ({} tool calls, {} long outputs, {} branches, {} compactions) to {} in {:.2} s: {:.0} MB/s",
         stats.bytes,
         stats.lines,
         stats.tool_calls,
         stats.long_outputs,
         stats.branches,
+        stats.compactions,
         out.display(),
         secs,
         stats.bytes as f64 / secs / 1e6,

@@ -1,13 +1,22 @@
 //! `pisess context`: what the model sees at an entry (pi's `buildSessionContext`).
+//!
+//! Invariants:
+//! - memory is bounded by the path's length (its entry keys and a few words per kept entry),
+//!   not by its messages: entries are decoded one at a time from the store
+//!   ([`pisess_engine::agent::lean`]) and each message is written as soon as it is projected;
+//! - `--json` prints the bytes `serde_json` prints for the object
+//!   `{leafId, messages, thinkingLevel?, model, entryIds, tokens, estimate, llmMessages?}`,
+//!   in that key order.
 
 use std::io::Write;
 
-use pisess_engine::agent::report::context_report;
+use pisess_engine::agent::lean::LeanContext;
+use pisess_engine::agent::project::convert_to_llm;
 use pisess_engine::agent::tokens::estimate_tokens;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::command_error::{CommandResult, Outcome};
-use crate::session_arg::{self, open_session_read};
+use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::session_arg::{self, StoredPath, open_session_read};
 use crate::ui::{Ui, safe};
 
 /// Show what the model sees at an entry, with token estimates.
@@ -33,49 +42,37 @@ pub struct ContextArgs {
 }
 
 /// Runs `pisess context`.
+///
+/// Memory is bounded by the path's length, not by its messages: the context is planned from
+/// the stored records (types and roles, a few decoded entries), then each selected entry is
+/// decoded, written and dropped in turn. `--json` is written as it is read (the token estimate
+/// comes after the messages in the object and is summed on the way); the human form reads the
+/// selected entries twice, once for the header's count and estimate and once to print them.
+/// An entry that cannot be read stops the command with exit 2, possibly after part of the
+/// output.
 pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
     let at = match &args.at {
         Some(a) => session.entry(a)?,
         None => session.leaf()?,
     };
-    let values = session.path_values(at)?;
-    let path: Vec<&Value> = values.iter().map(|(_, v)| v).collect();
     let leaf_id = session.id(at)?;
-    let report = context_report(Some(&leaf_id), &path, args.llm);
-    let get = |k: &str| report.get(k).cloned().unwrap_or(Value::Null);
-    let projected = report
-        .get("estimate")
-        .and_then(|e| e.get("projected"))
-        .cloned()
-        .unwrap_or(Value::Null);
+    let path = session.path_source(at)?;
+    let plan = LeanContext::plan(&path)?;
     if ui.json {
-        let mut o = Map::new();
-        o.insert("leafId".into(), leaf_id.into());
-        o.insert("messages".into(), get("messages"));
-        if let Some(t) = report.get("thinkingLevel") {
-            o.insert("thinkingLevel".into(), t.clone());
-        }
-        o.insert("model".into(), get("model"));
-        o.insert("entryIds".into(), get("contextEntryIds"));
-        o.insert(
-            "tokens".into(),
-            projected.get("tokens").cloned().unwrap_or(Value::Null),
-        );
-        o.insert("estimate".into(), projected);
-        if args.llm {
-            o.insert("llmMessages".into(), get("llmMessages"));
-        }
-        ui.json_line(&Value::Object(o))?;
+        write_json(ui.out(), &leaf_id, &path, &plan, args.llm)?;
         return Ok(Outcome::Success);
     }
-    let messages = report
-        .get(if args.llm { "llmMessages" } else { "messages" })
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let model = report
-        .get("model")
+    let mut count = 0usize;
+    let estimate = plan.messages(&path, |m| {
+        count += if args.llm {
+            convert_to_llm(std::iter::once(m)).len()
+        } else {
+            1
+        };
+        Ok::<(), CommandError>(())
+    })?;
+    let model = Some(plan.model())
         .filter(|m| !m.is_null())
         .map(|m| {
             format!(
@@ -85,27 +82,81 @@ pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
             )
         })
         .unwrap_or_else(|| "none".into());
-    let thinking = report
-        .get("thinkingLevel")
+    let thinking = plan
+        .thinking_level()
         .and_then(Value::as_str)
         .unwrap_or("unset");
-    let total = projected
+    let total = estimate
+        .to_json()
         .get("tokens")
         .and_then(Value::as_f64)
         .unwrap_or(0.0);
     let header = format!(
-        "context at {} — {} message(s), ~{total} tokens, model {}, thinking {}",
+        "context at {} — {count} message(s), ~{total} tokens, model {}, thinking {}",
         safe(&leaf_id),
-        messages.len(),
         safe(&model),
         safe(thinking)
     );
     let painted = ui.paint("1", &header);
     writeln!(ui.out(), "{painted}")?;
-    for m in &messages {
-        write_message(ui, m)?;
+    if args.llm {
+        plan.llm_messages(&path, |m| write_message(ui, m).map_err(CommandError::from))?;
+    } else {
+        plan.messages(&path, |m| write_message(ui, m).map_err(CommandError::from))?;
     }
     Ok(Outcome::Success)
+}
+
+/// Writes the `--json` object `{leafId, messages, thinkingLevel, model, entryIds, tokens,
+/// estimate[, llmMessages]}` (the bytes `serde_json` prints for it) as the messages are read.
+fn write_json(
+    out: &mut impl Write,
+    leaf_id: &str,
+    path: &StoredPath<'_>,
+    plan: &LeanContext,
+    llm: bool,
+) -> Result<(), CommandError> {
+    fn list<W: Write>(
+        out: &mut W,
+        first: &mut bool,
+        v: &impl serde::Serialize,
+    ) -> std::io::Result<()> {
+        if !std::mem::take(first) {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, v).map_err(std::io::Error::from)
+    }
+    out.write_all(b"{\"leafId\":")?;
+    serde_json::to_writer(&mut *out, leaf_id)?;
+    out.write_all(b",\"messages\":[")?;
+    let mut first = true;
+    let estimate = plan.messages(path, |m| Ok::<(), CommandError>(list(out, &mut first, m)?))?;
+    out.write_all(b"]")?;
+    if let Some(t) = plan.thinking_level() {
+        out.write_all(b",\"thinkingLevel\":")?;
+        serde_json::to_writer(&mut *out, t)?;
+    }
+    out.write_all(b",\"model\":")?;
+    serde_json::to_writer(&mut *out, plan.model())?;
+    out.write_all(b",\"entryIds\":[")?;
+    let mut first = true;
+    plan.entry_ids(path, |id| {
+        Ok::<(), CommandError>(list(out, &mut first, &id)?)
+    })?;
+    out.write_all(b"]")?;
+    let estimate = estimate.to_json();
+    out.write_all(b",\"tokens\":")?;
+    serde_json::to_writer(&mut *out, estimate.get("tokens").unwrap_or(&Value::Null))?;
+    out.write_all(b",\"estimate\":")?;
+    serde_json::to_writer(&mut *out, &estimate)?;
+    if llm {
+        out.write_all(b",\"llmMessages\":[")?;
+        let mut first = true;
+        plan.llm_messages(path, |m| Ok::<(), CommandError>(list(out, &mut first, m)?))?;
+        out.write_all(b"]")?;
+    }
+    out.write_all(b"}\n")?;
+    Ok(())
 }
 
 fn write_message(ui: &mut Ui, m: &Value) -> std::io::Result<()> {

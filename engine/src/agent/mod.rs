@@ -7,6 +7,8 @@
 //! - [`path`]: paths from a file's entries as pi builds them, with cycle detection;
 //! - [`project`]: context projection (`buildSessionContext`, provenance, system replay,
 //!   `convertToLlm`);
+//! - [`lean`]: the same projection over a path read one entry at a time from a
+//!   [`lean::PathSource`] (a store), with memory bounded by the path's length;
 //! - [`tokens`]: estimates, usage-based context size, `shouldCompact`;
 //! - [`compaction`]: cut points, `prepareCompaction`, summariser prompts, stored summary;
 //! - [`branch`]: branch-summary collection and preparation;
@@ -50,6 +52,7 @@ pub mod compaction;
 pub mod fileops;
 pub mod fork;
 pub mod js;
+pub mod lean;
 pub mod path;
 pub mod project;
 pub mod report;
