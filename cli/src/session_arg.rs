@@ -476,6 +476,27 @@ impl PathSource for StoredPath<'_> {
     fn value(&self, i: usize) -> Result<Value, CommandError> {
         self.session.value(self.keys[i])
     }
+
+    fn last_thinking_change_before(
+        &self,
+        before: usize,
+    ) -> Result<Option<Option<usize>>, CommandError> {
+        // The path is root first, so an entry at depth d is on it iff it is keys[d].
+        let mut best = None;
+        for (k, v) in self.session.snap.settings(self.session.key)? {
+            if v != pisess_engine::schema::SETTING_THINKING {
+                continue;
+            }
+            let Some(d) = self.session.snap.depth(k)? else {
+                continue;
+            };
+            let d = d as usize;
+            if d < before && self.keys.get(d) == Some(&k) {
+                best = best.max(Some(d));
+            }
+        }
+        Ok(Some(best))
+    }
 }
 
 // ---- describing entries ---------------------------------------------------------------------

@@ -13,6 +13,26 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Runs the reference oracle (`../shared/oracle/oracle ARGS`) and parses its JSON answer;
+/// panics with its stderr when it fails.
+pub fn oracle(args: &[&str]) -> serde_json::Value {
+    let out = std::process::Command::new(root().join("../shared/oracle/oracle"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("oracle {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "oracle {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "oracle {args:?}: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
 /// A fixture path under `fixtures/`.
 pub fn fixture(rel: &str) -> PathBuf {
     root().join("fixtures").join(rel)

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::common::{TestEnv, fixture, root};
+use crate::common::{TestEnv, fixture, oracle};
 
 fn chromium() -> PathBuf {
     if let Some(p) = std::env::var_os("PISESS_CHROMIUM") {
@@ -99,15 +99,6 @@ fn tree_nodes(dom: &str) -> Vec<(String, String)> {
         out.push((id, parent));
     }
     out
-}
-
-fn oracle(args: &[&str]) -> Value {
-    let out = Command::new(root().join("../shared/oracle/oracle"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "oracle {args:?}");
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// The oracle's tree nodes as (id, parentId) in its depth-first order.

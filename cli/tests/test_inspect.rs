@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, V3, fixture, golden, run, run_in, session};
+use crate::common::{TestEnv, V3, fixture, golden, oracle, run, run_in, session};
 
 /// Runs a `--json` command that must succeed (exit `code`) and print one object.
 fn json(env: &TestEnv, args: &[&str], code: i32) -> Value {
@@ -86,6 +86,86 @@ fn context_json_equals_the_oracle_at_the_leaf_and_at_sampled_entries() {
         }
         assert!(checked >= 5, "{name}: only {checked} sampled entries");
     }
+}
+
+/// The thinking level in force is found through the store's index of settings entries once
+/// the compaction and the model are known, instead of reading the path up to the root. The
+/// index holds every branch's changes: only those on the leaf's own path may count, whatever
+/// their place in the file. Checked against the oracle at both leaves.
+#[test]
+fn context_takes_the_thinking_level_from_its_own_path_above_a_compaction() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("thinking-branches.jsonl");
+    let mut t = 0u64;
+    let mut line = |body: String| {
+        t += 1;
+        body.replace("TS", &format!("2026-02-01T09:00:{t:02}.000Z"))
+            .replace("MS", &(1_769_936_400_000 + t * 1000).to_string())
+    };
+    let user = |id: &str, parent: &str, text: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"TS","message":{{"role":"user","content":[{{"type":"text","text":"{text}"}}],"timestamp":MS}}}}"#
+        )
+    };
+    let assistant = |id: &str, parent: &str, text: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"TS","message":{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":15,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"stop","timestamp":MS}}}}"#
+        )
+    };
+    let thinking = |id: &str, parent: Option<&str>, level: &str| {
+        let p = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+        format!(
+            r#"{{"type":"thinking_level_change","id":"{id}","parentId":{p},"timestamp":"TS","thinkingLevel":"{level}"}}"#
+        )
+    };
+    let compaction = |id: &str, parent: &str, kept: &str| {
+        format!(
+            r#"{{"type":"compaction","id":"{id}","parentId":"{parent}","timestamp":"TS","summary":"What happened so far.","firstKeptEntryId":"{kept}","tokensBefore":1000}}"#
+        )
+    };
+    let lines = [
+        r#"{"type":"session","version":3,"id":"019c1a2b-0000-7000-8000-00000000c0de","timestamp":"2026-02-01T09:00:00.000Z","cwd":"/work/t"}"#.to_owned(),
+        line(thinking("t0000000", None, "high")),
+        line(user("u1000000", "t0000000", "one")),
+        line(assistant("a1000000", "u1000000", "first reply")),
+        // Branch A: a change of its own (depth 4), then a compaction.
+        line(user("u2000000", "a1000000", "two")),
+        line(thinking("t2000000", Some("u2000000"), "medium")),
+        line(assistant("a2000000", "t2000000", "second reply")),
+        line(user("u6000000", "a2000000", "six")),
+        line(assistant("a6000000", "u6000000", "sixth reply")),
+        line(compaction("c1000000", "a6000000", "u6000000")),
+        line(user("u3000000", "c1000000", "three")),
+        line(assistant("a3000000", "u3000000", "leaf of branch A")),
+        // Branch B, later in the file: its change is deeper (5) than A's, where A's path holds
+        // an assistant message; then a compaction and the session's leaf.
+        line(user("u4000000", "a1000000", "four")),
+        line(assistant("a4000000", "u4000000", "fourth reply")),
+        line(thinking("t1000000", Some("a4000000"), "low")),
+        line(user("u5000000", "t1000000", "five")),
+        line(assistant("a5000000", "u5000000", "fifth reply")),
+        line(compaction("c2000000", "a5000000", "u5000000")),
+        line(user("u7000000", "c2000000", "seven")),
+        line(assistant("a7000000", "u7000000", "leaf of branch B")),
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let f = file.to_str().unwrap();
+    for (leaf, level) in [
+        ("a3000000", "medium"),
+        ("a7000000", "low"),
+        ("a2000000", "medium"),
+        ("u2000000", "high"),
+    ] {
+        let got = json(&env, &["context", f, "--at", leaf, "--json"], 0);
+        let want = oracle(&["context", f, "--leaf", leaf]);
+        assert_eq!(got["thinkingLevel"], level, "at {leaf}");
+        assert_eq!(got["thinkingLevel"], want["thinkingLevel"], "at {leaf}");
+        assert_eq!(got["model"], want["model"], "at {leaf}");
+        assert_eq!(got["messages"], want["messages"], "at {leaf}");
+    }
+    let r = run(&env, &["verify"]);
+    let (code, out, err) = (r.code, r.stdout, r.stderr);
+    assert_eq!(code, 0, "{out}\n{err}");
 }
 
 #[test]

@@ -5,24 +5,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, fixture, realdata, root};
-
-fn oracle(args: &[&str]) -> Value {
-    let out = Command::new(root().join("../shared/oracle/oracle"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "oracle {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+use crate::common::{TestEnv, fixture, oracle, realdata};
 
 fn context(file: &Path, leaf: Option<&str>) -> Value {
     let f = file.to_str().unwrap();

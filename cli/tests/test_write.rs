@@ -7,21 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, corpus, fixture, root};
-
-fn oracle(args: &[&str]) -> Value {
-    let bin = root().join("../shared/oracle/oracle");
-    let out = std::process::Command::new(&bin)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("oracle {args:?}: {e}"));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "oracle {args:?}: {e}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
+use crate::common::{TestEnv, corpus, fixture, oracle, root};
 
 fn read_lines(p: &Path) -> Vec<Value> {
     std::fs::read_to_string(p)

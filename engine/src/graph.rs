@@ -52,6 +52,7 @@ pub struct Snapshot {
     pub(crate) labels: ReadOnlyTable<(u64, &'static str), &'static str>,
     pub(crate) row_hashes: ReadOnlyTable<u64, [u8; 32]>,
     pub(crate) run_starts: ReadOnlyTable<u64, u64>,
+    pub(crate) settings: ReadOnlyTable<(u64, u64), u8>,
     pub(crate) file_ops: ReadOnlyTable<(u64, u32), &'static str>,
     pub(crate) file_paths: ReadOnlyTable<(&'static str, u64, u32), &'static [u8]>,
 }
@@ -76,6 +77,7 @@ impl Snapshot {
             labels: tx.open_table(schema::LABELS)?,
             row_hashes: tx.open_table(schema::ROW_HASHES)?,
             run_starts: tx.open_table(schema::RUN_STARTS)?,
+            settings: tx.open_table(schema::SETTINGS)?,
             file_ops: tx.open_table(crate::files::FILE_OPS)?,
             file_paths: tx.open_table(crate::files::FILE_PATHS)?,
             _tx: tx,
@@ -361,6 +363,17 @@ impl Snapshot {
         for row in self.labels.range((s.0, "")..=(s.0, "\u{10FFFF}"))? {
             let (k, v) = row?;
             out.push((k.value().1.to_owned(), v.value().to_owned()));
+        }
+        Ok(out)
+    }
+
+    /// The settings entries of a session (`thinking_level_change` →
+    /// [`schema::SETTING_THINKING`], `model_change` → [`schema::SETTING_MODEL`]), in file order.
+    pub fn settings(&self, s: SessionKey) -> Result<Vec<(EntryKey, u8)>, StoreError> {
+        let mut out = Vec::new();
+        for row in self.settings.range((s.0, 0)..=(s.0, u64::MAX))? {
+            let (k, v) = row?;
+            out.push((EntryKey(k.value().1), v.value()));
         }
         Ok(out)
     }

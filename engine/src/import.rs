@@ -1081,6 +1081,7 @@ pub(crate) struct Writer<'t> {
     labels: Table<'t, (u64, &'static str), &'static str>,
     row_hashes: Table<'t, u64, [u8; 32]>,
     run_starts: Table<'t, u64, u64>,
+    settings: Table<'t, (u64, u64), u8>,
     pub(crate) file_ops: Table<'t, (u64, u32), &'static str>,
     pub(crate) file_paths: Table<'t, (&'static str, u64, u32), &'static [u8]>,
     pub(crate) tool_results: Table<'t, (u64, &'static str), &'static [u8]>,
@@ -1106,6 +1107,7 @@ impl<'t> Writer<'t> {
             labels: tx.open_table(schema::LABELS)?,
             row_hashes: tx.open_table(schema::ROW_HASHES)?,
             run_starts: tx.open_table(schema::RUN_STARTS)?,
+            settings: tx.open_table(schema::SETTINGS)?,
             file_ops: tx.open_table(crate::files::FILE_OPS)?,
             file_paths: tx.open_table(crate::files::FILE_PATHS)?,
             tool_results: tx.open_table(crate::files::TOOL_RESULTS)?,
@@ -1134,6 +1136,8 @@ impl<'t> Writer<'t> {
             }
         }
         self.session_entries
+            .retain_in((s.0, 0)..=(s.0, u64::MAX), |_, _| false)?;
+        self.settings
             .retain_in((s.0, 0)..=(s.0, u64::MAX), |_, _| false)?;
         self.entry_ids.retain(|(sk, _), _| sk != s.0)?;
         self.labels.retain(|(sk, _), _| sk != s.0)?;
@@ -1190,6 +1194,11 @@ impl<'t> Writer<'t> {
                 )?;
             }
             let rec = row.rec;
+            if rec.kind == RowKind::Entry
+                && let Some(v) = schema::setting_of(rec.type_name.as_deref())
+            {
+                self.settings.insert((s, key), v)?;
+            }
             if matches!(rec.kind, RowKind::Entry | RowKind::Value) {
                 st.rec.entries += 1;
                 st.entries_added += 1;

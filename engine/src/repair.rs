@@ -256,7 +256,7 @@ pub struct RepairReport {
 }
 
 impl Store {
-    /// Rebuilds `entry_ids`, `parents`, `children`, `labels`, `run_starts` and the file index
+    /// Rebuilds `entry_ids`, `parents`, `children`, `labels`, `run_starts`, `settings` and the file index
     /// (`file_ops`, `file_paths`, `tool_results`) from the records,
     /// in one write transaction (see the module docs). Records are never touched.
     pub fn repair(&mut self) -> Result<RepairReport, StoreError> {
@@ -266,6 +266,19 @@ impl Store {
             expected.push((s, snap.expected_index(s)?));
         }
         let files = snap.expected_file_index()?;
+        let mut want_settings: BTreeMap<(u64, u64), u8> = BTreeMap::new();
+        for (s, _) in snap.sessions()? {
+            for e in snap.rows(s)? {
+                let v = snap.with_entry(e, |a| {
+                    (a.kind == RowKind::Entry)
+                        .then(|| schema::setting_of(a.type_name.as_ref().map(|t| t.as_str())))
+                        .flatten()
+                })?;
+                if let Some(Some(v)) = v {
+                    want_settings.insert((s.0, e.0), v);
+                }
+            }
+        }
         drop(snap);
         let mut report = RepairReport::default();
         let tx = self.writer_db()?.begin_write()?;
@@ -387,6 +400,24 @@ impl Store {
             for k in &want_children {
                 if children.get(*k)?.is_none() {
                     children.insert(*k, ())?;
+                    report.written += 1;
+                }
+            }
+            let mut settings = tx.open_table(schema::SETTINGS)?;
+            let mut stale = Vec::new();
+            for row in settings.iter()? {
+                let (k, v) = row?;
+                if want_settings.get(&k.value()) != Some(&v.value()) {
+                    stale.push(k.value());
+                }
+            }
+            for k in &stale {
+                settings.remove(*k)?;
+                report.removed += 1;
+            }
+            for (k, v) in &want_settings {
+                if settings.get(*k)?.map(|g| g.value()) != Some(*v) {
+                    settings.insert(*k, *v)?;
                     report.written += 1;
                 }
             }

@@ -7,7 +7,9 @@
 //!   committed store never has an index that disagrees with its data;
 //! - tree data (`parents.v1`) is fixed width, so walks never decode a record;
 //! - `run_starts.v1` holds exactly the nodes whose link [`Link::starts_run`], with their
-//!   parent (derived from `parents.v1`, written and removed with it).
+//!   parent (derived from `parents.v1`, written and removed with it);
+//! - `settings.v1` holds exactly the `thinking_level_change` and `model_change` entries
+//!   (derived from each record's type, written and removed with it).
 //!
 //! | table | key → value |
 //! |---|---|
@@ -26,12 +28,14 @@
 //! | `file_ops.v3` | (entry key, op index) → the path as written |
 //! | `file_paths.v2` | (path as written or resolved, entry key, op index) → the hit's fields ([`crate::files::PathValue`]) |
 //! | `tool_results.v2` | (session key, tool call id) → last result's status, the call's file operations |
+//! | `settings.v1` | (session key, entry key) → [`SETTING_THINKING`] or [`SETTING_MODEL`] |
 //!
 //! Schema 2 added `row_hashes`, `file_paths`, `tool_results` and the filled `file_ops.v2`;
 //! schema 3 stores long lines zstd-compressed (`entries.v2`, `EntryRecordV2`); schema 4 puts
 //! every field of a file hit in its `file_paths.v2` value (a query is one range scan), lists a
 //! call's operations in `tool_results.v2` (a later result rewrites their status), and adds
-//! `run_starts.v1` (the active path is a few key ranges).
+//! `run_starts.v1` (the active path is a few key ranges); schema 5 adds `settings.v1` (the
+//! context at a leaf finds the thinking level in force without reading the path up to it).
 
 use redb::{TableDefinition, TypeName, Value};
 
@@ -39,7 +43,7 @@ use crate::ids::{EntryKey, Link};
 use crate::record::{EntryRecord, Rkyv, SessionRecord};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 4;
+pub const SCHEMA_VERSION: u64 = 5;
 
 /// `meta` key of the schema version.
 pub const META_SCHEMA: &str = "schema_version";
@@ -78,6 +82,24 @@ pub const CHILDREN: TableDefinition<(u64, u64), ()> = TableDefinition::new("chil
 /// or below it, and every key from there to the node is its ancestor or itself, so a walk to
 /// the root takes one lookup per run in this small table and never reads `parents`.
 pub const RUN_STARTS: TableDefinition<u64, u64> = TableDefinition::new("run_starts.v1");
+/// (session, entry key) → which setting the entry changes: the `thinking_level_change` and
+/// `model_change` entries of every session, so that the one in force at a leaf is found by
+/// checking these few entries against the path instead of reading every entry above it.
+pub const SETTINGS: TableDefinition<(u64, u64), u8> = TableDefinition::new("settings.v1");
+/// [`SETTINGS`] value of a `thinking_level_change` entry.
+pub const SETTING_THINKING: u8 = 1;
+/// [`SETTINGS`] value of a `model_change` entry.
+pub const SETTING_MODEL: u8 = 2;
+
+/// The [`SETTINGS`] value of an entry of type `type_name`, if it has one.
+pub fn setting_of(type_name: Option<&str>) -> Option<u8> {
+    match type_name {
+        Some("thinking_level_change") => Some(SETTING_THINKING),
+        Some("model_change") => Some(SETTING_MODEL),
+        _ => None,
+    }
+}
+
 /// Entry key → blake3 of the row's raw bytes.
 pub const ROW_HASHES: TableDefinition<u64, [u8; 32]> = TableDefinition::new("row_hashes.v1");
 /// (session, target id) → label.

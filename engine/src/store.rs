@@ -318,6 +318,7 @@ impl Store {
             tx.open_table(schema::LABELS)?;
             tx.open_table(schema::ROW_HASHES)?;
             tx.open_table(schema::RUN_STARTS)?;
+            tx.open_table(schema::SETTINGS)?;
             tx.open_table(crate::files::FILE_OPS)?;
             tx.open_table(crate::files::FILE_PATHS)?;
             tx.open_table(crate::files::TOOL_RESULTS)?;
@@ -365,6 +366,7 @@ impl Store {
         hash_table(&rtx, schema::LABELS, &mut h)?;
         hash_table(&rtx, schema::ROW_HASHES, &mut h)?;
         hash_table(&rtx, schema::RUN_STARTS, &mut h)?;
+        hash_table(&rtx, schema::SETTINGS, &mut h)?;
         hash_table(&rtx, crate::files::FILE_OPS, &mut h)?;
         hash_table(&rtx, crate::files::FILE_PATHS, &mut h)?;
         hash_table(&rtx, crate::files::TOOL_RESULTS, &mut h)?;

@@ -12,6 +12,7 @@
 //!   ([`Snapshot::expected_index`]: last duplicate id wins, dangling parents are roots, cycles
 //!   cut), and every `children` row matches its child's link;
 //! - `run_starts` holds exactly the linked entries whose link starts a run, with their parent;
+//! - `settings` holds exactly each session's `thinking_level_change` and `model_change` rows;
 //! - every `file_paths` row decodes and points at an existing `file_ops` row, and the
 //!   file-operation index (`file_ops`, `file_paths`, `tool_results`) equals what the records
 //!   imply ([`Snapshot::expected_file_index`], import's writer replayed in a scratch store).
@@ -76,6 +77,7 @@ impl Snapshot {
         for (s, rec) in self.sessions()? {
             r.sessions += 1;
             let mut n = 0u64;
+            let mut settings = Vec::new();
             for e in self.rows(s)? {
                 n += 1;
                 r.rows += 1;
@@ -85,9 +87,17 @@ impl Snapshot {
                         // A row that does not decompress gets a hash no row has: a mismatch.
                         a.raw_bytes()
                             .map_or([0u8; 32], |raw| *blake3::hash(&raw).as_bytes()),
+                        (a.kind == crate::record::RowKind::Entry)
+                            .then(|| {
+                                crate::schema::setting_of(a.type_name.as_ref().map(|t| t.as_str()))
+                            })
+                            .flatten(),
                     )
                 })?;
-                let Some((owner, hash)) = got else {
+                if let Some((_, _, Some(v))) = got {
+                    settings.push((e, v));
+                }
+                let Some((owner, hash, _)) = got else {
                     add(
                         r,
                         crate::schema::ENTRIES_NAME,
@@ -109,6 +119,13 @@ impl Snapshot {
                 }
             }
             self.verify_index(s, r)?;
+            if self.settings(s)? != settings {
+                add(
+                    r,
+                    "settings.v1",
+                    format!("session {s}: the settings entries differ from its records"),
+                );
+            }
             if n != rec.rows {
                 add(
                     r,

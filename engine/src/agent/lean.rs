@@ -109,6 +109,17 @@ pub trait PathSource {
     fn meta<R>(&self, i: usize, f: impl FnOnce(Kind, Option<&str>) -> R) -> Result<R, Self::Error>;
     /// The entry at `i`, decoded (key order kept).
     fn value(&self, i: usize) -> Result<Value, Self::Error>;
+    /// The greatest path index below `before` holding a `thinking_level_change`
+    /// (`Some(Some(i))`), or that there is none (`Some(None)`), when the source knows without
+    /// reading the entries (a store keeps an index of them); `None` (the default) makes the
+    /// plan walk up and look.
+    fn last_thinking_change_before(
+        &self,
+        before: usize,
+    ) -> Result<Option<Option<usize>>, Self::Error> {
+        let _ = before;
+        Ok(None)
+    }
 }
 
 /// A path of values already in memory (tests, small files).
@@ -190,6 +201,19 @@ impl LeanContext {
         let mut w = Walk::default();
         let mut i = n;
         while i > 0 && !w.done() {
+            // Only the thinking level is left to find (it is often set once, at the root):
+            // ask the source's index instead of reading every entry up to it.
+            if w.compaction.is_some()
+                && w.first_kept.is_none()
+                && w.model.is_some()
+                && w.thinking.is_none()
+                && let Some(found) = src.last_thinking_change_before(i)?
+            {
+                if let Some(j) = found {
+                    w.thinking = Some(src.value(j)?.get("thinkingLevel").cloned());
+                }
+                break;
+            }
             i -= 1;
             let fk = w.first_kept.as_ref().map(Option::as_deref);
             let (mut kind, is_first_kept) = src.meta(i, |k, id| {
