@@ -75,7 +75,7 @@ for tool in jq rg; do
         if [[ $(id -u) == 0 ]]; then apt-get install -y -qq "$pkg" >/dev/null 2>&1 || true; else sudo -n apt-get install -y -qq "$pkg" >/dev/null 2>&1 || true; fi
     fi
 done
-echo "jq: $(jq --version 2>/dev/null || echo missing); rg: $(rg --version 2>/dev/null | head -1 || echo missing); node: $(node --version 2>/dev/null || echo missing)"
+echo "jq: $(jq --version 2>/dev/null || echo missing); rg: $(rg --version 2>/dev/null | sed -n 1p); node: $(node --version 2>/dev/null || echo missing)"
 
 echo
 echo "== building release binaries (target dir $CARGO_TARGET_DIR)"
