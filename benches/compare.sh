@@ -26,8 +26,9 @@
 #   big        a BIG_BYTES session (default 1 GiB, from pisess-bench-gen, cached): context at the
 #              leaf vs `oracle context` (issue 4: >= 100x), context at a shallow entry (a short
 #              branch) vs the leaf of a SMALL_BYTES session (issue 4: <= 2x), log/tree/show vs
-#              `oracle load` (issue 5: >= 100x; the oracle's own --timing separates pi's load from
-#              the JSON output V8 cannot build for 1 GiB), peak RSS of its import (< 256 MiB), and
+#              `oracle load` (issue 5: >= 100x; the oracle's own --timing separates node's start
+#              and pi's `SessionManager.open` from the oracle's output, which V8 cannot build for
+#              1 GiB), peak RSS of its import (< 256 MiB), and
 #              1 MB appended to it vs a fresh 1 MB session (issue 3: <= 2x). The oracle gets ONE
 #              run with ORACLE_TIMEOUT; if it does not finish, the ratio is printed as ">= X".
 #
