@@ -15,7 +15,10 @@
 //!   and its sibling, on the short and the long chain (log-depth scaling: the two should be
 //!   close);
 //! - `files`: an exact-path and a glob query on the generated session's store;
-//! - `export`: the session written back as JSONL to a sink vs copying the file's bytes.
+//! - `export`: the session written back as JSONL to a sink vs copying the file's bytes;
+//! - `context`: pi's context projection at the leaf of the generated session (path already
+//!   parsed): the streaming plan (`LeanContext`) vs the projection over the whole path
+//!   (`agent::project::project`), and, as the floor, parsing the session's lines.
 //!
 //! `cargo bench -p pisess-benches --bench store` (a few minutes).
 
@@ -205,6 +208,33 @@ fn store_benches(c: &mut Criterion) {
     g.finish();
     drop(snap);
     drop(store);
+
+    // context projection at the leaf, over the parsed path
+    let text = std::fs::read_to_string(&session_file).expect("read");
+    let (_, entries) = pisess_engine::agent::path::parse_session_text(&text);
+    let path = pisess_engine::agent::path::path_from_entries(&entries, None).expect("path");
+    let mut g = c.benchmark_group("context");
+    g.bench_function("parse_session_lines", |b| {
+        b.iter(|| black_box(pisess_engine::agent::path::parse_session_text(&text).1.len()));
+    });
+    g.bench_function("lean_plan_and_messages", |b| {
+        b.iter(|| {
+            let src = pisess_engine::agent::lean::ValuePath(&path);
+            let plan = pisess_engine::agent::lean::LeanContext::plan(&src).expect("plan");
+            let mut n = 0usize;
+            let est = plan
+                .messages::<_, std::convert::Infallible>(&src, |_| {
+                    n += 1;
+                    Ok(())
+                })
+                .expect("messages");
+            black_box((n, est))
+        });
+    });
+    g.bench_function("project_whole_path", |b| {
+        b.iter(|| black_box(pisess_engine::agent::project::project(&path).context_json()));
+    });
+    g.finish();
 }
 
 criterion_group! {
