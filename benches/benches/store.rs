@@ -215,7 +215,13 @@ fn store_benches(c: &mut Criterion) {
     let path = pisess_engine::agent::path::path_from_entries(&entries, None).expect("path");
     let mut g = c.benchmark_group("context");
     g.bench_function("parse_session_lines", |b| {
-        b.iter(|| black_box(pisess_engine::agent::path::parse_session_text(&text).1.len()));
+        b.iter(|| {
+            black_box(
+                pisess_engine::agent::path::parse_session_text(&text)
+                    .1
+                    .len(),
+            )
+        });
     });
     g.bench_function("lean_plan_and_messages", |b| {
         b.iter(|| {
