@@ -20,6 +20,7 @@ RUNS, SLOW_RUNS = int(E["RUNS"]), int(E["SLOW_RUNS"])
 TIMEOUT = float(E["ORACLE_TIMEOUT"])
 ORACLE = E["ORACLE"]
 BIG, SMALL, LSDIR, MIGDIR = E["BIG"], E["SMALL"], E["LSDIR"], E["MIGDIR"]
+IMAGES = E["IMAGES"]
 CHAIN = int(E["CHAIN"])
 SKIP = set(s.strip() for s in E.get("SKIP", "").split(",") if s.strip())
 PISESS = os.path.join(BIN, "pisess")
@@ -535,6 +536,32 @@ if not skip(f"big: a {os.path.getsize(BIG):,}-byte session (issues 3, 4 and 5)")
         fr.wall.append(w), fr.cpu.append(c), fr.rss.append(r)
     ap.show(), fr.show()
     row("import 1 MB appended to 1 GiB / fresh 1 MB", ap, fr, "<= 2x", lambda x: x <= 2, faster=False)
+
+# ----------------------------------------------------------------------------- images
+if not skip(f"images: a {os.path.getsize(IMAGES):,}-byte session of base64 screenshots"):
+    istore = os.path.join(WORK, "images.redb")
+
+    def import_images():
+        for p_ in glob.glob(istore + "*"):
+            os.remove(p_)
+        return run([PISESS, "import", IMAGES], {"PISESS_STORE": istore})
+    im, fl = bench([
+        ("pisess import (fresh store), images", import_images),
+        ("parse floor of the file (Value, 2 threads ideal)", floor_files([IMAGES])),
+    ], runs=1)
+    row("import, 2 GiB of images", im, fl, faster=False)
+    size = os.path.getsize(istore)
+    note("store size, images", "store.redb", "the JSONL bytes", f"{size / os.path.getsize(IMAGES):.2f}x",
+         "(info; base64 is 6 bits a byte)", True)
+    note("peak RSS importing 2 GiB of images", "pisess import", "—", f"{max(im.rss) / 1024:.0f} MiB",
+         "< 256 MiB (issue 3's bound for 1 GiB)", max(im.rss) < 256 * 1024, f"{max(im.rss) / 1024:.0f} MiB")
+    iout = os.path.join(WORK, "images.out")
+    q, e, c = bench([
+        ("pisess context --json, images leaf", pisess("context", "--json", IMAGES, store=istore)),
+        ("pisess export -o F, images", pisess("export", IMAGES, "-o", iout, store=istore)),
+        ("cat FILE > F, images", lambda: run(f"cat {IMAGES} > {iout}")),
+    ], runs=RUNS)
+    row("export jsonl, 2 GiB of images", e, c, faster=False)
 
 print(f"\n== table (ratios of median wall times; load average now {load()})")
 hdr = ("scenario", "pisess", "against", "ratio", "target", "verdict", "peak RSS")

@@ -23,6 +23,8 @@
 #   migrate    `pisess migrate --jobs 2` on a sample of v1/v2 files vs `oracle migrate FILE` each,
 #              and vs `--jobs 1` (issue 6: >= 20x and >= 1.7x)
 #   ls         `pisess ls` over a folder of LS_N small sessions vs `oracle list DIR`
+#   images     a session of IMAGES_BYTES (2 GiB) that is mostly base64 images: import vs the
+#              parse floor, store size, peak RSS, then context at its leaf and export
 #   big        a BIG_BYTES session (default 1 GiB, from pisess-bench-gen, cached): context at the
 #              leaf vs `oracle context` (issue 4: >= 100x), context at a shallow entry (a short
 #              branch) vs the leaf of a SMALL_BYTES session (issue 4: <= 2x), log/tree/show vs
@@ -43,6 +45,7 @@
 # Environment (defaults in brackets): RUNS [5], SLOW_RUNS [3] (runs of subjects over ~1 s),
 # ORACLE_TIMEOUT [180 s], BIG_BYTES [1073741824], SMALL_BYTES [1048576], CHAIN [1000000],
 # LS_N [5000], MIGRATE_SAMPLE [40], COPIES [8], COMPACT_WINDOW [200000],
+# IMAGES_BYTES [2147483648], IMAGE_SIZE [262144],
 # SKIP (comma list of scenario names to skip),
 # CARGO_TARGET_DIR [<root>/target], PISESS_CORPUS [../shared/oracle/corpus output],
 # PISESS_BENCH_CACHE [benches/.cache], PISESS_ORACLE, WORK [mktemp dir, removed at the end].
@@ -55,6 +58,7 @@ export RUNS=${RUNS:-5} SLOW_RUNS=${SLOW_RUNS:-3} ORACLE_TIMEOUT=${ORACLE_TIMEOUT
 export BIG_BYTES=${BIG_BYTES:-1073741824} SMALL_BYTES=${SMALL_BYTES:-1048576}
 export CHAIN=${CHAIN:-1000000} LS_N=${LS_N:-5000} MIGRATE_SAMPLE=${MIGRATE_SAMPLE:-40}
 export COMPACT_WINDOW=${COMPACT_WINDOW:-200000}
+export IMAGES_BYTES=${IMAGES_BYTES:-2147483648} IMAGE_SIZE=${IMAGE_SIZE:-262144}
 export SKIP=${SKIP:-}
 export ORACLE=${PISESS_ORACLE:-$root/../shared/oracle/oracle}
 export BIN=$CARGO_TARGET_DIR/release
@@ -125,6 +129,14 @@ gen_cached() { # BYTES -> path of the cached generated session
 # whole conversation).
 export BIG=$(gen_cached "$BIG_BYTES")
 export SMALL=$(gen_cached "$SMALL_BYTES")
+# A session whose bytes are mostly base64 screenshots (an IMAGE_SIZE image in every user
+# message), IMAGES_BYTES in all.
+images=$cache/images-$IMAGES_BYTES-$IMAGE_SIZE-seed1-$gen_hash.jsonl
+if [[ ! -f $images ]]; then
+    "$BIN/pisess-bench-gen" --out "$images.tmp" --bytes "$IMAGES_BYTES" --seed 1 --image-bytes "$IMAGE_SIZE" | sed 's/^/  /' >&2
+    mv "$images.tmp" "$images"
+fi
+export IMAGES=$images
 echo "big session: $BIG ($(stat -L -c %s "$BIG") bytes)"
 echo "small session: $SMALL ($(stat -L -c %s "$SMALL") bytes)"
 

@@ -35,6 +35,21 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+/// Appends the base64 text of `bytes` (a multiple of 3) pseudo-random bytes: four alphabet
+/// characters per three bytes, no padding.
+fn push_base64_noise(rng: &mut Rng, out: &mut Vec<u8>, bytes: u64) {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut left = bytes / 3 * 4;
+    while left > 0 {
+        let mut r = rng.next();
+        for _ in 0..10.min(left) {
+            out.push(ALPHABET[(r & 63) as usize]);
+            r >>= 6;
+        }
+        left -= 10.min(left);
+    }
+}
+
 /// What [`generate`] wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GenStats {
@@ -50,6 +65,8 @@ pub struct GenStats {
     pub branches: u64,
     /// `compaction` entries.
     pub compactions: u64,
+    /// `image` blocks (see [`GenOptions::image_bytes`]).
+    pub images: u64,
 }
 
 /// How to generate.
@@ -57,6 +74,11 @@ pub struct GenStats {
 pub struct GenOptions {
     /// Compact as pi would for a model with this context window (tokens); `None`: never.
     pub compact_window: Option<u64>,
+    /// Attach to every user message a base64 `image` block of this many (pseudo-random, so
+    /// incompressible) bytes, rounded up to a multiple of 3 (pi keeps pasted screenshots
+    /// inline this way); `None`: no images. Not counted by the compaction tracker, so not
+    /// combined with `compact_window`.
+    pub image_bytes: Option<u64>,
 }
 
 /// Writes a session of about `target_bytes` bytes (at least one line) to `out`.
@@ -73,6 +95,7 @@ pub fn generate_with<W: Write>(
 ) -> io::Result<GenStats> {
     let mut g = Gen::new(out, seed);
     g.compact = options.compact_window.map(Compactor::new);
+    g.image_bytes = options.image_bytes.map_or(0, |b| b.div_ceil(3) * 3);
     g.run(target_bytes)?;
     g.out.flush()?;
     Ok(g.stats)
@@ -826,6 +849,8 @@ struct Gen<W: Write> {
     stop_at: u64,
     /// The context as auto-compaction sees it, when compacting.
     compact: Option<Compactor>,
+    /// Bytes of the image attached to every user message (0: none).
+    image_bytes: u64,
 }
 
 /// Why the generator stopped.
@@ -857,6 +882,7 @@ impl<W: Write> Gen<W> {
             turn_starts: Vec::new(),
             stop_at: 0,
             compact: None,
+            image_bytes: 0,
         }
     }
 
@@ -1020,7 +1046,14 @@ impl<W: Write> Gen<W> {
             l.extend_from_slice(b"\\n```");
         }
         let b = l.len();
-        l.extend_from_slice(br#""}]"#);
+        l.extend_from_slice(br#""}"#);
+        if self.image_bytes > 0 {
+            l.extend_from_slice(br#",{"type":"image","data":""#);
+            push_base64_noise(&mut self.rng, l, self.image_bytes);
+            l.extend_from_slice(br#"","mimeType":"image/png"}"#);
+            self.stats.images += 1;
+        }
+        l.push(b']');
         self.message_tail();
         self.track_text(Part::TurnStart, a, b);
     }
@@ -1512,9 +1545,41 @@ mod tests {
     }
 
     #[test]
+    fn with_images_every_line_is_clean_and_images_are_incompressible_base64() {
+        let options = GenOptions {
+            image_bytes: Some(30_000),
+            ..GenOptions::default()
+        };
+        let mut buf = Vec::new();
+        let stats = generate_with(&mut buf, 4 << 20, 5, options).unwrap();
+        assert!(stats.images > 10, "{stats:?}");
+        assert_clean(&buf, &stats);
+        let text = String::from_utf8(buf).unwrap();
+        let mut seen = 0;
+        for line in text.lines().filter(|l| l.contains(r#""type":"image""#)) {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let block = &v["message"]["content"][1];
+            assert_eq!(block["mimeType"], "image/png");
+            let data = block["data"].as_str().unwrap();
+            assert_eq!(
+                data.len(),
+                40_000,
+                "30,000 bytes are 40,000 base64 characters"
+            );
+            assert!(
+                data.bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'+' || c == b'/')
+            );
+            seen += 1;
+        }
+        assert_eq!(seen, stats.images);
+    }
+
+    #[test]
     fn with_compaction_every_line_is_clean_and_the_output_deterministic() {
         let options = GenOptions {
             compact_window: Some(200_000),
+            ..GenOptions::default()
         };
         let mut buf = Vec::new();
         let stats = generate_with(&mut buf, 12 << 20, 1, options).unwrap();
@@ -1539,6 +1604,7 @@ mod tests {
         for (window, seed) in [(38_000u64, 7u64), (60_000, 2), (200_000, 1)] {
             let options = GenOptions {
                 compact_window: Some(window),
+                ..GenOptions::default()
             };
             let mut buf = Vec::new();
             let stats = generate_with(&mut buf, 3 << 20, seed, options).unwrap();

@@ -1,9 +1,10 @@
 //! Writes a realistic, deterministic v3 pi session of a given size.
 //!
-//! `pisess-bench-gen --out FILE --bytes N [--seed S] [--compact-window TOKENS]`; `N` takes a
-//! `K`, `M` or `G` suffix (powers of 1024). `--compact-window` compacts as pi's auto-compaction
-//! would for a model with that context window (default: never). Prints what it wrote and how
-//! fast.
+//! `pisess-bench-gen --out FILE --bytes N [--seed S] [--compact-window TOKENS] [--image-bytes N]`;
+//! sizes take a `K`, `M` or `G` suffix (powers of 1024). `--compact-window` compacts as pi's
+//! auto-compaction would for a model with that context window (default: never);
+//! `--image-bytes N` attaches a base64 image of N (incompressible) bytes to every user
+//! message, as pasted screenshots are kept. Prints what it wrote and how fast.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,9 +38,12 @@ fn run() -> anyhow::Result<()> {
             "--compact-window" => {
                 options.compact_window = Some(value()?.parse().context("bad --compact-window")?);
             }
+            "--image-bytes" => {
+                options.image_bytes = Some(parse_size(&value()?)?);
+            }
             "-h" | "--help" => {
                 println!(
-                    "usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S] [--compact-window TOKENS]"
+                    "usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S] [--compact-window TOKENS] [--image-bytes N]"
                 );
                 return Ok(());
             }
@@ -48,21 +52,27 @@ fn run() -> anyhow::Result<()> {
     }
     let (Some(out), Some(bytes)) = (out, bytes) else {
         bail!(
-            "usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S] [--compact-window TOKENS]"
+            "usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S] [--compact-window TOKENS] [--image-bytes N]"
         );
     };
+    if options.compact_window.is_some() && options.image_bytes.is_some() {
+        bail!(
+            "--image-bytes and --compact-window do not combine (images are not counted by the compaction tracker)"
+        );
+    }
     let start = Instant::now();
     let stats = pisess_benches::generate_file_with(&out, bytes, seed, options)
         .with_context(|| format!("writing {}", out.display()))?;
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "wrote {} bytes, {} lines ({} tool calls, {} long outputs, {} branches, {} compactions) to {} in {:.2} s: {:.0} MB/s",
+        "wrote {} bytes, {} lines ({} tool calls, {} long outputs, {} branches, {} compactions, {} images) to {} in {:.2} s: {:.0} MB/s",
         stats.bytes,
         stats.lines,
         stats.tool_calls,
         stats.long_outputs,
         stats.branches,
         stats.compactions,
+        stats.images,
         out.display(),
         secs,
         stats.bytes as f64 / secs / 1e6,
