@@ -1485,24 +1485,7 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<(PathBuf, Option<Pat
 
 /// The `*.jsonl` files under a folder, recursively (explicit stack), sorted.
 pub fn jsonl_files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let Ok(ft) = e.file_type() else { continue };
-            if ft.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    files_under(dir, None).into_iter().map(|(p, _)| p).collect()
 }
 
 /// An error and its sources, joined with ": ".
