@@ -363,14 +363,8 @@ if not skip(f"files: pisess files '{q}' across all sessions"):
 # ----------------------------------------------------------------------------- chains
 def write_chain(n):
     chain = os.path.join(WORK, f"chain-{n}.jsonl")
-    with open(chain, "w") as f:
-        f.write('{"type":"session","version":3,"id":"019daa1e-3680-74fc-94de-%012x","timestamp":"2026-04-20T09:00:00.000Z","cwd":"/tmp/chain"}\n' % n)
-        parent = "null"
-        for i in range(n):
-            role = "user" if i % 2 == 0 else "assistant"
-            f.write('{"type":"message","id":"%08x","parentId":%s,"timestamp":"2026-04-20T09:00:00.000Z","message":{"role":"%s","content":[{"type":"text","text":"entry %d"}],"timestamp":1776675600000}}\n' % (i + 1, parent, role, i))
-            parent = '"%08x"' % (i + 1)
-        f.write('{"type":"message","id":"%08x","parentId":"%08x","timestamp":"2026-04-20T09:00:01.000Z","message":{"role":"assistant","content":[{"type":"text","text":"sibling"}],"timestamp":1776675601000}}\n' % (n + 1, n - 1))
+    subprocess.run([os.path.join(BIN, "pisess-bench-gen"), "--out", chain, "--chain", str(n)],
+                   check=True, stdout=subprocess.DEVNULL)
     return chain
 
 

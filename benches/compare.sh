@@ -140,17 +140,12 @@ export IMAGES=$images
 echo "big session: $BIG ($(stat -L -c %s "$BIG") bytes)"
 echo "small session: $SMALL ($(stat -L -c %s "$SMALL") bytes)"
 
-# A folder of LS_N small sessions: copies of the corpus's small v3 files, each with its own
-# header id (and cwd), so every copy is a distinct session.
-lsdir=$cache/ls-$LS_N
+# A folder of LS_N small sessions (about 140 KB each, the corpus's small files' size), from the
+# Rust generator: distinct seeds, so distinct sessions.
+lsdir=$cache/ls-$LS_N-$gen_hash
 if [[ ! -f $lsdir/.done ]]; then
-    echo "making $LS_N sessions in $lsdir"
-    rm -rf "$lsdir" && mkdir -p "$lsdir"
-    smalls=("$CORPUS"/0[1-4]-*.jsonl)
-    for ((k = 0; k < LS_N; k++)); do
-        s=${smalls[$((k % ${#smalls[@]}))]}
-        sed "1s/\"id\":\"\\([^\"]*\\)\"/\"id\":\"\\1-$k\"/" "$s" >"$lsdir/$(printf %05d $k)_$(basename "$s")"
-    done
+    rm -rf "$lsdir"
+    "$BIN/pisess-bench-gen" --out "$lsdir" --sessions "$LS_N" --bytes 140K --seed 1 | sed 's/^/  /'
     touch "$lsdir/.done"
 fi
 export LSDIR=$lsdir

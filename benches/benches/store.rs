@@ -23,7 +23,6 @@
 //! `cargo bench -p pisess-benches --bench store` (a few minutes).
 
 use std::hint::black_box;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -41,31 +40,8 @@ fn env_usize(name: &str, default: usize) -> usize {
 /// A linear chain of `n` messages plus a sibling of the last one; returns the file.
 fn write_chain(dir: &Path, n: usize) -> PathBuf {
     let path = dir.join(format!("chain-{n}.jsonl"));
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).expect("create chain"));
-    writeln!(
-        f,
-        r#"{{"type":"session","version":3,"id":"019daa1e-3680-74fc-94de-{n:012x}","timestamp":"2026-04-20T09:00:00.000Z","cwd":"/tmp/chain"}}"#
-    )
-    .expect("write");
-    let mut parent = "null".to_owned();
-    for i in 0..n {
-        let role = if i % 2 == 0 { "user" } else { "assistant" };
-        writeln!(
-            f,
-            r#"{{"type":"message","id":"{:08x}","parentId":{parent},"timestamp":"2026-04-20T09:00:00.000Z","message":{{"role":"{role}","content":[{{"type":"text","text":"entry {i}"}}],"timestamp":1776675600000}}}}"#,
-            i + 1
-        )
-        .expect("write");
-        parent = format!("\"{:08x}\"", i + 1);
-    }
-    writeln!(
-        f,
-        r#"{{"type":"message","id":"{:08x}","parentId":"{:08x}","timestamp":"2026-04-20T09:00:01.000Z","message":{{"role":"assistant","content":[{{"type":"text","text":"sibling"}}],"timestamp":1776675601000}}}}"#,
-        n + 1,
-        n.saturating_sub(1)
-    )
-    .expect("write");
-    f.flush().expect("flush");
+    let file = std::fs::File::create(&path).expect("create chain");
+    pisess_benches::generate_chain(std::io::BufWriter::new(file), n as u64).expect("write chain");
     path
 }
 

@@ -106,6 +106,58 @@ pub fn generate_file(path: &Path, target_bytes: u64, seed: u64) -> io::Result<Ge
     generate_file_with(path, target_bytes, seed, GenOptions::default())
 }
 
+/// Writes a linear chain of `n` user/assistant messages (ids `00000001`…, each the parent of
+/// the next) plus a sibling of the last one (id `n + 1`, child of `n - 1`): the deepest tree a
+/// session of that many entries can have, for depth-scaling benchmarks. Returns bytes written.
+pub fn generate_chain<W: Write>(mut out: W, n: u64) -> io::Result<u64> {
+    let mut written = 0u64;
+    let mut line = format!(
+        r#"{{"type":"session","version":3,"id":"019daa1e-3680-74fc-94de-{n:012x}","timestamp":"2026-04-20T09:00:00.000Z","cwd":"/tmp/chain"}}"#
+    );
+    line.push('\n');
+    out.write_all(line.as_bytes())?;
+    written += line.len() as u64;
+    for i in 0..n {
+        line.clear();
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let parent = if i == 0 {
+            "null".to_owned()
+        } else {
+            format!("\"{i:08x}\"")
+        };
+        line.push_str(&format!(
+            r#"{{"type":"message","id":"{:08x}","parentId":{parent},"timestamp":"2026-04-20T09:00:00.000Z","message":{{"role":"{role}","content":[{{"type":"text","text":"entry {i}"}}],"timestamp":1776675600000}}}}"#,
+            i + 1
+        ));
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
+        written += line.len() as u64;
+    }
+    line = format!(
+        r#"{{"type":"message","id":"{:08x}","parentId":"{:08x}","timestamp":"2026-04-20T09:00:01.000Z","message":{{"role":"assistant","content":[{{"type":"text","text":"sibling"}}],"timestamp":1776675601000}}}}"#,
+        n + 1,
+        n.saturating_sub(1)
+    );
+    line.push('\n');
+    out.write_all(line.as_bytes())?;
+    written += line.len() as u64;
+    out.flush()?;
+    Ok(written)
+}
+
+/// Writes `count` sessions of about `bytes` each into the folder `dir` (created if needed),
+/// named `NNNNN.jsonl`, session `k` with seed `first_seed + k`: a folder like pi's for one
+/// working directory, for listing benchmarks. Returns the bytes written in all.
+pub fn generate_folder(dir: &Path, count: u64, bytes: u64, first_seed: u64) -> io::Result<u64> {
+    std::fs::create_dir_all(dir)?;
+    let mut total = 0u64;
+    for k in 0..count {
+        let path = dir.join(format!("{k:05}.jsonl"));
+        total += generate_file(&path, bytes, first_seed + k)?.bytes;
+    }
+    Ok(total)
+}
+
 /// [`generate_with`] into a new file at `path` (replaced if it exists).
 pub fn generate_file_with(
     path: &Path,
@@ -1542,6 +1594,45 @@ mod tests {
         let stats = generate(&mut buf, 6 << 20, 3).unwrap();
         assert!(stats.branches > 0 && stats.long_outputs > 0, "{stats:?}");
         assert_clean(&buf, &stats);
+    }
+
+    #[test]
+    fn a_chain_is_one_path_of_n_entries_plus_a_sibling_of_its_leaf() {
+        let mut buf = Vec::new();
+        let bytes = generate_chain(&mut buf, 1000).unwrap();
+        assert_eq!(bytes, buf.len() as u64);
+        let lines: Vec<serde_json::Value> = String::from_utf8(buf)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1002);
+        assert_eq!(lines[0]["type"], "session");
+        assert_eq!(lines[1]["parentId"], serde_json::Value::Null);
+        for i in 2..=1000 {
+            assert_eq!(lines[i]["parentId"], lines[i - 1]["id"], "line {i}");
+        }
+        assert_eq!(lines[1001]["id"], format!("{:08x}", 1001));
+        assert_eq!(lines[1001]["parentId"], lines[999]["id"]);
+    }
+
+    #[test]
+    fn a_folder_holds_distinct_sessions_of_the_size_asked() {
+        let dir = std::env::temp_dir().join(format!("pisess-gen-folder-{}", std::process::id()));
+        let total = generate_folder(&dir, 3, 50_000, 9).unwrap();
+        let mut ids = std::collections::BTreeSet::new();
+        let mut sum = 0;
+        for k in 0..3 {
+            let text = std::fs::read_to_string(dir.join(format!("{k:05}.jsonl"))).unwrap();
+            sum += text.len() as u64;
+            assert!(text.len() >= 50_000, "{k}: {} bytes", text.len());
+            let header: serde_json::Value =
+                serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            ids.insert(header["id"].as_str().unwrap().to_owned());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(sum, total);
+        assert_eq!(ids.len(), 3, "{ids:?}");
     }
 
     #[test]

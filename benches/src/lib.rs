@@ -16,5 +16,6 @@ pub mod generate;
 pub mod measure;
 
 pub use generate::{
-    GenOptions, GenStats, generate, generate_file, generate_file_with, generate_with,
+    GenOptions, GenStats, generate, generate_chain, generate_file, generate_file_with,
+    generate_folder, generate_with,
 };

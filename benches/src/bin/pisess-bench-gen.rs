@@ -5,6 +5,10 @@
 //! auto-compaction would for a model with that context window (default: never);
 //! `--image-bytes N` attaches a base64 image of N (incompressible) bytes to every user
 //! message, as pasted screenshots are kept. Prints what it wrote and how fast.
+//!
+//! `pisess-bench-gen --out FILE --chain N`: a linear chain of N entries plus a sibling of its
+//! leaf. `pisess-bench-gen --out DIR --sessions N --bytes B [--seed S]`: N sessions of about B
+//! bytes each (seeds S, S+1, …) in the folder DIR.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +32,8 @@ fn run() -> anyhow::Result<()> {
     let mut bytes = None;
     let mut seed = 1u64;
     let mut options = pisess_benches::GenOptions::default();
+    let mut chain = None;
+    let mut sessions = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
@@ -41,14 +47,41 @@ fn run() -> anyhow::Result<()> {
             "--image-bytes" => {
                 options.image_bytes = Some(parse_size(&value()?)?);
             }
+            "--chain" => chain = Some(parse_size(&value()?)?),
+            "--sessions" => sessions = Some(parse_size(&value()?)?),
             "-h" | "--help" => {
                 println!(
-                    "usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S] [--compact-window TOKENS] [--image-bytes N]"
+                    "usage: pisess-bench-gen --out FILE --bytes N[K|M|G] [--seed S] [--compact-window TOKENS] [--image-bytes N]\n       pisess-bench-gen --out FILE --chain N\n       pisess-bench-gen --out DIR --sessions N --bytes B [--seed S]"
                 );
                 return Ok(());
             }
             other => bail!("unknown argument {other:?} (try --help)"),
         }
+    }
+    if let (Some(out), Some(n)) = (&out, chain) {
+        let start = Instant::now();
+        let file =
+            std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
+        let bytes =
+            pisess_benches::generate_chain(std::io::BufWriter::with_capacity(1 << 20, file), n)
+                .with_context(|| format!("writing {}", out.display()))?;
+        println!(
+            "wrote a {n}-entry chain, {bytes} bytes, to {} in {:.2} s",
+            out.display(),
+            start.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
+    if let (Some(out), Some(n), Some(each)) = (&out, sessions, bytes) {
+        let start = Instant::now();
+        let total = pisess_benches::generate_folder(out, n, each, seed)
+            .with_context(|| format!("writing into {}", out.display()))?;
+        println!(
+            "wrote {n} sessions, {total} bytes, into {} in {:.2} s",
+            out.display(),
+            start.elapsed().as_secs_f64()
+        );
+        return Ok(());
     }
     let (Some(out), Some(bytes)) = (out, bytes) else {
         bail!(
