@@ -1,6 +1,7 @@
 //! `pisess verify [--repair]` on a store whose indexes were damaged behind its back (rows of
 //! `entry_ids`, `parents`, `children`, `labels` and of the file index — `file_ops`,
-//! `file_paths`, `tool_results` — removed, altered or invented directly with redb): verify
+//! `file_paths`, `tool_results` — and of `settings`, removed, altered or invented directly with
+//! redb): verify
 //! reports every damaged table, `--repair` rebuilds them from the records, a
 //! second verify passes, the store is again identical to the undamaged one (content digest of
 //! every table) and queries answer as before.
@@ -9,7 +10,7 @@ use std::fs;
 use std::path::Path;
 
 use pisess_engine::files::{FILE_OPS, FILE_PATHS, TOOL_RESULTS};
-use pisess_engine::schema::{CHILDREN, ENTRY_IDS, LABELS, PARENTS};
+use pisess_engine::schema::{CHILDREN, ENTRY_IDS, LABELS, PARENTS, SETTING_THINKING, SETTINGS};
 use pisess_engine::{EntryKey, Link, Store};
 use redb::ReadableTable;
 
@@ -146,6 +147,12 @@ fn damage(path: &Path) {
         results
             .insert((s, "toolu_invented"), [1u8].as_slice())
             .unwrap();
+
+        // The settings index: one row removed, one invented for a row that is no setting.
+        let mut settings = tx.open_table(SETTINGS).unwrap();
+        let (sk, ek) = settings.iter().unwrap().next().unwrap().unwrap().0.value();
+        settings.remove((sk, ek)).unwrap();
+        settings.insert((sk, ek + 1), SETTING_THINKING).unwrap();
     }
     tx.commit().unwrap();
 }
@@ -190,6 +197,7 @@ fn verify_reports_damaged_indexes_and_repair_rebuilds_them_from_the_records() {
         "file_ops.v3",
         "file_paths.v2",
         "tool_results.v2",
+        "settings.v1",
     ] {
         assert!(
             out.contains(&format!("{table}: ")),
