@@ -1,8 +1,7 @@
 //! `pisess verify [--repair]` on a store whose indexes were damaged behind its back (rows of
 //! `entry_ids`, `parents`, `children`, `labels` and of the file index — `file_ops`,
 //! `file_paths`, `tool_results` — and of `settings`, removed, altered or invented directly with
-//! redb): verify
-//! reports every damaged table, `--repair` rebuilds them from the records, a
+//! redb): verify reports every damaged table, `--repair` rebuilds them from the records, a
 //! second verify passes, the store is again identical to the undamaged one (content digest of
 //! every table) and queries answer as before.
 
