@@ -147,6 +147,25 @@ pub struct Run {
     pub code: i32,
 }
 
+/// Runs pisess with the store `store`: (exit code, stdout, stderr).
+pub fn run_with_store<S: AsRef<std::ffi::OsStr>>(
+    env: &TestEnv,
+    store: &Path,
+    args: &[S],
+) -> (i32, String, String) {
+    let out = env
+        .pisess()
+        .env("PISESS_STORE", store)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Runs `pisess ARGS` in the test environment.
 pub fn run(env: &TestEnv, args: &[&str]) -> Run {
     run_in(env, args, None)

@@ -9,7 +9,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::common::{TestEnv, corpus, fixture};
+use crate::common::{TestEnv, corpus, fixture, run_with_store as run};
 
 /// A tmpfs of `size` mounted on a fresh folder; unmounted on drop.
 struct Tmpfs {
@@ -64,21 +64,6 @@ fn listing(dir: &Path) -> Vec<String> {
         .collect();
     v.sort();
     v
-}
-
-/// Runs pisess with the store `store`: (exit code, stdout, stderr).
-fn run(env: &TestEnv, store: &Path, args: &[&std::ffi::OsStr]) -> (i32, String, String) {
-    let out = env
-        .pisess()
-        .env("PISESS_STORE", store)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn os(s: &str) -> &std::ffi::OsStr {

@@ -13,21 +13,7 @@ use pisess_engine::schema::{CHILDREN, ENTRY_IDS, LABELS, PARENTS, SETTING_THINKI
 use pisess_engine::{EntryKey, Link, Store};
 use redb::ReadableTable;
 
-use crate::common::{TestEnv, fixture};
-
-fn run(env: &TestEnv, store: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = env
-        .pisess()
-        .env("PISESS_STORE", store)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::common::{TestEnv, fixture, run_with_store as run};
 
 /// Answers that read every damaged index: the catalogue, and per session its log, tree,
 /// context and labels.
