@@ -365,6 +365,152 @@ fn lean_context_equals_the_projection() {
     t.finish("lean context");
 }
 
+/// The lean compaction and branch-summary preparations (one entry at a time from a
+/// `PathSource`) answer as `prepare_compaction` and `prepare_branch_entries` do, at about 100
+/// entries of every fixture (evenly spread, plus every compaction, context edit and branch
+/// summary and the entry after it): compaction with pi's default `keepRecentTokens` and a
+/// small one, and the branch left from each entry to the previous sample and to the leaf.
+#[test]
+fn lean_preparations_equal_the_in_memory_ones() {
+    use pisess_engine::agent::lean::ValuePath;
+    use pisess_engine::agent::lean_preparation::{LeanBranch, LeanCompaction, Part};
+    use pisess_engine::agent::{
+        Msg, collect_entries_for_branch_summary, prepare_branch_entries, prepare_compaction,
+    };
+    type Never = std::convert::Infallible;
+    let owned = |v: &[Msg<'_>]| v.iter().map(|m| m.clone().into_owned()).collect::<Vec<_>>();
+    let mut t = Tally::default();
+    let (mut prepared, mut branches) = (0, 0);
+    for fx in fixtures() {
+        let Some(entries) = fx.entries.as_ref() else {
+            continue;
+        };
+        let index = EntryIndex::new(entries);
+        let step = (entries.len() / 100).max(1);
+        let shaping = |e: &Value| {
+            matches!(
+                e.get("type").and_then(Value::as_str),
+                Some("compaction" | "context_edit" | "branch_summary")
+            )
+        };
+        let leaf = entries
+            .iter()
+            .rev()
+            .find_map(|e| e.get("id").and_then(Value::as_str));
+        let leaf_path = leaf.and_then(|l| index.branch(l).ok()).unwrap_or_default();
+        let mut previous: Option<Vec<&Value>> = None;
+        for (i, e) in entries.iter().enumerate() {
+            let wanted = i % step == 0
+                || i + 1 == entries.len()
+                || shaping(e)
+                || (i > 0 && shaping(&entries[i - 1]));
+            if !wanted {
+                continue;
+            }
+            let Some(id) = e.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            let Ok(path) = index.branch(id) else {
+                continue;
+            };
+            let src = ValuePath(&path);
+            for keep in [20000.0, 500.0] {
+                let settings = CompactionSettings {
+                    keep_recent_tokens: keep,
+                    ..CompactionSettings::default()
+                };
+                let mut bad = Vec::new();
+                match (
+                    LeanCompaction::prepare(&src, settings).unwrap(),
+                    prepare_compaction(&path, settings),
+                ) {
+                    (Err(a), Err(b)) if a == b => {}
+                    (Ok(l), Ok(m)) => {
+                        prepared += 1;
+                        let (mut h, mut p) = (Vec::new(), Vec::new());
+                        let ops = l
+                            .messages(&src, |part, msg| {
+                                match part {
+                                    Part::History => h.push(msg.clone()),
+                                    Part::TurnPrefix => p.push(msg.clone()),
+                                }
+                                Ok::<(), Never>(())
+                            })
+                            .unwrap();
+                        if (&l.first_kept_entry_id, l.is_split_turn, l.tokens_before)
+                            != (&m.first_kept_entry_id, m.is_split_turn, m.tokens_before)
+                        {
+                            bad.push("cut".to_owned());
+                        }
+                        if l.previous_summary != m.previous_summary {
+                            bad.push("previous summary".to_owned());
+                        }
+                        if h != owned(&m.messages_to_summarize) {
+                            bad.push("messages to summarize".to_owned());
+                        }
+                        if p != owned(&m.turn_prefix_messages) {
+                            bad.push("turn prefix".to_owned());
+                        }
+                        if ops.to_json() != m.file_ops.to_json() {
+                            bad.push("file ops".to_owned());
+                        }
+                    }
+                    (l, m) => bad.push(format!("lean {:?} vs {:?}", l.err(), m.err())),
+                }
+                t.check(format!("{} compaction@{id} keep {keep}", fx.name), bad);
+            }
+            for other in [previous.as_deref(), Some(&leaf_path[..])]
+                .into_iter()
+                .flatten()
+            {
+                branches += 1;
+                let lean = LeanBranch::prepare::<_, _, Never>(
+                    Some(&ValuePath(other)),
+                    &src,
+                    DEFAULT_BUDGET,
+                )
+                .unwrap();
+                let c = collect_entries_for_branch_summary(other, &path);
+                let m = prepare_branch_entries(&c.entries, DEFAULT_BUDGET);
+                let mut ids = Vec::new();
+                lean.entry_ids(&ValuePath(other), |id| {
+                    ids.push(id.clone());
+                    Ok::<(), Never>(())
+                })
+                .unwrap();
+                let mut bad = Vec::new();
+                if lean.common_ancestor_id != c.common_ancestor_id {
+                    bad.push("common ancestor".to_owned());
+                }
+                if ids
+                    != c.entries
+                        .iter()
+                        .map(|e| e["id"].clone())
+                        .collect::<Vec<_>>()
+                {
+                    bad.push("entry ids".to_owned());
+                }
+                if lean.messages != owned(&m.messages)
+                    || lean.total_tokens != m.total_tokens
+                    || lean.file_ops.to_json() != m.file_ops.to_json()
+                {
+                    bad.push("prepared messages".to_owned());
+                }
+                t.check(format!("{} branch ->{id}", fx.name), bad);
+            }
+            previous = Some(path);
+        }
+    }
+    assert!(
+        prepared > 100 && branches > 100,
+        "{prepared} preparations, {branches} branches"
+    );
+    t.finish("lean preparations");
+}
+
+/// pi's branch-summary budget with its default model window (128,000 − 16,384).
+const DEFAULT_BUDGET: f64 = 128_000.0 - 16_384.0;
+
 /// The `--window` of regen.sh's cut-at samples.
 const CUT_AT_WINDOW: f64 = 8000.0;
 

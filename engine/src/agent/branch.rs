@@ -78,7 +78,9 @@ impl BranchPreparation<'_> {
     }
 }
 
-fn message_from_entry<'a>(entry: &'a Value, edit: Option<&Value>) -> Option<Msg<'a>> {
+/// The message pi summarises for an entry of the branch left (`getMessageFromEntry`): none
+/// for tool results and entries without one; `edit` is the context edit of the entry.
+pub(crate) fn message_from_entry<'a>(entry: &'a Value, edit: Option<&Value>) -> Option<Msg<'a>> {
     match type_of(entry)? {
         "message" => {
             let m = entry.get("message")?;

@@ -55,22 +55,86 @@ fn is_turn_start_message(m: &Value) -> bool {
     )
 }
 
-/// The cut-point algorithm over entries with their messages; `recovery` enables the
-/// recovery-omission rule (projected form only).
-fn cut_point(
-    entries: &[ProjectedEntry<'_>],
+/// What the cut-point algorithm and the recovery-omission rule need to know about one
+/// projected entry: computed from the entry and its projected messages, so the algorithm runs
+/// the same over entries held in memory and over entries streamed from a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutFacts {
+    /// The entry is a `compaction`.
+    pub compaction: bool,
+    /// Not a compaction, and one of its messages is a cut point.
+    pub cut_point: bool,
+    /// Not a compaction, and one of its messages starts a turn.
+    pub turn_start: bool,
+    /// The sum of its messages' estimates.
+    pub tokens: u64,
+    /// It has projected messages.
+    pub has_messages: bool,
+    /// Not a compaction: how many of its messages are not system messages (what
+    /// `messagesToSummarize` takes from it).
+    pub summarisable: u32,
+    /// A `message` entry whose message is an assistant's.
+    pub assistant_message: bool,
+    /// Visible: not a context edit, and has messages before projection.
+    pub visible: bool,
+    /// Visible but without projected messages (hidden by a context edit): `Some(its string
+    /// id)`.
+    pub omitted_id: Option<Option<Box<str>>>,
+    /// A `context_edit` whose `replacement` is not `null`: `Some(its string targetId)`.
+    pub replacement_target: Option<Option<Box<str>>>,
+}
+
+impl CutFacts {
+    /// The facts of `entry` whose projected messages are `messages`.
+    pub fn of(entry: &Value, messages: &[Msg<'_>]) -> Self {
+        let compaction = type_of(entry) == Some("compaction");
+        let context_edit = type_of(entry) == Some("context_edit");
+        let has_messages = !messages.is_empty();
+        let visible = !context_edit && !entry_messages(entry).is_empty();
+        let as_box = |v: Option<&Value>| v.and_then(Value::as_str).map(Box::from);
+        Self {
+            compaction,
+            cut_point: !compaction && messages.iter().any(|m| is_cut_point_message(m)),
+            turn_start: !compaction && messages.iter().any(|m| is_turn_start_message(m)),
+            tokens: messages.iter().map(|m| estimate_tokens(m)).sum(),
+            has_messages,
+            summarisable: if compaction {
+                0
+            } else {
+                let n = messages
+                    .iter()
+                    .filter(|m| role(m) != Some("system"))
+                    .count();
+                u32::try_from(n).unwrap_or(u32::MAX)
+            },
+            assistant_message: type_of(entry) == Some("message")
+                && entry.get("message").and_then(role) == Some("assistant"),
+            visible,
+            omitted_id: (visible && !has_messages).then(|| as_box(entry.get("id"))),
+            replacement_target: (context_edit && entry.get("replacement") != Some(&Value::Null))
+                .then(|| as_box(entry.get("targetId"))),
+        }
+    }
+
+    /// The facts of every projected entry.
+    pub fn of_projected(entries: &[ProjectedEntry<'_>]) -> Vec<Self> {
+        entries
+            .iter()
+            .map(|e| Self::of(e.entry, &e.messages))
+            .collect()
+    }
+}
+
+/// The cut-point algorithm over entries' facts; `recovery` enables the recovery-omission rule
+/// (projected form only).
+pub fn cut_point(
+    facts: &[CutFacts],
     start: usize,
     end: usize,
     keep: f64,
     recovery: bool,
 ) -> CutPoint {
-    let is_compaction = |e: &ProjectedEntry<'_>| type_of(e.entry) == Some("compaction");
-    let cut_points: Vec<usize> = (start..end)
-        .filter(|&i| {
-            !is_compaction(&entries[i])
-                && entries[i].messages.iter().any(|m| is_cut_point_message(m))
-        })
-        .collect();
+    let cut_points: Vec<usize> = (start..end).filter(|&i| facts[i].cut_point).collect();
     let (Some(&first), Some(&last)) = (cut_points.first(), cut_points.last()) else {
         return CutPoint {
             first_kept_entry_index: start,
@@ -82,7 +146,7 @@ fn cut_point(
     let mut exceeded = false;
     let mut cut = first;
     for i in (start..end).rev() {
-        let t: u64 = entries[i].messages.iter().map(|m| estimate_tokens(m)).sum();
+        let t = facts[i].tokens;
         if t == 0 {
             continue;
         }
@@ -93,26 +157,23 @@ fn cut_point(
             break;
         }
     }
-    if recovery && exceeded && recovery_omission_suffix(&entries[(cut + 1).min(end)..end]) {
+    if recovery && exceeded && recovery_omission_suffix(&facts[(cut + 1).min(end)..end]) {
         cut += 1;
     }
     while cut > start {
-        let prev = &entries[cut - 1];
-        if is_compaction(prev) || !prev.messages.is_empty() {
+        let prev = &facts[cut - 1];
+        if prev.compaction || prev.has_messages {
             break;
         }
         cut -= 1;
     }
-    let is_turn_start = |e: &ProjectedEntry<'_>| {
-        !is_compaction(e) && e.messages.iter().any(|m| is_turn_start_message(m))
-    };
-    let starts_turn = entries.get(cut).is_some_and(is_turn_start);
+    let starts_turn = facts.get(cut).is_some_and(|f| f.turn_start);
     let turn_start = if starts_turn {
         None
     } else {
-        (start..=cut.min(entries.len().saturating_sub(1)))
+        (start..=cut.min(facts.len().saturating_sub(1)))
             .rev()
-            .find(|&i| is_turn_start(&entries[i]))
+            .find(|&i| facts[i].turn_start)
     };
     CutPoint {
         first_kept_entry_index: cut,
@@ -123,30 +184,23 @@ fn cut_point(
 
 /// The recovery-omission rule: the suffix after the cut is closed and holds an assistant
 /// attempt hidden by a context edit.
-fn recovery_omission_suffix(suffix: &[ProjectedEntry<'_>]) -> bool {
-    let visible = |e: &ProjectedEntry<'_>| {
-        type_of(e.entry) != Some("context_edit") && !entry_messages(e.entry).is_empty()
-    };
-    let omitted = |e: &ProjectedEntry<'_>| visible(e) && e.messages.is_empty();
+fn recovery_omission_suffix(suffix: &[CutFacts]) -> bool {
     let omitted_ids: HashSet<Option<&str>> = suffix
         .iter()
-        .filter(|e| omitted(e))
-        .map(|e| e.entry.get("id").and_then(Value::as_str))
+        .filter_map(|f| f.omitted_id.as_ref().map(Option::as_deref))
         .collect();
-    let external_replacement = suffix.iter().any(|e| {
-        type_of(e.entry) == Some("context_edit")
-            && e.entry.get("replacement") != Some(&Value::Null)
-            && !omitted_ids.contains(&e.entry.get("targetId").and_then(Value::as_str))
+    let external_replacement = suffix.iter().any(|f| {
+        f.replacement_target
+            .as_ref()
+            .is_some_and(|t| !omitted_ids.contains(&t.as_deref()))
     });
     !external_replacement
-        && suffix.iter().any(|e| {
-            type_of(e.entry) == Some("message")
-                && e.entry.get("message").and_then(role) == Some("assistant")
-                && omitted(e)
-        })
         && suffix
             .iter()
-            .all(|e| type_of(e.entry) != Some("compaction") && (!visible(e) || omitted(e)))
+            .any(|f| f.assistant_message && f.omitted_id.is_some())
+        && suffix
+            .iter()
+            .all(|f| !f.compaction && (!f.visible || !f.has_messages))
 }
 
 /// pi's `findProjectedCutPoint` over projected entries `[start, end)`.
@@ -156,7 +210,7 @@ pub fn find_projected_cut_point(
     end: usize,
     keep: f64,
 ) -> CutPoint {
-    cut_point(entries, start, end, keep, true)
+    cut_point(&CutFacts::of_projected(entries), start, end, keep, true)
 }
 
 /// pi's exported legacy `findCutPoint` over raw path entries `[start, end)` (no edits, no
@@ -169,7 +223,7 @@ pub fn find_cut_point(path: &[&Value], start: usize, end: usize, keep: f64) -> C
             messages: entry_messages(entry),
         })
         .collect();
-    cut_point(&raw, start, end, keep, false)
+    cut_point(&CutFacts::of_projected(&raw), start, end, keep, false)
 }
 
 /// pi's `CompactionPreparation`.
@@ -219,6 +273,53 @@ fn for_compaction<'a>(entries: &[ProjectedEntry<'a>]) -> Vec<Msg<'a>> {
         .collect()
 }
 
+/// What `prepareCompaction` decides from the projected entries' facts alone: the boundary,
+/// the cut, and which projected entries give `messagesToSummarize` and `turnPrefixMessages`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutPlan {
+    /// Position of the previous compaction (the first compaction with messages), if any.
+    pub previous: Option<usize>,
+    /// The cut.
+    pub cut: CutPoint,
+    /// Positions whose messages are summarised (may be empty).
+    pub history: std::ops::Range<usize>,
+    /// Positions of the split turn's prefix (empty unless split).
+    pub turn_prefix: std::ops::Range<usize>,
+}
+
+impl CutPlan {
+    /// Plans the cut over the facts of a whole projection, or says why there is nothing to
+    /// prepare (`AlreadyCompacted` is the caller's: it depends on the path's last entry).
+    pub fn new(facts: &[CutFacts], keep: f64) -> Result<Self, NoCompaction> {
+        let previous = facts.iter().position(|f| f.compaction && f.has_messages);
+        let boundary_start = previous.map_or(0, |i| i + 1);
+        let cut = cut_point(facts, boundary_start, facts.len(), keep, true);
+        if cut.first_kept_entry_index >= facts.len() {
+            return Err(NoCompaction::NothingToCompact);
+        }
+        let history_end = match cut.turn_start_index {
+            Some(t) if cut.is_split_turn => t,
+            _ => cut.first_kept_entry_index,
+        };
+        let history = boundary_start..history_end.max(boundary_start);
+        let turn_prefix = match cut.turn_start_index {
+            Some(t) if cut.is_split_turn => t..cut.first_kept_entry_index,
+            _ => 0..0,
+        };
+        let summarisable =
+            |r: &std::ops::Range<usize>| facts[r.clone()].iter().any(|f| f.summarisable > 0);
+        if !summarisable(&history) && !summarisable(&turn_prefix) {
+            return Err(NoCompaction::NothingToCompact);
+        }
+        Ok(Self {
+            previous,
+            cut,
+            history,
+            turn_prefix,
+        })
+    }
+}
+
 /// pi's `prepareCompaction(pathEntries, settings)` over a path root→leaf.
 pub fn prepare_compaction<'a>(
     path: &[&'a Value],
@@ -232,15 +333,9 @@ pub fn prepare_compaction<'a>(
     }
     let projection = project(path);
     let pe = &projection.entries;
-    let prev = pe
-        .iter()
-        .position(|e| type_of(e.entry) == Some("compaction") && !e.messages.is_empty());
-    let previous_summary = prev.and_then(|i| pe[i].entry.get("summary").cloned());
-    let boundary_start = prev.map_or(0, |i| i + 1);
-    let tokens_before = estimate_projected_context_tokens(&projection, path).tokens;
-    let cut = find_projected_cut_point(pe, boundary_start, pe.len(), settings.keep_recent_tokens);
+    let plan = CutPlan::new(&CutFacts::of_projected(pe), settings.keep_recent_tokens)?;
     let Some(first_kept_entry_id) = pe
-        .get(cut.first_kept_entry_index)
+        .get(plan.cut.first_kept_entry_index)
         .and_then(|e| e.entry.get("id"))
         .and_then(Value::as_str)
         .filter(|id| !id.is_empty())
@@ -248,42 +343,42 @@ pub fn prepare_compaction<'a>(
     else {
         return Err(NoCompaction::NothingToCompact);
     };
-    let history_end = match cut.turn_start_index {
-        Some(t) if cut.is_split_turn => t,
-        _ => cut.first_kept_entry_index,
-    };
-    let messages_to_summarize = for_compaction(pe.get(boundary_start..history_end).unwrap_or(&[]));
-    let turn_prefix_messages = match cut.turn_start_index {
-        Some(t) if cut.is_split_turn => for_compaction(&pe[t..cut.first_kept_entry_index]),
-        _ => Vec::new(),
-    };
-    if messages_to_summarize.is_empty() && turn_prefix_messages.is_empty() {
-        return Err(NoCompaction::NothingToCompact);
-    }
+    let previous_summary = plan
+        .previous
+        .and_then(|i| pe[i].entry.get("summary").cloned());
+    let tokens_before = estimate_projected_context_tokens(&projection, path).tokens;
+    let messages_to_summarize = for_compaction(&pe[plan.history.clone()]);
+    let turn_prefix_messages = for_compaction(&pe[plan.turn_prefix.clone()]);
     let mut file_ops = FileOps::default();
-    if let Some(p) = prev {
-        let c = pe[p].entry;
-        if !super::js::truthy(c.get("fromHook"))
-            && let Some(d) = c.get("details").filter(|d| super::js::truthy(Some(d)))
-        {
-            file_ops.add_details(d);
-        }
+    if let Some(d) = plan.previous.and_then(|p| inherited_details(pe[p].entry)) {
+        file_ops.add_details(d);
     }
     for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
         file_ops.add_message(m);
     }
     Ok(CompactionPreparation {
         first_kept_entry_id,
-        first_kept_projected_index: cut.first_kept_entry_index,
+        first_kept_projected_index: plan.cut.first_kept_entry_index,
         messages_to_summarize,
         turn_prefix_messages,
-        is_split_turn: cut.is_split_turn,
+        is_split_turn: plan.cut.is_split_turn,
         tokens_before,
         previous_summary,
         file_ops,
         settings,
         projection,
     })
+}
+
+/// The `details` of the previous compaction whose file operations a new one inherits: none
+/// when it came from a hook or has no truthy `details`.
+pub fn inherited_details(compaction: &Value) -> Option<&Value> {
+    if super::js::truthy(compaction.get("fromHook")) {
+        return None;
+    }
+    compaction
+        .get("details")
+        .filter(|d| super::js::truthy(Some(d)))
 }
 
 impl CompactionPreparation<'_> {

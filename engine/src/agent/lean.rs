@@ -49,6 +49,8 @@ pub enum Kind {
     Assistant,
     /// A `message` entry whose message has role `system`.
     System,
+    /// `branch_summary`
+    BranchSummary,
     /// Anything else.
     Other,
     /// Not known without decoding the entry.
@@ -63,6 +65,7 @@ impl Kind {
             Some("context_edit") => Self::ContextEdit,
             Some("thinking_level_change") => Self::ThinkingLevelChange,
             Some("model_change") => Self::ModelChange,
+            Some("branch_summary") => Self::BranchSummary,
             Some("message") => {
                 match e
                     .get("message")
@@ -90,6 +93,7 @@ impl Kind {
             (Some("context_edit"), _) => Self::ContextEdit,
             (Some("thinking_level_change"), _) => Self::ThinkingLevelChange,
             (Some("model_change"), _) => Self::ModelChange,
+            (Some("branch_summary"), _) => Self::BranchSummary,
             _ => Self::Other,
         }
     }
@@ -347,20 +351,26 @@ impl LeanContext {
         Ok(())
     }
 
-    /// Decodes the selected entries one at a time and calls `f` with each entry's projected
-    /// messages (its context edit applied; none for a compaction after the first entry).
-    fn each_entry<S, E>(
+    /// Decodes the selected entries at context positions `positions` one at a time and calls
+    /// `f(position, path index, entry, projected messages)` for each, as
+    /// [`super::project::project`] lists them: the entry's context edit applied, no messages
+    /// for a compaction after the first position.
+    pub fn projected_entries<S, E>(
         &self,
         src: &S,
-        mut f: impl FnMut(usize, &Value, &[Msg<'_>]) -> Result<(), E>,
+        positions: Range<usize>,
+        mut f: impl FnMut(usize, usize, &Value, &[Msg<'_>]) -> Result<(), E>,
     ) -> Result<(), E>
     where
         S: PathSource,
         E: From<S::Error>,
     {
-        for (pos, i) in self.selected().enumerate() {
+        let skip = positions.start;
+        let take = positions.end.saturating_sub(positions.start);
+        for (pos, i) in self.selected().enumerate().skip(skip).take(take) {
             let entry = src.value(i)?;
             if pos > 0 && type_of(&entry) == Some("compaction") {
+                f(pos, i, &entry, &[])?;
                 continue;
             }
             let edit = match id_of(&entry).and_then(|id| self.edits.get(id)) {
@@ -368,9 +378,31 @@ impl LeanContext {
                 None => None,
             };
             let messages = project_entry(&entry, edit.as_ref());
-            f(i, &entry, &messages)?;
+            f(pos, i, &entry, &messages)?;
         }
         Ok(())
+    }
+
+    /// [`Self::projected_entries`] over every selected entry, returning the projected token
+    /// estimate (`estimateProjectedContextTokens`) accumulated on the way.
+    pub fn projected_entries_with_estimate<S, E>(
+        &self,
+        src: &S,
+        mut f: impl FnMut(usize, usize, &Value, &[Msg<'_>]) -> Result<(), E>,
+    ) -> Result<ContextEstimate, E>
+    where
+        S: PathSource,
+        E: From<S::Error>,
+    {
+        let mut acc = EstimateAcc::default();
+        self.projected_entries::<S, E>(src, 0..self.selected_len(), |pos, i, entry, messages| {
+            let id_truthy = truthy(entry.get("id"));
+            for m in messages {
+                acc.add(m, i, id_truthy);
+            }
+            f(pos, i, entry, messages)
+        })?;
+        Ok(acc.finish(self.invalidating))
     }
 
     /// Calls `f` with each message of the context in order (pi's `buildSessionContext`
@@ -385,16 +417,12 @@ impl LeanContext {
         S: PathSource,
         E: From<S::Error>,
     {
-        let mut acc = EstimateAcc::default();
-        self.each_entry::<S, E>(src, |i, entry, messages| {
-            let id_truthy = truthy(entry.get("id"));
+        self.projected_entries_with_estimate::<S, E>(src, |_, _, _, messages| {
             for m in messages {
-                acc.add(m, i, id_truthy);
                 f(m)?;
             }
             Ok(())
-        })?;
-        Ok(acc.finish(self.invalidating))
+        })
     }
 
     /// Calls `f` with each message as the model receives it (`convertToLlm(messages)`).
@@ -407,7 +435,7 @@ impl LeanContext {
         S: PathSource,
         E: From<S::Error>,
     {
-        self.each_entry::<S, E>(src, |_, _, messages| {
+        self.projected_entries::<S, E>(src, 0..self.selected_len(), |_, _, _, messages| {
             for m in convert_to_llm(messages.iter().map(AsRef::as_ref)) {
                 f(&m)?;
             }

@@ -9,6 +9,8 @@
 //!   `convertToLlm`);
 //! - [`lean`]: the same projection over a path read one entry at a time from a
 //!   [`lean::PathSource`] (a store), with memory bounded by the path's length;
+//! - [`lean_preparation`]: compaction and branch-summary preparation over the same
+//!   one-entry-at-a-time source;
 //! - [`tokens`]: estimates, usage-based context size, `shouldCompact`;
 //! - [`compaction`]: cut points, `prepareCompaction`, summariser prompts, stored summary;
 //! - [`branch`]: branch-summary collection and preparation;
@@ -53,6 +55,7 @@ pub mod fileops;
 pub mod fork;
 pub mod js;
 pub mod lean;
+pub mod lean_preparation;
 pub mod path;
 pub mod project;
 pub mod report;

@@ -44,7 +44,8 @@ pub fn summarize_message(m: &Value) -> Value {
     Value::Object(o)
 }
 
-fn lists_json(ops: &FileOps) -> (Value, Value, Value) {
+/// `readFiles`, `modifiedFiles` and the summary's file-list suffix of `ops`, as JSON.
+pub fn lists_json(ops: &FileOps) -> (Value, Value, Value) {
     let (read, modified) = compute_file_lists(ops);
     let suffix = format_file_operations(&read, &modified);
     (json!(read), json!(modified), Value::String(suffix))
@@ -125,10 +126,7 @@ pub fn cut_report(
     };
     let mut o = Map::new();
     o.insert("leafId".into(), opt_str(leaf));
-    o.insert(
-        "settings".into(),
-        json!({"enabled": settings.enabled, "reserveTokens": num(settings.reserve_tokens), "keepRecentTokens": num(settings.keep_recent_tokens)}),
-    );
+    o.insert("settings".into(), settings_json(&settings));
     o.insert(
         "rawFindCutPoint".into(),
         json!({
@@ -214,6 +212,11 @@ pub fn cut_report(
         }
     }
     Value::Object(o)
+}
+
+/// The `settings` object of the oracle's `cut`.
+pub fn settings_json(settings: &CompactionSettings) -> Value {
+    json!({"enabled": settings.enabled, "reserveTokens": num(settings.reserve_tokens), "keepRecentTokens": num(settings.keep_recent_tokens)})
 }
 
 /// The oracle's `fileops FILE [--leaf ID]` for the path at `leaf`.
