@@ -8,18 +8,18 @@
 
 use std::io::Write;
 
-use pisess_engine::agent::compaction::{
-    NoCompaction, find_projected_cut_point, prepare_compaction,
-};
-use pisess_engine::agent::path::{id_of, type_of};
-use pisess_engine::agent::report::cut_report;
+use pisess_engine::agent::compaction::{NoCompaction, prepare_compaction};
+use pisess_engine::agent::fileops::compute_file_lists;
+use pisess_engine::agent::js::num;
+use pisess_engine::agent::lean_preparation::{LeanCompaction, Part};
+use pisess_engine::agent::report::{lists_json, settings_json, summarize_message};
 use pisess_engine::agent::summary::compaction_summary;
-use pisess_engine::agent::tokens::CompactionSettings;
-use serde_json::{Map, Value, json};
+use pisess_engine::agent::tokens::{CompactionSettings, should_compact};
+use serde_json::{Value, json};
 
 use super::summarizer::summarize;
-use crate::command_error::{CommandResult, Outcome};
-use crate::session_arg::open_session;
+use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::session_arg::{StoredPath, open_session, open_session_read};
 use crate::ui::{Ui, safe};
 
 /// Compact a session's context as pi would: cut, summarise, append a compaction.
@@ -66,75 +66,46 @@ pub fn cmd_compact(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
     if !args.dry_run {
         return write_compaction(ui, args);
     }
-    let session = open_session(&args.session)?;
+    let session = open_session_read(&args.session)?;
     let at = match &args.at {
         Some(a) => session.entry(a)?,
         None => session.leaf()?,
     };
-    let values = session.path_values(at)?;
-    let path: Vec<&Value> = values.iter().map(|(_, v)| v).collect();
+    let path = session.path_source(at)?;
     let leaf_id = session.id(at)?;
-    let settings = CompactionSettings {
-        enabled: true,
-        reserve_tokens: args.reserve,
-        keep_recent_tokens: args.keep,
-    };
-    let report = cut_report(Some(&leaf_id), &path, settings, false, args.window);
-    let mut o = Map::new();
-    o.insert("leafId".into(), leaf_id.clone().into());
-    o.insert(
-        "settings".into(),
-        report.get("settings").cloned().unwrap_or(Value::Null),
-    );
-    let prep = report.get("preparation").and_then(Value::as_object);
-    o.insert("compactable".into(), prep.is_some().into());
-    match prep {
-        None => {
-            o.insert(
-                "reason".into(),
-                report.get("reason").cloned().unwrap_or(Value::Null),
-            );
-        }
-        Some(p) => {
-            for (k, v) in p {
-                if k == "details" {
-                    for (dk, dv) in v.as_object().into_iter().flatten() {
-                        o.insert(dk.clone(), dv.clone());
-                    }
-                } else {
-                    o.insert(k.clone(), v.clone());
-                }
-            }
-            let (summarize, prefix) = summarized_entries(&path, settings);
-            o.insert("summarizeEntryIds".into(), json!(summarize));
-            o.insert("turnPrefixEntryIds".into(), json!(prefix));
-            if let Some(s) = report.get("shouldCompact") {
-                o.insert("shouldCompact".into(), s.clone());
-            }
-        }
-    }
-    let o = Value::Object(o);
+    let settings = settings_of(args);
+    let prep = LeanCompaction::prepare(&path, settings)?;
     if ui.json {
-        ui.json_line(&o)?;
+        write_json(ui.out(), &leaf_id, &path, &prep, settings, args.window)?;
         return Ok(Outcome::Success);
     }
-    let g = |k: &str| o.get(k).cloned().unwrap_or(Value::Null);
-    let n = |k: &str| o.get(k).and_then(Value::as_array).map_or(0, Vec::len);
     writeln!(ui.out(), "compaction at {} (dry run)", safe(&leaf_id))?;
-    if prep.is_none() {
-        writeln!(
-            ui.out(),
-            "nothing to do: {}",
-            safe(g("reason").as_str().unwrap_or("?"))
-        )?;
-        return Ok(Outcome::Success);
-    }
-    writeln!(ui.out(), "tokens before:     {}", g("tokensBefore"))?;
+    let p = match &prep {
+        Err(why) => {
+            writeln!(ui.out(), "nothing to do: {}", reason(*why))?;
+            return Ok(Outcome::Success);
+        }
+        Ok(p) => p,
+    };
+    let (mut history, mut prefix) = (0usize, 0usize);
+    let ops = p.messages(&path, |part, _| {
+        match part {
+            Part::History => history += 1,
+            Part::TurnPrefix => prefix += 1,
+        }
+        Ok::<(), CommandError>(())
+    })?;
+    let mut entries = 0usize;
+    p.entry_ids(&path, Part::History, |_| {
+        entries += 1;
+        Ok::<(), CommandError>(())
+    })?;
+    writeln!(ui.out(), "tokens before:     {}", num(p.tokens_before))?;
     writeln!(
         ui.out(),
         "first kept entry:  {}{}",
-        safe(g("firstKeptEntryId").as_str().unwrap_or("?")),
-        if g("isSplitTurn") == Value::Bool(true) {
+        safe(&p.first_kept_entry_id),
+        if p.is_split_turn {
             " (splits a turn)"
         } else {
             ""
@@ -142,58 +113,140 @@ pub fn cmd_compact(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
     )?;
     writeln!(
         ui.out(),
-        "to summarise:      {} message(s) from {} entries, turn prefix {} message(s)",
-        n("messagesToSummarize"),
-        n("summarizeEntryIds"),
-        n("turnPrefixMessages")
+        "to summarise:      {history} message(s) from {entries} entries, turn prefix {prefix} message(s)"
     )?;
     writeln!(
         ui.out(),
         "previous summary:  {}",
-        if g("previousSummary").is_null() {
+        if p.previous_summary.as_ref().is_none_or(Value::is_null) {
             "none"
         } else {
             "yes (updated)"
         }
     )?;
-    for (k, title) in [("readFiles", "read"), ("modifiedFiles", "modified")] {
-        for f in o.get(k).and_then(Value::as_array).into_iter().flatten() {
-            writeln!(ui.out(), "{title:<9} {}", safe(f.as_str().unwrap_or("?")))?;
+    let (read, modified) = compute_file_lists(&ops);
+    for (files, title) in [(read, "read"), (modified, "modified")] {
+        for f in files {
+            writeln!(ui.out(), "{title:<9} {}", safe(&f))?;
         }
     }
-    if let Some(s) = o.get("shouldCompact") {
-        writeln!(ui.out(), "pi would compact now: {s}")?;
+    if let Some(w) = args.window {
+        writeln!(
+            ui.out(),
+            "pi would compact now: {}",
+            should_compact(p.tokens_before, w, &settings)
+        )?;
     }
     Ok(Outcome::Success)
 }
 
-/// The ids of the entries whose messages are summarised, and of the split turn's prefix.
-fn summarized_entries(path: &[&Value], settings: CompactionSettings) -> (Vec<String>, Vec<String>) {
-    let Ok(prep) = prepare_compaction(path, settings) else {
-        return (Vec::new(), Vec::new());
+fn settings_of(args: &CompactArgs) -> CompactionSettings {
+    CompactionSettings {
+        enabled: true,
+        reserve_tokens: args.reserve,
+        keep_recent_tokens: args.keep,
+    }
+}
+
+/// Why the oracle's `cut` prepares nothing.
+fn reason(why: NoCompaction) -> &'static str {
+    match why {
+        NoCompaction::AlreadyCompacted => "Already compacted",
+        NoCompaction::NothingToCompact => "Nothing to compact (session too small)",
+    }
+}
+
+/// Writes the `--dry-run --json` object (`leafId`, `settings`, `compactable`, then `reason`
+/// or pi's preparation flattened, the entry ids summarised and `shouldCompact`: the bytes
+/// `serde_json` prints for it) as the summarised entries are read, one at a time.
+fn write_json(
+    out: &mut impl Write,
+    leaf_id: &str,
+    path: &StoredPath<'_>,
+    prep: &Result<LeanCompaction, NoCompaction>,
+    settings: CompactionSettings,
+    window: Option<f64>,
+) -> Result<(), CommandError> {
+    fn field<W: Write>(out: &mut W, key: &str, v: &impl serde::Serialize) -> std::io::Result<()> {
+        write!(out, ",\"{key}\":")?;
+        serde_json::to_writer(&mut *out, v).map_err(std::io::Error::from)
+    }
+    fn item<W: Write>(
+        out: &mut W,
+        first: &mut bool,
+        v: &impl serde::Serialize,
+    ) -> std::io::Result<()> {
+        if !std::mem::take(first) {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, v).map_err(std::io::Error::from)
+    }
+    out.write_all(b"{\"leafId\":")?;
+    serde_json::to_writer(&mut *out, leaf_id)?;
+    field(out, "settings", &settings_json(&settings))?;
+    let p = match prep {
+        Err(why) => {
+            field(out, "compactable", &false)?;
+            field(out, "reason", &reason(*why))?;
+            out.write_all(b"}\n")?;
+            return Ok(());
+        }
+        Ok(p) => p,
     };
-    let pe = &prep.projection.entries;
-    let prev = pe
-        .iter()
-        .position(|e| type_of(e.entry) == Some("compaction") && !e.messages.is_empty());
-    let start = prev.map_or(0, |i| i + 1);
-    let cut = find_projected_cut_point(pe, start, pe.len(), settings.keep_recent_tokens);
-    let history_end = match cut.turn_start_index {
-        Some(t) if cut.is_split_turn => t,
-        _ => cut.first_kept_entry_index,
-    };
-    let ids = |r: &[pisess_engine::agent::ProjectedEntry<'_>]| {
-        r.iter()
-            .filter(|e| type_of(e.entry) != Some("compaction") && !e.messages.is_empty())
-            .filter_map(|e| id_of(e.entry).map(str::to_owned))
-            .collect::<Vec<_>>()
-    };
-    let summarize = ids(pe.get(start..history_end).unwrap_or(&[]));
-    let prefix = match cut.turn_start_index {
-        Some(t) if cut.is_split_turn => ids(pe.get(t..cut.first_kept_entry_index).unwrap_or(&[])),
-        _ => Vec::new(),
-    };
-    (summarize, prefix)
+    field(out, "compactable", &true)?;
+    field(out, "firstKeptEntryId", &p.first_kept_entry_id)?;
+    field(
+        out,
+        "firstKeptPathIndex",
+        &p.first_kept_path_index.map_or(json!(-1), |i| json!(i)),
+    )?;
+    field(out, "isSplitTurn", &p.is_split_turn)?;
+    field(out, "tokensBefore", &num(p.tokens_before))?;
+    field(
+        out,
+        "previousSummary",
+        p.previous_summary.as_ref().unwrap_or(&Value::Null),
+    )?;
+    out.write_all(b",\"messagesToSummarize\":[")?;
+    let mut current = Part::History;
+    let mut first = true;
+    let ops = p.messages(path, |part, m| {
+        if part != current {
+            out.write_all(b"],\"turnPrefixMessages\":[")?;
+            current = part;
+            first = true;
+        }
+        Ok::<(), CommandError>(item(out, &mut first, &summarize_message(m))?)
+    })?;
+    if current == Part::History {
+        out.write_all(b"],\"turnPrefixMessages\":[")?;
+    }
+    out.write_all(b"]")?;
+    field(out, "fileOps", &ops.to_json())?;
+    let (read, modified, suffix) = lists_json(&ops);
+    field(out, "readFiles", &read)?;
+    field(out, "modifiedFiles", &modified)?;
+    field(out, "fileListSuffix", &suffix)?;
+    for (key, part) in [
+        ("summarizeEntryIds", Part::History),
+        ("turnPrefixEntryIds", Part::TurnPrefix),
+    ] {
+        write!(out, ",\"{key}\":[")?;
+        let mut first = true;
+        p.entry_ids(path, part, |id| {
+            Ok::<(), CommandError>(item(out, &mut first, &id)?)
+        })?;
+        out.write_all(b"]")?;
+    }
+    if let Some(w) = window {
+        field(
+            out,
+            "shouldCompact",
+            &should_compact(p.tokens_before, w, &settings),
+        )?;
+    }
+    out.write_all(b"}\n")?;
+    Ok(())
 }
 
 /// Prepares, summarises and appends the compaction.
@@ -206,11 +259,7 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
     let values = session.path_values(at)?;
     let path: Vec<&Value> = values.iter().map(|(_, v)| v).collect();
     let at_id = session.id(at)?;
-    let settings = CompactionSettings {
-        enabled: true,
-        reserve_tokens: args.reserve,
-        keep_recent_tokens: args.keep,
-    };
+    let settings = settings_of(args);
     let prep = match prepare_compaction(&path, settings) {
         Ok(p) => p,
         Err(why) => {

@@ -9,13 +9,15 @@ use std::io::Write;
 
 use anyhow::anyhow;
 use pisess_engine::agent::branch::{collect_entries_for_branch_summary, prepare_branch_entries};
-use pisess_engine::agent::report::branch_summary_report;
+use pisess_engine::agent::js::num;
+use pisess_engine::agent::lean_preparation::LeanBranch;
+use pisess_engine::agent::report::{lists_json, summarize_message};
 use pisess_engine::agent::summary::branch_summary;
 use serde_json::{Value, json};
 
 use super::summarizer::summarize;
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::session_arg::open_session;
+use crate::session_arg::{StoredPath, open_session, open_session_read};
 use crate::ui::{Ui, safe};
 
 /// Navigate to another entry as pi's /tree does, summarising the branch left behind.
@@ -59,31 +61,22 @@ pub fn cmd_navigate(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
     if !args.dry_run {
         return write_navigation(ui, args);
     }
-    let session = open_session(&args.session)?;
+    let session = open_session_read(&args.session)?;
     let from = match &args.from {
         Some(f) => session.entry(f)?,
         None => session.leaf()?,
     };
     let target = session.entry(&args.target)?;
-    let old = session.path_values(from)?;
-    let new = session.path_values(target)?;
-    let old_path: Vec<&Value> = old.iter().map(|(_, v)| v).collect();
-    let new_path: Vec<&Value> = new.iter().map(|(_, v)| v).collect();
+    let old = session.path_source(from)?;
+    let new = session.path_source(target)?;
     let (from_id, target_id) = (session.id(from)?, session.id(target)?);
-    let report = branch_summary_report(
-        Some(&from_id),
-        &target_id,
-        &old_path,
-        &new_path,
-        args.budget,
-        false,
-    );
+    // pi's `collectEntriesForBranchSummary(oldLeafId, …)` takes an empty id for no old leaf.
+    let old_leaf = (!from_id.is_empty()).then_some(&old);
+    let branch = LeanBranch::prepare::<_, _, CommandError>(old_leaf, &new, args.budget)?;
     if ui.json {
-        ui.json_line(&report)?;
+        write_json(ui.out(), &from_id, &target_id, &old, &branch, args.budget)?;
         return Ok(Outcome::Success);
     }
-    let g = |k: &str| report.get(k).cloned().unwrap_or(Value::Null);
-    let n = |k: &str| report.get(k).and_then(Value::as_array).map_or(0, Vec::len);
     writeln!(
         ui.out(),
         "navigate {} → {} (dry run)",
@@ -93,26 +86,63 @@ pub fn cmd_navigate(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
     writeln!(
         ui.out(),
         "common ancestor:   {}",
-        safe(g("commonAncestorId").as_str().unwrap_or("none"))
+        safe(branch.common_ancestor_id.as_deref().unwrap_or("none"))
     )?;
     writeln!(
         ui.out(),
         "branch left:       {} entries, {} message(s) to summarise, ~{} tokens",
-        n("entryIds"),
-        n("preparedMessages"),
-        g("totalTokens")
+        branch.entries.len(),
+        branch.messages.len(),
+        num(branch.total_tokens)
     )?;
-    for (k, title) in [("readFiles", "read"), ("modifiedFiles", "modified")] {
-        for f in report
-            .get(k)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+    let (read, modified, _) = lists_json(&branch.file_ops);
+    for (files, title) in [(read, "read"), (modified, "modified")] {
+        for f in files.as_array().into_iter().flatten() {
             writeln!(ui.out(), "{title:<9} {}", safe(f.as_str().unwrap_or("?")))?;
         }
     }
     Ok(Outcome::Success)
+}
+
+/// Writes the `--dry-run --json` object (pi's branch-summary preparation in the oracle's
+/// shape: the bytes `serde_json` prints for it), reading the ids of the branch left one entry
+/// at a time.
+fn write_json(
+    out: &mut impl Write,
+    from_id: &str,
+    target_id: &str,
+    old: &StoredPath<'_>,
+    branch: &LeanBranch,
+    budget: f64,
+) -> Result<(), CommandError> {
+    fn field<W: Write>(out: &mut W, key: &str, v: &impl serde::Serialize) -> std::io::Result<()> {
+        write!(out, ",\"{key}\":")?;
+        serde_json::to_writer(&mut *out, v).map_err(std::io::Error::from)
+    }
+    out.write_all(b"{\"oldLeafId\":")?;
+    serde_json::to_writer(&mut *out, from_id)?;
+    field(out, "targetId", &target_id)?;
+    field(out, "commonAncestorId", &branch.common_ancestor_id)?;
+    out.write_all(b",\"entryIds\":[")?;
+    let mut first = true;
+    branch.entry_ids(old, |id| {
+        if !std::mem::take(&mut first) {
+            out.write_all(b",")?;
+        }
+        Ok::<(), CommandError>(serde_json::to_writer(&mut *out, id)?)
+    })?;
+    out.write_all(b"]")?;
+    field(out, "budget", &num(budget))?;
+    let prepared: Vec<Value> = branch.messages.iter().map(summarize_message).collect();
+    field(out, "preparedMessages", &prepared)?;
+    field(out, "totalTokens", &num(branch.total_tokens))?;
+    field(out, "fileOps", &branch.file_ops.to_json())?;
+    let (read, modified, suffix) = lists_json(&branch.file_ops);
+    field(out, "readFiles", &read)?;
+    field(out, "modifiedFiles", &modified)?;
+    field(out, "fileListSuffix", &suffix)?;
+    out.write_all(b"}\n")?;
+    Ok(())
 }
 
 /// Summarises the branch left and appends the branch summary.
