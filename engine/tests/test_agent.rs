@@ -281,6 +281,34 @@ fn context_matches_goldens() {
     t.finish("context");
 }
 
+/// The ids of about `per` entries of `entries` spread evenly, plus every entry `shaping`
+/// accepts and the entry after it, each with its path (pi's `getBranch`).
+fn sampled_paths<'a>(
+    entries: &'a [Value],
+    index: &EntryIndex<'a>,
+    per: usize,
+    shaping: impl Fn(&Value) -> bool,
+) -> Vec<(&'a str, Vec<&'a Value>)> {
+    let step = (entries.len() / per).max(1);
+    let mut out = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let wanted = i % step == 0
+            || i + 1 == entries.len()
+            || shaping(e)
+            || (i > 0 && shaping(&entries[i - 1]));
+        if !wanted {
+            continue;
+        }
+        let Some(id) = e.get("id").and_then(Value::as_str) else {
+            continue;
+        };
+        if let Ok(path) = index.branch(id) {
+            out.push((id, path));
+        }
+    }
+    out
+}
+
 /// The lean projection (one entry at a time from a `PathSource`) answers as `project` and
 /// `estimate_projected_context_tokens` do, at about 200 entries of every fixture: evenly
 /// spread, plus every entry that changes the context's shape and the one after it.
@@ -295,27 +323,13 @@ fn lean_context_equals_the_projection() {
             continue;
         };
         let index = EntryIndex::new(entries);
-        let step = (entries.len() / 200).max(1);
         let shaping = |e: &Value| {
             matches!(
                 e.get("type").and_then(Value::as_str),
                 Some("compaction" | "context_edit" | "thinking_level_change" | "model_change")
             ) || e.pointer("/message/role").and_then(Value::as_str) == Some("system")
         };
-        for (i, e) in entries.iter().enumerate() {
-            let wanted = i % step == 0
-                || i + 1 == entries.len()
-                || shaping(e)
-                || (i > 0 && shaping(&entries[i - 1]));
-            if !wanted {
-                continue;
-            }
-            let Some(id) = e.get("id").and_then(Value::as_str) else {
-                continue;
-            };
-            let Ok(path) = index.branch(id) else {
-                continue;
-            };
+        for (id, path) in sampled_paths(entries, &index, 200, shaping) {
             let src = ValuePath(&path);
             let plan = LeanContext::plan(&src).unwrap();
             let p = project(&path);
@@ -386,7 +400,6 @@ fn lean_preparations_equal_the_in_memory_ones() {
             continue;
         };
         let index = EntryIndex::new(entries);
-        let step = (entries.len() / 100).max(1);
         let shaping = |e: &Value| {
             matches!(
                 e.get("type").and_then(Value::as_str),
@@ -399,20 +412,7 @@ fn lean_preparations_equal_the_in_memory_ones() {
             .find_map(|e| e.get("id").and_then(Value::as_str));
         let leaf_path = leaf.and_then(|l| index.branch(l).ok()).unwrap_or_default();
         let mut previous: Option<Vec<&Value>> = None;
-        for (i, e) in entries.iter().enumerate() {
-            let wanted = i % step == 0
-                || i + 1 == entries.len()
-                || shaping(e)
-                || (i > 0 && shaping(&entries[i - 1]));
-            if !wanted {
-                continue;
-            }
-            let Some(id) = e.get("id").and_then(Value::as_str) else {
-                continue;
-            };
-            let Ok(path) = index.branch(id) else {
-                continue;
-            };
+        for (id, path) in sampled_paths(entries, &index, 100, shaping) {
             let src = ValuePath(&path);
             for keep in [20000.0, 500.0] {
                 let settings = CompactionSettings {

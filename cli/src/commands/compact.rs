@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::summarizer::summarize;
 use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::json_stream::{field, item};
 use crate::session_arg::{StoredPath, open_session, open_session_read};
 use crate::ui::{Ui, safe};
 
@@ -167,20 +168,6 @@ fn write_json(
     settings: CompactionSettings,
     window: Option<f64>,
 ) -> Result<(), CommandError> {
-    fn field<W: Write>(out: &mut W, key: &str, v: &impl serde::Serialize) -> std::io::Result<()> {
-        write!(out, ",\"{key}\":")?;
-        serde_json::to_writer(&mut *out, v).map_err(std::io::Error::from)
-    }
-    fn item<W: Write>(
-        out: &mut W,
-        first: &mut bool,
-        v: &impl serde::Serialize,
-    ) -> std::io::Result<()> {
-        if !std::mem::take(first) {
-            out.write_all(b",")?;
-        }
-        serde_json::to_writer(&mut *out, v).map_err(std::io::Error::from)
-    }
     out.write_all(b"{\"leafId\":")?;
     serde_json::to_writer(&mut *out, leaf_id)?;
     field(out, "settings", &settings_json(&settings))?;

@@ -16,6 +16,7 @@ use pisess_engine::agent::tokens::estimate_tokens;
 use serde_json::Value;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::json_stream::item;
 use crate::session_arg::{self, StoredPath, open_session_read};
 use crate::ui::{Ui, safe};
 
@@ -116,21 +117,11 @@ fn write_json(
     plan: &LeanContext,
     llm: bool,
 ) -> Result<(), CommandError> {
-    fn list<W: Write>(
-        out: &mut W,
-        first: &mut bool,
-        v: &impl serde::Serialize,
-    ) -> std::io::Result<()> {
-        if !std::mem::take(first) {
-            out.write_all(b",")?;
-        }
-        serde_json::to_writer(&mut *out, v).map_err(std::io::Error::from)
-    }
     out.write_all(b"{\"leafId\":")?;
     serde_json::to_writer(&mut *out, leaf_id)?;
     out.write_all(b",\"messages\":[")?;
     let mut first = true;
-    let estimate = plan.messages(path, |m| Ok::<(), CommandError>(list(out, &mut first, m)?))?;
+    let estimate = plan.messages(path, |m| Ok::<(), CommandError>(item(out, &mut first, m)?))?;
     out.write_all(b"]")?;
     if let Some(t) = plan.thinking_level() {
         out.write_all(b",\"thinkingLevel\":")?;
@@ -141,7 +132,7 @@ fn write_json(
     out.write_all(b",\"entryIds\":[")?;
     let mut first = true;
     plan.entry_ids(path, |id| {
-        Ok::<(), CommandError>(list(out, &mut first, &id)?)
+        Ok::<(), CommandError>(item(out, &mut first, &id)?)
     })?;
     out.write_all(b"]")?;
     let estimate = estimate.to_json();
@@ -152,7 +143,7 @@ fn write_json(
     if llm {
         out.write_all(b",\"llmMessages\":[")?;
         let mut first = true;
-        plan.llm_messages(path, |m| Ok::<(), CommandError>(list(out, &mut first, m)?))?;
+        plan.llm_messages(path, |m| Ok::<(), CommandError>(item(out, &mut first, m)?))?;
         out.write_all(b"]")?;
     }
     out.write_all(b"}\n")?;

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::summarizer::summarize;
 use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::json_stream::{field, item};
 use crate::session_arg::{StoredPath, open_session, open_session_read};
 use crate::ui::{Ui, safe};
 
@@ -115,22 +116,13 @@ fn write_json(
     branch: &LeanBranch,
     budget: f64,
 ) -> Result<(), CommandError> {
-    fn field<W: Write>(out: &mut W, key: &str, v: &impl serde::Serialize) -> std::io::Result<()> {
-        write!(out, ",\"{key}\":")?;
-        serde_json::to_writer(&mut *out, v).map_err(std::io::Error::from)
-    }
     out.write_all(b"{\"oldLeafId\":")?;
     serde_json::to_writer(&mut *out, from_id)?;
     field(out, "targetId", &target_id)?;
     field(out, "commonAncestorId", &branch.common_ancestor_id)?;
     out.write_all(b",\"entryIds\":[")?;
     let mut first = true;
-    branch.entry_ids(old, |id| {
-        if !std::mem::take(&mut first) {
-            out.write_all(b",")?;
-        }
-        Ok::<(), CommandError>(serde_json::to_writer(&mut *out, id)?)
-    })?;
+    branch.entry_ids(old, |id| Ok::<(), CommandError>(item(out, &mut first, id)?))?;
     out.write_all(b"]")?;
     field(out, "budget", &num(budget))?;
     let prepared: Vec<Value> = branch.messages.iter().map(summarize_message).collect();
