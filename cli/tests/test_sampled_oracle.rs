@@ -92,8 +92,8 @@ const KNOWN_MISMATCHES: &[&str] = &[];
 const SKIPPED: &[(&str, &str)] = &[(
     "cycle-parent-CRASHES-context.jsonl",
     "its two entries are each other's parent: pi's path walk never ends and the oracle's \
-     context, cut and fileops fail with 'Invalid array length' (pisess's answers on cycles are \
-     checked by test_bad)",
+     context, cut and fileops fail with 'Invalid array length' (test_bad runs every pisess \
+     command on it and checks that `check` reports the cycle)",
 )];
 
 // ---- the oracle --------------------------------------------------------------------------
@@ -823,8 +823,8 @@ impl Report {
 /// refusing a request: there pisess may answer (exit 0) or refuse (exit 2); each is printed.
 const PI_CRASHES: &[(&str, &str)] = &[(
     "content is not iterable",
-    "pi's branch-summary preparation iterates each message's content, null in \
-     edge/null-content",
+    "pi's branch-summary preparation iterates each message's content: null in \
+     edge/null-content's user message u1, missing in its custom_message cm1",
 )];
 
 /// What one file's checks need.
@@ -1196,7 +1196,8 @@ fn check_file(s: &Subject, r: &mut Report) {
     let sm = sample(&tree);
     r.entries = tree.ids().len();
     if sm.picks.is_empty() {
-        // Nothing to sample: what pisess says at the leaf, against the oracle's context.
+        // Nothing to sample: pisess's context at the leaf equals the oracle's, or pisess
+        // refuses clearly (printed: pi answers with an empty context there).
         let want = o.ask(&["context", &ofile]);
         let got = c.pisess(&["--json", "context", &file]);
         match (&got.json, got.code) {
@@ -1209,12 +1210,20 @@ fn check_file(s: &Subject, r: &mut Report) {
                     &[("messages", "messages"), ("entryIds", "contextEntryIds")],
                 ),
             ),
-            _ => r.notes.push(format!(
-                "no entries; the oracle's context has {} message(s); pisess exits {}: {}",
+            (_, 2) if got.stderr.starts_with("error: ") => r.notes.push(format!(
+                "no entries; the oracle's context has {} message(s); pisess refuses: {}",
                 want["messages"].as_array().map_or(0, Vec::len),
-                got.code,
                 got.stderr.lines().next().unwrap_or_default()
             )),
+            _ => r.fail(
+                "context",
+                "@leaf",
+                vec![format!(
+                    "no entries: pisess exits {}: {}",
+                    got.code,
+                    got.stderr.trim()
+                )],
+            ),
         }
         return;
     }
@@ -1272,9 +1281,12 @@ fn check_file(s: &Subject, r: &mut Report) {
         let what = PI_CRASHES
             .iter()
             .find(|(m, _)| msg.contains(m))
-            .map_or("the oracle refuses", |_| "pi crashes");
+            .map_or_else(
+                || "the oracle refuses".to_owned(),
+                |(_, why)| format!("pi crashes ({why})"),
+            );
         r.notes.push(format!(
-            "{what} {n} time(s) ({msg}); pisess {}",
+            "{what} {n} time(s): {msg}; pisess {}",
             if code == 0 { "answers" } else { "refuses too" }
         ));
     }
