@@ -1,9 +1,11 @@
 //! A test environment: the real binary, a clean environment, a private HOME and store.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use serde_json::Value;
 
 /// The project root.
 pub fn root() -> PathBuf {
@@ -184,4 +186,38 @@ pub fn run_in(env: &TestEnv, args: &[&str], dir: Option<&Path>) -> Run {
         stderr: String::from_utf8(out.stderr).unwrap(),
         code: out.status.code().unwrap(),
     }
+}
+
+/// A forked session's lines, comparable by structure: the header without its new id and time
+/// (and without `parentSession`, which the caller checks), and ids renamed by first appearance
+/// — all of them when `all_ids` (legacy sources, whose migrated ids are random in pi), else
+/// only those of the re-created labels (random in pi and in pisess).
+pub fn fork_structure(lines: &[Value], all_ids: bool) -> Vec<Value> {
+    let mut map: HashMap<String, String> = HashMap::new();
+    for e in &lines[1..] {
+        if let Some(id) = e["id"].as_str()
+            && (all_ids || e["type"] == "label")
+        {
+            let n = map.len();
+            map.entry(id.to_owned()).or_insert(format!("#{n}"));
+        }
+    }
+    let mut out = Vec::new();
+    let mut h = lines[0].clone();
+    for k in ["id", "timestamp", "parentSession"] {
+        h.as_object_mut().unwrap().shift_remove(k);
+    }
+    out.push(h);
+    for e in &lines[1..] {
+        let mut e = e.clone();
+        for k in ["id", "parentId", "targetId", "firstKeptEntryId", "fromId"] {
+            if let Some(s) = e.get(k).and_then(Value::as_str)
+                && let Some(to) = map.get(s)
+            {
+                e[k] = Value::String(to.clone());
+            }
+        }
+        out.push(e);
+    }
+    out
 }

@@ -13,6 +13,7 @@ mod test_migrate;
 mod test_migrate_stdout;
 mod test_prune;
 mod test_query;
+mod test_sampled_oracle;
 mod test_snapshots;
 mod test_store;
 mod test_verify;

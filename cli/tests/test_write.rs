@@ -2,12 +2,11 @@
 //! `compact` and `navigate --summarize` through a summariser command, torn-tail repair and
 //! failed writes.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, corpus, fixture, oracle, root};
+use crate::common::{TestEnv, corpus, fixture, fork_structure, oracle, root};
 
 fn read_lines(p: &Path) -> Vec<Value> {
     std::fs::read_to_string(p)
@@ -25,40 +24,6 @@ fn run_json(env: &TestEnv, args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// A forked session's lines, comparable by structure: the header without its new id and time
-/// (and without `parentSession`, which the caller checks), and ids renamed by first appearance
-/// — all of them when `all_ids` (legacy sources, whose migrated ids are random in pi), else
-/// only those of the re-created labels (random in pi and in pisess).
-fn normalize(lines: &[Value], all_ids: bool) -> Vec<Value> {
-    let mut map: HashMap<String, String> = HashMap::new();
-    for e in &lines[1..] {
-        if let Some(id) = e["id"].as_str()
-            && (all_ids || e["type"] == "label")
-        {
-            let n = map.len();
-            map.entry(id.to_owned()).or_insert(format!("#{n}"));
-        }
-    }
-    let mut out = Vec::new();
-    let mut h = lines[0].clone();
-    for k in ["id", "timestamp", "parentSession"] {
-        h.as_object_mut().unwrap().shift_remove(k);
-    }
-    out.push(h);
-    for e in &lines[1..] {
-        let mut e = e.clone();
-        for k in ["id", "parentId", "targetId", "firstKeptEntryId", "fromId"] {
-            if let Some(s) = e.get(k).and_then(Value::as_str)
-                && let Some(to) = map.get(s)
-            {
-                e[k] = Value::String(to.clone());
-            }
-        }
-        out.push(e);
-    }
-    out
 }
 
 fn fork_with_pisess(env: &TestEnv, file: &Path, entry: &str, out: &Path) -> Vec<Value> {
@@ -155,8 +120,8 @@ fn fork_equals_the_oracle_goldens_by_structure() {
             let got = fork_with_pisess(&env, &file, &entry, &out);
             let want_lines: Vec<Value> = want["lines"].as_array().unwrap().clone();
             assert_eq!(
-                normalize(&got, legacy),
-                normalize(&want_lines, legacy),
+                fork_structure(&got, legacy),
+                fork_structure(&want_lines, legacy),
                 "{name} fork at {id}"
             );
             compared += 1;
@@ -228,8 +193,8 @@ fn fork_equals_the_live_oracle_on_corpus_files() {
             let got = fork_with_pisess(&env, &file, id, &mine);
             let want = read_lines(&theirs);
             assert_eq!(
-                normalize(&got, false),
-                normalize(&want, false),
+                fork_structure(&got, false),
+                fork_structure(&want, false),
                 "{stem} {id}"
             );
             compared += 1;
