@@ -221,3 +221,25 @@ pub fn fork_structure(lines: &[Value], all_ids: bool) -> Vec<Value> {
     }
     out
 }
+
+/// The oracle's `cut` preparation fields pisess prints under the same name.
+pub const CUT_FIELDS: &[&str] = &[
+    "firstKeptEntryId",
+    "firstKeptPathIndex",
+    "isSplitTurn",
+    "tokensBefore",
+    "previousSummary",
+    "messagesToSummarize",
+    "turnPrefixMessages",
+    "fileOps",
+    "fileListSuffix",
+];
+
+/// The JSON Lines of a file, parsed.
+pub fn read_lines(p: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

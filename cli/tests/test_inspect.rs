@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, V3, fixture, golden, oracle, run, run_in, session};
+use crate::common::{CUT_FIELDS, TestEnv, V3, fixture, golden, oracle, run, run_in, session};
 
 /// Runs a `--json` command that must succeed (exit `code`) and print one object.
 fn json(env: &TestEnv, args: &[&str], code: i32) -> Value {
@@ -249,18 +249,6 @@ fn diff_json_sides_equal_those_of_the_oracle_paths() {
         }
     }
 }
-
-const CUT_FIELDS: &[&str] = &[
-    "firstKeptEntryId",
-    "firstKeptPathIndex",
-    "isSplitTurn",
-    "tokensBefore",
-    "previousSummary",
-    "messagesToSummarize",
-    "turnPrefixMessages",
-    "fileOps",
-    "fileListSuffix",
-];
 
 fn check_cut(name: &str, id: &str, got: &Value, want: &Value) {
     assert_eq!(got["settings"], want["settings"], "{name} {id}");

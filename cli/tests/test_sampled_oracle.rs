@@ -69,7 +69,9 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, corpus, fixture, fork_structure, realdata, root};
+use crate::common::{
+    CUT_FIELDS, TestEnv, corpus, fixture, fork_structure, read_lines, realdata, root,
+};
 
 /// Entries sampled per file.
 const N: usize = 20;
@@ -919,19 +921,6 @@ fn check_context(c: &Ctx<'_>, o: &mut Oracle, id: &str) -> Vec<String> {
     d
 }
 
-/// The oracle's `cut` preparation fields pisess prints under the same name.
-const CUT_FIELDS: &[&str] = &[
-    "firstKeptEntryId",
-    "firstKeptPathIndex",
-    "isSplitTurn",
-    "tokensBefore",
-    "previousSummary",
-    "messagesToSummarize",
-    "turnPrefixMessages",
-    "fileOps",
-    "fileListSuffix",
-];
-
 /// Returns the differences and whether the oracle prepared a compaction.
 fn check_cut(c: &Ctx<'_>, o: &mut Oracle, id: &str, small: bool) -> (Vec<String>, bool) {
     let settings: &[&str] = if small {
@@ -1020,14 +1009,6 @@ fn check_navigate(c: &Ctx<'_>, o: &mut Oracle, old: &str, target: &str) -> Vec<S
         .map(|k| (k.as_str(), k.as_str()))
         .collect();
     field_diffs(&g, &want, &keys)
-}
-
-fn read_lines(p: &Path) -> Vec<Value> {
-    std::fs::read_to_string(p)
-        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// Returns the differences and whether the oracle wrote a file.

@@ -6,15 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, corpus, fixture, fork_structure, oracle, root};
-
-fn read_lines(p: &Path) -> Vec<Value> {
-    std::fs::read_to_string(p)
-        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+use crate::common::{TestEnv, corpus, fixture, fork_structure, oracle, read_lines, root};
 
 fn run_json(env: &TestEnv, args: &[&str]) -> Value {
     let out = env.pisess().args(args).output().unwrap();
