@@ -12,6 +12,7 @@ pub mod cli;
 pub mod command_error;
 pub mod commands;
 pub mod graphlog;
+pub mod listing;
 pub mod render;
 pub mod session_arg;
 pub mod ui;

@@ -1,11 +1,22 @@
 //! `pisess log`: the path from an entry to the root, newest first, like `git log`.
+//!
+//! Invariants: the output is the per-entry rendering of each decoded line ([`line_text`],
+//! [`entry_json`]); entries are read from the store's outline ([`crate::listing`]) and decoded
+//! only when the outline cannot show them, so a path of 345,000 entries reads a few hundred
+//! blocks (decoded and rendered on the rayon pool, written in order); no recursion (the path
+//! is a list of key runs).
 
 use std::collections::HashMap;
 use std::io::Write;
 
 use serde_json::{Map, Value, json};
 
+use pisess_engine::EntryKey;
+use pisess_engine::outline::OutlineBlock;
+use rayon::prelude::*;
+
 use crate::command_error::{CommandResult, Outcome};
+use crate::listing;
 use crate::session_arg::{self as sa, open_session_read};
 use crate::ui::{Ui, safe};
 
@@ -44,6 +55,11 @@ pub struct LogArgs {
 }
 
 /// Runs `pisess log`.
+///
+/// Walks the path as runs of consecutive keys ([`pisess_engine::Snapshot::path_runs`]) cut at
+/// the outline's block boundaries; batches of these pieces are decoded and rendered on the
+/// rayon pool and written in path order. Only entries the outline cannot show (no facts, or a
+/// summary cut shorter than the line needs) are decoded from their lines, in order.
 pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
     if args.all {
@@ -54,45 +70,220 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
         None => session.leaf()?,
     };
     let labels = session.label_map()?;
-    // Newest first walks parent links (so `-n 10` on a deep path reads 10 entries); root
-    // first needs the whole path.
-    let mut keys = if args.reverse {
-        session.snap.path_to_root(at)?.into_iter()
-    } else {
-        Vec::new().into_iter()
-    };
-    let mut next = (!args.reverse).then_some(at);
-    let mut shown = 0usize;
+    let mut runs = session.snap.path_runs(at)?;
+    if runs.is_empty() && !args.reverse {
+        // An entry without a link (a damaged store) is still shown, as itself.
+        runs.push((at, at));
+    }
+    let firsts = session.snap.outline_firsts(session.key)?;
+    let pieces = pieces(&runs, &firsts, args.reverse);
     let width = sa::width();
-    loop {
-        if args.max_count.is_some_and(|n| shown >= n) {
-            break;
-        }
-        let k = if args.reverse {
-            match keys.next() {
-                Some(k) => k,
-                None => break,
-            }
-        } else {
-            let Some(k) = next else { break };
-            next = session.snap.parent(k)?;
-            k
+    let style = Style {
+        json: ui.json,
+        color: ui.color,
+        width,
+        kind: args.kind.as_deref(),
+        labels: &labels,
+    };
+    let mut shown = 0usize;
+    let mut done = 0usize;
+    let mut batch = 1usize;
+    while done < pieces.len() {
+        // Batches grow, so that `-n 10` decodes one block and a whole path runs in parallel.
+        let todo = &pieces[done..(done + batch).min(pieces.len())];
+        done += todo.len();
+        batch = (batch * 2).min(16);
+        let mut wanted: Vec<u64> = todo
+            .iter()
+            .filter_map(|p| p.block.map(|b| firsts[b]))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        // JSON prints whole summaries, wide lines long ones: read the blocks' cold frames too.
+        let cold = ui.json || listing::needs_cold(width);
+        let blocks = session.snap.outline_blocks(session.key, &wanted, cold)?;
+        let block_of = |p: &Piece| {
+            p.block
+                .and_then(|b| wanted.binary_search(&firsts[b]).ok())
+                .map(|i| &blocks[i])
         };
-        let v = session.value(k)?;
-        if let Some(t) = &args.kind
-            && sa::entry_type(&v) != t
-            && sa::role(&v) != Some(t.as_str())
-        {
-            continue;
-        }
-        shown += 1;
-        if ui.json {
-            ui.json_line(&entry_json(&v, &labels))?;
-        } else {
-            write_line(ui, &v, &labels, width)?;
+        let rendered: Vec<Rendered> = todo
+            .par_iter()
+            .map(|p| render_piece(p, block_of(p), &style))
+            .collect::<Result<_, std::io::Error>>()?;
+        for (p, r) in todo.iter().zip(rendered) {
+            // Bytes rendered but not yet written: consecutive entries go out in one write.
+            let mut from = 0;
+            let mut upto = 0;
+            for (item, k) in r.items.iter().zip(p.keys()) {
+                if args.max_count.is_some_and(|n| shown >= n) {
+                    ui.out().write_all(&r.bytes[from..upto])?;
+                    return Ok(Outcome::Success);
+                }
+                match *item {
+                    Item::Shown(end) => {
+                        upto = end;
+                        shown += 1;
+                    }
+                    Item::Skipped => {}
+                    Item::Decode => {
+                        ui.out().write_all(&r.bytes[from..upto])?;
+                        from = upto;
+                        let v = session.value(EntryKey(k))?;
+                        if let Some(t) = &args.kind
+                            && sa::entry_type(&v) != t
+                            && sa::role(&v) != Some(t.as_str())
+                        {
+                            continue;
+                        }
+                        shown += 1;
+                        if ui.json {
+                            ui.json_line(&entry_json(&v, &labels))?;
+                        } else {
+                            write_line(ui, &v, &labels, width)?;
+                        }
+                    }
+                }
+            }
+            ui.out().write_all(&r.bytes[from..upto])?;
         }
     }
     Ok(Outcome::Success)
+}
+
+/// Keys of a path that lie in one outline block, in the order `log` prints them.
+struct Piece {
+    /// Index of the block in the session's block list (`None`: no block holds them).
+    block: Option<usize>,
+    /// The keys `from`, `from ∓ 1`, … `to` (descending unless `up`).
+    from: u64,
+    to: u64,
+    up: bool,
+}
+
+impl Piece {
+    fn keys(&self) -> Box<dyn Iterator<Item = u64>> {
+        if self.up {
+            Box::new(self.from..=self.to)
+        } else {
+            Box::new((self.to..=self.from).rev())
+        }
+    }
+}
+
+/// The path's runs (leaf first) cut at block boundaries, in printing order.
+fn pieces(runs: &[(EntryKey, EntryKey)], firsts: &[u64], reverse: bool) -> Vec<Piece> {
+    let block_of = |k: u64| firsts.partition_point(|&f| f <= k).checked_sub(1);
+    let mut out = Vec::new();
+    for &(start, end) in runs {
+        let mut hi = end.0;
+        loop {
+            let b = block_of(hi);
+            let lo = b.map_or(start.0, |b| firsts[b].max(start.0));
+            out.push(Piece {
+                block: b,
+                from: hi,
+                to: lo,
+                up: false,
+            });
+            if lo <= start.0 {
+                break;
+            }
+            hi = lo - 1;
+        }
+    }
+    if reverse {
+        out.reverse();
+        for p in &mut out {
+            std::mem::swap(&mut p.from, &mut p.to);
+            p.up = true;
+        }
+    }
+    out
+}
+
+/// What every piece's rendering needs.
+struct Style<'a> {
+    json: bool,
+    color: bool,
+    width: usize,
+    kind: Option<&'a str>,
+    labels: &'a HashMap<String, String>,
+}
+
+/// One entry of a rendered piece.
+enum Item {
+    /// Written: its bytes end at this offset.
+    Shown(usize),
+    /// Left out by `--type`.
+    Skipped,
+    /// The outline cannot show it: decode the line.
+    Decode,
+}
+
+/// A piece's entries as bytes.
+struct Rendered {
+    bytes: Vec<u8>,
+    items: Vec<Item>,
+}
+
+fn render_piece(
+    p: &Piece,
+    block: Option<&OutlineBlock>,
+    style: &Style<'_>,
+) -> Result<Rendered, std::io::Error> {
+    let mut out = Rendered {
+        bytes: Vec::new(),
+        items: Vec::new(),
+    };
+    // The keys of a piece are consecutive, and so are their rows in the block.
+    let mut at: Option<usize> = None;
+    for k in p.keys() {
+        let i = match (block, at) {
+            (Some(b), Some(i)) => {
+                let j = if p.up { i + 1 } else { i.wrapping_sub(1) };
+                if j < b.len() && b.key(j) == EntryKey(k) {
+                    Some(j)
+                } else {
+                    b.find(EntryKey(k))
+                }
+            }
+            (Some(b), None) => b.find(EntryKey(k)),
+            (None, _) => None,
+        };
+        at = i;
+        let row = block.zip(i).map(|(b, i)| b.row(i));
+        let Some((row, f)) = row.and_then(|r| r.facts.map(|f| (r, f))) else {
+            out.items.push(Item::Decode);
+            continue;
+        };
+        if let Some(t) = style.kind
+            && f.entry_type() != t
+            && f.role != Some(t)
+        {
+            out.items.push(Item::Skipped);
+            continue;
+        }
+        let written = if style.json {
+            listing::write_log_json(&mut out.bytes, &row, &f, style.labels, None)?
+        } else {
+            listing::write_log_line(
+                &mut out.bytes,
+                style.color,
+                &row,
+                &f,
+                style.labels,
+                style.width,
+                None,
+            )
+        };
+        out.items.push(if written {
+            Item::Shown(out.bytes.len())
+        } else {
+            Item::Decode
+        });
+    }
+    Ok(out)
 }
 
 /// The `--json` record of one entry.
@@ -123,22 +314,7 @@ pub fn entry_json(v: &Value, labels: &HashMap<String, String>) -> Value {
     Value::Object(o)
 }
 
-/// How a compaction or branch summary bounds the context, as text.
-pub(crate) fn boundary(v: &Value) -> Option<String> {
-    match sa::entry_type(v) {
-        "compaction" => Some(format!(
-            "compaction: earlier entries summarised, kept from {}",
-            v.get("firstKeptEntryId")
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-        )),
-        "branch_summary" => Some(format!(
-            "branch summary of the branch left at {}",
-            v.get("fromId").and_then(Value::as_str).unwrap_or("?")
-        )),
-        _ => None,
-    }
-}
+pub(crate) use pisess_engine::describe::boundary;
 
 fn write_line(
     ui: &mut Ui,
