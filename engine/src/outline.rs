@@ -4,8 +4,10 @@
 //!
 //! A block holds [`BLOCK_ROWS`] consecutive tree nodes of a session (file order; the last
 //! block may hold fewer); `outline.v1` maps (session key, key of the block's first node, part)
-//! to the block's bytes cut in parts of [`PART_BYTES`], so that each part fills a redb page
-//! (a block of ~30 KB stored whole would take a 32 or 64 KiB allocation). A row holds the
+//! to the block's bytes cut in parts that fill redb pages: the first [`FIRST_PART_BYTES`]
+//! (an 8 KiB page; it holds the header, so building a session's tree reads one part per block),
+//! the others [`PART_BYTES`] (4 KiB pages). A block of ~30 KB stored whole would take a 32 or
+//! 64 KiB allocation. A row holds the
 //! node's id, timestamp and parentId as the record has them, and the [`Facts`] of the entry
 //! (type, role, model, summary, token estimate, boundary, whether the default `/tree` filter
 //! hides it), or a mark that they need the line decoded.
@@ -26,12 +28,14 @@
 //!
 //! Block layout: a header (varints: rows, the plain and compressed lengths of the hot and the
 //! cold frame, then each row's key as a delta from the previous one, the first from the
-//! block's first key), then the two zstd frames. The hot frame holds everything a listing
+//! block's first key, then each row's time: 0 when it is no canonical ISO time, else 1 + the
+//! zigzag of its milliseconds minus the previous row's), then the two zstd frames. The hot frame holds everything a listing
 //! prints at usual widths: the string arena (UTF-8: every string of every row, a summary up
 //! to [`HOT_CHARS`] characters), the rows (varints and codes) and the arena's length (u32,
 //! little endian). The cold frame holds the rest of the longer summaries, up to
 //! [`SUMMARY_CHARS`] characters, in row order; only `--json` and wide terminals read it. The
-//! keys are outside the frames, so a session's tree is built without decompressing anything.
+//! keys and times are outside the frames, so a session's tree, and the order `tree` prints it
+//! in, are worked out without decompressing anything.
 
 use pisess_formats::entry::Entry;
 use pisess_formats::value::Field;
@@ -48,8 +52,10 @@ pub const OUTLINE_NAME: &str = "outline.v1";
 /// (session key, first node key of the block, part) → that part of the block's bytes (see
 /// the module docs).
 pub const OUTLINE: TableDefinition<(u64, u64, u32), &[u8]> = TableDefinition::new(OUTLINE_NAME);
-/// Bytes of a block per table row: a leaf page of 4 KiB holds one with its key.
+/// Bytes of a block per table row after the first: a leaf page of 4 KiB holds one with its key.
 pub const PART_BYTES: usize = 4000;
+/// Bytes of a block's first row: a leaf page of 8 KiB holds it with its key.
+pub const FIRST_PART_BYTES: usize = 8100;
 /// Nodes per block.
 pub const BLOCK_ROWS: usize = 1024;
 /// Characters of a summary stored; a longer summary is marked incomplete.
@@ -290,6 +296,8 @@ pub struct BlockBuilder {
     rows: usize,
     /// The rows' key deltas (varints).
     keys: Vec<u8>,
+    /// The rows' times (varints, see the module docs).
+    times: Vec<u8>,
     arena: String,
     fields: Vec<u8>,
     cold: String,
@@ -305,6 +313,7 @@ impl BlockBuilder {
             prev_id: None,
             rows: 0,
             keys: Vec::new(),
+            times: Vec::new(),
             arena: String::new(),
             fields: Vec::new(),
             cold: String::new(),
@@ -320,10 +329,10 @@ impl BlockBuilder {
         let mut r = Reader::new(&fields);
         let mut walk = Walk::default();
         let mut extras = Vec::new();
-        for &key in &h.keys {
-            let row = walk.row(key, &mut r, &arena, &mut extras)?;
+        for (&key, &ms) in h.keys.iter().zip(&h.times) {
+            let row = walk.row(key, ms, &mut r, &arena, &mut extras)?;
             b.push_key(key);
-            b.prev_ms = walk.prev_ms;
+            b.push_time(ms);
             b.prev_id = if u64::from(row.flags) & F_RECORD != 0 {
                 None
             } else {
@@ -338,6 +347,16 @@ impl BlockBuilder {
         b.arena = arena;
         b.cold = cold;
         Ok(b)
+    }
+
+    fn push_time(&mut self, ms: Option<i64>) {
+        match ms {
+            Some(ms) => {
+                put_varint(&mut self.times, zigzag(ms.wrapping_sub(self.prev_ms)) + 1);
+                self.prev_ms = ms;
+            }
+            None => self.times.push(0),
+        }
     }
 
     fn push_key(&mut self, key: u64) {
@@ -388,6 +407,7 @@ impl BlockBuilder {
                 P_MISSING
             };
             put_varint(&mut self.fields, F_RECORD | (mode << PARENT_SHIFT));
+            self.push_time(None);
             self.prev_id = None;
             return;
         }
@@ -431,13 +451,9 @@ impl BlockBuilder {
         }
         put_varint(&mut self.fields, flags);
         self.put_str(row.id);
-        match ts {
-            Some((_, Some(ms))) => {
-                put_varint(&mut self.fields, zigzag(ms.wrapping_sub(self.prev_ms)));
-                self.prev_ms = ms;
-            }
-            Some((t, None)) => self.put_str(t),
-            None => {}
+        self.push_time(ts.and_then(|(_, ms)| ms));
+        if let Some((t, None)) = ts {
+            self.put_str(t);
         }
         if parent_mode == P_STR
             && let Some(p) = parent_str
@@ -496,7 +512,9 @@ impl BlockBuilder {
         } else {
             zstd::bulk::compress(self.cold.as_bytes(), ZSTD_LEVEL).map_err(OutlineError::Zstd)?
         };
-        let mut out = Vec::with_capacity(hot_z.len() + cold_z.len() + self.keys.len() + 24);
+        let mut out = Vec::with_capacity(
+            hot_z.len() + cold_z.len() + self.keys.len() + self.times.len() + 24,
+        );
         for v in [
             self.rows,
             hot.len(),
@@ -507,6 +525,7 @@ impl BlockBuilder {
             put_varint(&mut out, v as u64);
         }
         out.extend_from_slice(&self.keys);
+        out.extend_from_slice(&self.times);
         out.extend_from_slice(&hot_z);
         out.extend_from_slice(&cold_z);
         Ok(out)
@@ -541,28 +560,35 @@ pub enum OutlineError {
 /// A block's header (see the module docs).
 struct Header {
     keys: Vec<u64>,
+    /// Milliseconds of the rows whose time is a canonical ISO time.
+    times: Vec<Option<i64>>,
     hot_plain: usize,
     hot: std::ops::Range<usize>,
     cold_plain: usize,
     cold: std::ops::Range<usize>,
 }
 
-/// The row keys of a block from the start of its bytes; `Ok(None)` when `bytes` ends before
-/// the keys do.
-fn header_keys(first_key: u64, bytes: &[u8]) -> Result<Option<Vec<u64>>, OutlineError> {
+/// The row keys and times of a block from the start of its bytes; `Ok(None)` when `bytes`
+/// ends before the header does.
+#[allow(clippy::type_complexity)]
+fn header_keys(
+    first_key: u64,
+    bytes: &[u8],
+) -> Result<Option<(Vec<u64>, Vec<Option<i64>>)>, OutlineError> {
     match Header::parse_keys(first_key, bytes) {
-        Ok((keys, _, _)) => Ok(Some(keys)),
+        Ok((keys, times, _, _)) => Ok(Some((keys, times))),
         Err(OutlineError::Malformed("truncated")) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
 impl Header {
-    /// The keys, the four frame lengths and where the frames start.
+    /// The keys, the times, the four frame lengths and where the frames start.
+    #[allow(clippy::type_complexity)]
     fn parse_keys(
         first_key: u64,
         value: &[u8],
-    ) -> Result<(Vec<u64>, [usize; 4], usize), OutlineError> {
+    ) -> Result<(Vec<u64>, Vec<Option<i64>>, [usize; 4], usize), OutlineError> {
         let mut r = Reader::new(value);
         let n = r.varint()?;
         if n == 0 || n > BLOCK_ROWS as u64 {
@@ -583,11 +609,23 @@ impl Header {
             prev = prev.checked_add(d).ok_or(OutlineError::Malformed("key"))?;
             keys.push(prev);
         }
-        Ok((keys, lens, r.pos))
+        #[allow(clippy::cast_possible_truncation)]
+        let mut times = Vec::with_capacity(n as usize);
+        let mut ms = 0i64;
+        for _ in 0..n {
+            times.push(match r.varint()? {
+                0 => None,
+                v => {
+                    ms = ms.wrapping_add(unzigzag(v - 1));
+                    Some(ms)
+                }
+            });
+        }
+        Ok((keys, times, lens, r.pos))
     }
 
     fn parse(first_key: u64, value: &[u8]) -> Result<Self, OutlineError> {
-        let (keys, [hot_plain, hot_z, cold_plain, cold_z], at) =
+        let (keys, times, [hot_plain, hot_z, cold_plain, cold_z], at) =
             Self::parse_keys(first_key, value)?;
         let hot = at..at.saturating_add(hot_z);
         let cold = hot.end..hot.end.saturating_add(cold_z);
@@ -596,6 +634,7 @@ impl Header {
         }
         Ok(Self {
             keys,
+            times,
             hot_plain,
             hot,
             cold_plain,
@@ -742,7 +781,6 @@ impl<'b> Reader<'b> {
 /// Decoding state across a block's rows.
 #[derive(Default)]
 struct Walk {
-    prev_ms: i64,
     prev_id: Option<Span>,
     /// Bytes of the arena and of the cold frame used so far.
     at: u64,
@@ -781,6 +819,7 @@ impl Walk {
     fn row(
         &mut self,
         key: u64,
+        ms: Option<i64>,
         r: &mut Reader<'_>,
         arena: &str,
         extras: &mut Vec<Extra>,
@@ -797,18 +836,18 @@ impl Walk {
             ..RowPos::default()
         };
         if flags & F_RECORD != 0 {
+            if ms.is_some() {
+                return Err(OutlineError::Malformed("time"));
+            }
             self.prev_id = None;
             return Ok(row);
         }
         row.id = self.span(r, arena)?;
-        match (flags >> TS_SHIFT) & 3 {
-            T_MS => {
-                let d = unzigzag(r.varint()?);
-                self.prev_ms = self.prev_ms.wrapping_add(d);
-                row.time = self.prev_ms as u64;
-            }
-            T_STR => row.time = self.span(r, arena)?.pack(),
-            _ => {}
+        match ((flags >> TS_SHIFT) & 3, ms) {
+            (T_MS, Some(ms)) => row.time = ms as u64,
+            (T_STR, None) => row.time = self.span(r, arena)?.pack(),
+            (T_NONE, None) => {}
+            _ => return Err(OutlineError::Malformed("time")),
         }
         match (flags >> PARENT_SHIFT) & 3 {
             P_STR => row.parent = self.span(r, arena)?,
@@ -873,8 +912,8 @@ impl OutlineBlock {
         let mut walk = Walk::default();
         let mut rows = Vec::with_capacity(h.keys.len());
         let mut extras = Vec::new();
-        for &key in &h.keys {
-            rows.push(walk.row(key, &mut r, &arena, &mut extras)?);
+        for (&key, &ms) in h.keys.iter().zip(&h.times) {
+            rows.push(walk.row(key, ms, &mut r, &arena, &mut extras)?);
         }
         if r.pos != fields.len()
             || walk.at != arena.len() as u64
@@ -909,6 +948,19 @@ impl OutlineBlock {
             full,
             cold,
         })
+    }
+
+    /// [`OutlineBlock::decode`] of session `s`'s block `first`, a damaged block reported as
+    /// the store's inconsistency. Rows whose id or time is left to the record
+    /// ([`Snapshot::outline_bytes`] gives the bytes; no snapshot is needed, so blocks decode on
+    /// any thread) have empty ids and no facts.
+    pub fn decode_stored(
+        s: SessionKey,
+        first: u64,
+        value: &[u8],
+        cold: bool,
+    ) -> Result<Self, StoreError> {
+        Self::decode(first, value, cold).map_err(|e| corrupt(s, first, &e))
     }
 
     /// Rows in the block.
@@ -1084,8 +1136,9 @@ fn corrupt(s: SessionKey, first: u64, e: &OutlineError) -> StoreError {
 }
 
 impl Snapshot {
-    /// The stored bytes of session `s`'s block whose first node is `first` (its parts joined).
-    fn outline_bytes(&self, s: SessionKey, first: u64) -> Result<Vec<u8>, StoreError> {
+    /// The stored bytes of session `s`'s block whose first node is `first` (its parts joined),
+    /// for [`OutlineBlock::decode_stored`].
+    pub fn outline_bytes(&self, s: SessionKey, first: u64) -> Result<Vec<u8>, StoreError> {
         let mut out = Vec::with_capacity(16 * PART_BYTES);
         for (i, row) in self
             .outline
@@ -1278,20 +1331,27 @@ impl Snapshot {
     /// [`SessionTree::reader`].
     pub fn session_tree(&self, s: SessionKey) -> Result<SessionTree, StoreError> {
         // The keys are in each block's header, at the start of its first part.
-        let mut heads: Vec<(u64, Option<Vec<u64>>)> = Vec::new();
+        #[allow(clippy::type_complexity)]
+        let mut heads: Vec<(u64, Option<(Vec<u64>, Vec<Option<i64>>)>)> = Vec::new();
         self.outline_heads(s, |first, part| {
             let keys = header_keys(first, part).map_err(|e| corrupt(s, first, &e))?;
             heads.push((first, keys));
             Ok(())
         })?;
-        let mut keys: Vec<u64> = Vec::new();
+        // Sized once: a doubling Vec of a million keys is copied and unmapped again and again.
+        let cap = heads.len() * BLOCK_ROWS;
+        let mut keys: Vec<u64> = Vec::with_capacity(cap);
+        let mut times: Vec<i64> = Vec::with_capacity(cap);
         let mut starts = Vec::with_capacity(heads.len());
         let mut firsts = Vec::with_capacity(heads.len());
-        for (first, k) in heads {
-            let k = match k {
-                Some(k) => k,
-                None => block_keys(first, &self.outline_bytes(s, first)?)
-                    .map_err(|e| corrupt(s, first, &e))?,
+        for (first, kt) in heads {
+            let (k, t) = match kt {
+                Some(kt) => kt,
+                None => {
+                    let h = Header::parse(first, &self.outline_bytes(s, first)?)
+                        .map_err(|e| corrupt(s, first, &e))?;
+                    (h.keys, h.times)
+                }
             };
             if keys.last().is_some_and(|&l| l >= first) {
                 return Err(corrupt(
@@ -1303,6 +1363,7 @@ impl Snapshot {
             starts.push(keys.len());
             firsts.push(first);
             keys.extend(k);
+            times.extend(t.into_iter().map(|t| t.unwrap_or(NO_MS)));
         }
         let n = keys.len();
         #[allow(clippy::cast_possible_truncation)]
@@ -1368,6 +1429,7 @@ impl Snapshot {
             firsts,
             starts,
             keys,
+            times,
             parent,
             child_start,
             children,
@@ -1386,6 +1448,8 @@ pub struct SessionTree {
     /// Index of each block's first node.
     starts: Vec<usize>,
     keys: Vec<u64>,
+    /// Milliseconds of each node's canonical ISO time ([`NO_MS`]: none, or another string).
+    times: Vec<i64>,
     parent: Vec<u32>,
     child_start: Vec<u32>,
     children: Vec<u32>,
@@ -1407,6 +1471,29 @@ impl SessionTree {
     /// The key of node `i`.
     pub fn key(&self, i: usize) -> EntryKey {
         EntryKey(self.keys[i])
+    }
+
+    /// The milliseconds of node `i`'s time when it is a canonical ISO time (the others need
+    /// the row: [`Timestamp::date_ms`]).
+    pub fn time_ms(&self, i: usize) -> Option<i64> {
+        let t = self.times[i];
+        (t != NO_MS).then_some(t)
+    }
+
+    /// The block holding node `i` (blocks are numbered in key order), and the node's row in it.
+    pub fn block_of(&self, i: usize) -> (usize, usize) {
+        let b = self.starts.partition_point(|&s| s <= i) - 1;
+        (b, i - self.starts[b])
+    }
+
+    /// The first node key of block `b` (for [`Snapshot::outline_bytes`]).
+    pub fn block_first(&self, b: usize) -> u64 {
+        self.firsts[b]
+    }
+
+    /// The session.
+    pub fn session(&self) -> SessionKey {
+        self.s
     }
 
     /// The node of `key`.
@@ -1452,7 +1539,7 @@ impl SessionTree {
 
 /// Reads a [`SessionTree`]'s rows, decoding blocks on demand and keeping the last few (walks
 /// go through the nodes about in file order). A missed block is decoded together with the
-/// next one, on the rayon pool.
+/// next few, on the rayon pool.
 pub struct TreeReader<'t> {
     tree: &'t SessionTree,
     snap: &'t Snapshot,
@@ -1467,8 +1554,13 @@ impl std::fmt::Debug for TreeReader<'_> {
     }
 }
 
-/// Blocks a [`TreeReader`] keeps decoded.
-const READER_CACHE: usize = 8;
+/// [`SessionTree`]'s mark of a node without canonical milliseconds (no real time is this far
+/// from 1970).
+const NO_MS: i64 = i64::MIN;
+
+/// Blocks a [`TreeReader`] keeps decoded, and decodes at a time (on the rayon pool).
+const READER_CACHE: usize = 16;
+const READER_AHEAD: usize = 4;
 
 impl TreeReader<'_> {
     /// The row of node `i`.
@@ -1492,10 +1584,9 @@ impl TreeReader<'_> {
                 self.cache.len() - 1
             }
             None => {
-                let mut want = vec![b];
-                if b + 1 < t.firsts.len() && !self.cache.iter().any(|(x, _)| *x == b + 1) {
-                    want.push(b + 1);
-                }
+                let want: Vec<usize> = (b..t.firsts.len().min(b + READER_AHEAD))
+                    .filter(|x| *x == b || !self.cache.iter().any(|(c, _)| c == x))
+                    .collect();
                 let firsts: Vec<u64> = want.iter().map(|&x| t.firsts[x]).collect();
                 let blocks = self.snap.outline_blocks(t.s, &firsts, self.cold)?;
                 for (x, blk) in want.into_iter().zip(blocks).rev() {
@@ -1601,9 +1692,10 @@ impl Snapshot {
 
 /// A block's bytes as table rows: (part, bytes).
 pub fn parts(bytes: &[u8]) -> impl Iterator<Item = (u32, &[u8])> {
+    let (head, rest) = bytes.split_at(bytes.len().min(FIRST_PART_BYTES));
     #[allow(clippy::cast_possible_truncation)]
-    bytes
-        .chunks(PART_BYTES)
+    std::iter::once(head)
+        .chain(rest.chunks(PART_BYTES))
         .enumerate()
         .map(|(i, c)| (i as u32, c))
 }
