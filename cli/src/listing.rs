@@ -10,7 +10,6 @@
 //! - session text reaches the output only through [`push_safe`] (text output) or a JSON string
 //!   escaper (`--json`), as in the per-entry rendering.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use pisess_engine::outline::{FactsRef, HOT_CHARS, OutlineRow, ParentId, Timestamp, write_iso};
@@ -199,7 +198,7 @@ pub fn write_log_line(
     color: bool,
     row: &OutlineRow<'_>,
     f: &FactsRef<'_>,
-    labels: &HashMap<String, String>,
+    labels: &sa::LabelMap,
     width: usize,
     lanes: Option<(&str, &str, &str)>,
 ) -> bool {
@@ -286,7 +285,7 @@ pub fn write_log_json(
     out: &mut Vec<u8>,
     row: &OutlineRow<'_>,
     f: &FactsRef<'_>,
-    labels: &HashMap<String, String>,
+    labels: &sa::LabelMap,
     extra: Option<(usize, bool, bool)>,
 ) -> io::Result<bool> {
     if !f.summary_complete {
@@ -349,8 +348,8 @@ pub fn write_log_json(
 #[allow(clippy::too_many_arguments)]
 pub fn write_tree_line(
     out: &mut Vec<u8>,
-    ui: &Ui,
-    prefix: &str,
+    color: bool,
+    prefix: (&str, &str),
     prefix_chars: usize,
     mark: &str,
     row: &OutlineRow<'_>,
@@ -358,7 +357,12 @@ pub fn write_tree_line(
     label: Option<&String>,
     width: usize,
 ) -> bool {
-    let label = label.map(|l| format!(" {}", ui.paint("1;35", &format!("[{}]", safe(l)))));
+    let label = label.map(|l| {
+        let mut b = Vec::new();
+        b.push(b' ');
+        push_painted(&mut b, color, "1;35", &format!("[{}]", safe(l)), false);
+        String::from_utf8_lossy(&b).into_owned()
+    });
     let label_chars = label.as_deref().map_or(0, chars);
     let room = width
         .saturating_sub(prefix_chars + 12 + label_chars)
@@ -368,10 +372,11 @@ pub fn write_tree_line(
     if !summary_suffices(f, kind_chars + 1, room) {
         return false;
     }
-    out.extend_from_slice(prefix.as_bytes());
+    out.extend_from_slice(prefix.0.as_bytes());
+    out.extend_from_slice(prefix.1.as_bytes());
     out.extend_from_slice(mark.as_bytes());
     out.push(b' ');
-    push_painted(out, ui.color, "33", sa::short_id(row.id), true);
+    push_painted(out, color, "33", sa::short_id(row.id), true);
     if let Some(l) = &label {
         out.extend_from_slice(l.as_bytes());
     }

@@ -433,8 +433,33 @@ impl Session {
     }
 
     /// Every label of the session: target id → label.
-    pub fn label_map(&self) -> Result<std::collections::HashMap<String, String>, CommandError> {
+    pub fn label_map(&self) -> Result<LabelMap, CommandError> {
         Ok(self.snap.labels(self.key)?.into_iter().collect())
+    }
+}
+
+/// Labels by target id. Listings look every entry's id up, so the hash is FNV-1a (ids are
+/// a few bytes; SipHash was 2 % of `log`).
+pub type LabelMap = std::collections::HashMap<String, String, std::hash::BuildHasherDefault<Fnv>>;
+
+/// FNV-1a (64 bit).
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 

@@ -6,7 +6,6 @@
 //! blocks (decoded and rendered on the rayon pool, written in order); no recursion (the path
 //! is a list of key runs).
 
-use std::collections::HashMap;
 use std::io::Write;
 
 use serde_json::{Map, Value, json};
@@ -88,6 +87,17 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
     let mut shown = 0usize;
     let mut done = 0usize;
     let mut batch = 1usize;
+    // Output buffers are recycled: a batch's worth of fresh memory each time cost page faults.
+    let pool: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+    let take = || {
+        let mut b = pool
+            .lock()
+            .ok()
+            .and_then(|mut p| p.pop())
+            .unwrap_or_default();
+        b.clear();
+        b
+    };
     while done < pieces.len() {
         // Batches grow, so that `-n 10` decodes one block and a whole path runs in parallel.
         let todo = &pieces[done..(done + batch).min(pieces.len())];
@@ -101,17 +111,36 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
         wanted.dedup();
         // JSON prints whole summaries, wide lines long ones: read the blocks' cold frames too.
         let cold = ui.json || listing::needs_cold(width);
-        let blocks = session.snap.outline_blocks(session.key, &wanted, cold)?;
-        let block_of = |p: &Piece| {
-            p.block
-                .and_then(|b| wanted.binary_search(&firsts[b]).ok())
-                .map(|i| &blocks[i])
-        };
-        let rendered: Vec<Rendered> = todo
+        let mut raw = Vec::with_capacity(wanted.len());
+        for &f in &wanted {
+            raw.push((f, session.snap.outline_bytes(session.key, f)?));
+        }
+        // One task per block: decode it, then render its pieces while it is in the cache.
+        let s = session.key;
+        let done_blocks: Vec<Vec<(usize, Rendered)>> = raw
             .par_iter()
-            .map(|p| render_piece(p, block_of(p), &style))
-            .collect::<Result<_, std::io::Error>>()?;
+            .map(
+                |(f, bytes)| -> Result<_, crate::command_error::CommandError> {
+                    let block = OutlineBlock::decode_stored(s, *f, bytes, cold)?;
+                    let mut out = Vec::new();
+                    for (j, p) in todo.iter().enumerate() {
+                        if p.block.map(|b| firsts[b]) == Some(*f) {
+                            out.push((j, render_piece(p, Some(&block), &style, take())?));
+                        }
+                    }
+                    Ok(out)
+                },
+            )
+            .collect::<Result<_, _>>()?;
+        let mut rendered: Vec<Option<Rendered>> = todo.iter().map(|_| None).collect();
+        for (j, r) in done_blocks.into_iter().flatten() {
+            rendered[j] = Some(r);
+        }
         for (p, r) in todo.iter().zip(rendered) {
+            let r = match r {
+                Some(r) => r,
+                None => render_piece(p, None, &style, take())?,
+            };
             // Bytes rendered but not yet written: consecutive entries go out in one write.
             let mut from = 0;
             let mut upto = 0;
@@ -146,6 +175,9 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
                 }
             }
             ui.out().write_all(&r.bytes[from..upto])?;
+            if let Ok(mut p) = pool.lock() {
+                p.push(r.bytes);
+            }
         }
     }
     Ok(Outcome::Success)
@@ -208,7 +240,7 @@ struct Style<'a> {
     color: bool,
     width: usize,
     kind: Option<&'a str>,
-    labels: &'a HashMap<String, String>,
+    labels: &'a sa::LabelMap,
 }
 
 /// One entry of a rendered piece.
@@ -231,9 +263,10 @@ fn render_piece(
     p: &Piece,
     block: Option<&OutlineBlock>,
     style: &Style<'_>,
+    bytes: Vec<u8>,
 ) -> Result<Rendered, std::io::Error> {
     let mut out = Rendered {
-        bytes: Vec::new(),
+        bytes,
         items: Vec::new(),
     };
     // The keys of a piece are consecutive, and so are their rows in the block.
@@ -287,7 +320,7 @@ fn render_piece(
 }
 
 /// The `--json` record of one entry.
-pub fn entry_json(v: &Value, labels: &HashMap<String, String>) -> Value {
+pub fn entry_json(v: &Value, labels: &sa::LabelMap) -> Value {
     let id = v.get("id").and_then(Value::as_str);
     let mut o = Map::new();
     o.insert("type".into(), "entry".into());
@@ -316,12 +349,7 @@ pub fn entry_json(v: &Value, labels: &HashMap<String, String>) -> Value {
 
 pub(crate) use pisess_engine::describe::boundary;
 
-fn write_line(
-    ui: &mut Ui,
-    v: &Value,
-    labels: &HashMap<String, String>,
-    width: usize,
-) -> std::io::Result<()> {
+fn write_line(ui: &mut Ui, v: &Value, labels: &sa::LabelMap, width: usize) -> std::io::Result<()> {
     if let Some(b) = boundary(v) {
         let mark = format!("──── {} ────", safe(&b));
         let painted = ui.paint("35", &mark);
@@ -332,12 +360,7 @@ fn write_line(
 }
 
 /// One entry as a line of text (terminal-safe), laid out for `width` columns.
-pub(crate) fn line_text(
-    ui: &Ui,
-    v: &Value,
-    labels: &HashMap<String, String>,
-    width: usize,
-) -> String {
+pub(crate) fn line_text(ui: &Ui, v: &Value, labels: &sa::LabelMap, width: usize) -> String {
     let id = v.get("id").and_then(Value::as_str).unwrap_or("-");
     let time = sa::short_time(v.get("timestamp").and_then(Value::as_str));
     let kind = sa::kind(v);

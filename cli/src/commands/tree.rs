@@ -8,13 +8,13 @@
 //! line from the node's outline row ([`crate::listing`]); a node the outline cannot show is
 //! decoded from its line, so the output is the per-entry rendering's, byte for byte.
 
-use std::collections::HashMap;
 use std::io::Write;
 
 use clap::ValueEnum;
 use pisess_engine::EntryKey;
 use pisess_engine::agent::js::date_ms;
-use pisess_engine::outline::{FactsRef, ParentId, SessionTree, TreeReader};
+use pisess_engine::outline::{FactsRef, OutlineBlock, ParentId, SessionTree, TreeReader};
+use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 
 use crate::command_error::{CommandResult, Outcome};
@@ -108,8 +108,10 @@ pub(crate) fn node(
 
 /// Runs `pisess tree`.
 ///
-/// The tree is read in a few range reads ([`pisess_engine::Snapshot::session_tree`]) and each
-/// line written from the node's outline row; only nodes the outline cannot show are decoded.
+/// The tree and the order of its lines come from the store's block headers and run starts
+/// ([`pisess_engine::Snapshot::session_tree`]) without decompressing anything; then batches of
+/// lines are decoded and rendered on the rayon pool and written in order. Only nodes the
+/// outline cannot show are decoded from their lines.
 pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
     let labels = session.label_map()?;
@@ -124,123 +126,316 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
         None => vec![false; tree.len()],
     };
     let width = sa::width();
-    let mut reader = tree.reader(&session.snap, listing::needs_cold(width));
-    // The walk keeps one prefix buffer: a node's line prefix is its parent's child prefix
-    // (the buffer cut back to `base`) plus its connector, and its own child prefix that plus
-    // its child segment. Every node between a node and its next sibling is a descendant of
-    // the first, whose prefixes extend the parent's, so cutting back always gives it.
-    // Stack: (node, base length in bytes, base length in characters, position among its
-    // siblings, nesting level).
-    let mut stack: Vec<(usize, usize, usize, Place, usize)> = Vec::new();
-    // Roots stay in file order (pi's `getTree` sorts only children).
-    let roots = tree.roots.clone();
-    let many_roots = roots.len() > 1;
-    let n = roots.len();
-    for (i, r) in roots.into_iter().enumerate().rev() {
-        stack.push((
-            r,
-            0,
-            0,
-            place(many_roots, i + 1 == n),
-            usize::from(many_roots),
-        ));
-    }
-    let mut hidden = 0usize;
-    let mut prefix = String::new();
-    let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
+    let cold = listing::needs_cold(width);
+    let (lines, prefixes, hidden) = {
+        let mut reader = tree.reader(&session.snap, cold);
+        order(&tree, &mut reader, args.depth)?
+    };
     let marks = [ui.paint("1;32", "@"), ui.paint("32", "*"), "o".to_owned()];
-    while let Some((nd, base, base_chars, at, level)) = stack.pop() {
-        prefix.truncate(base);
-        let (connector, segment) = at.strings();
-        let line_prefix_chars = base_chars + if connector.is_empty() { 0 } else { 2 };
-        let row = reader.row(nd)?;
-        let is_leaf = Some(nd) == leaf_i;
-        let label = labels.get(row.id);
-        let mark = if is_leaf {
-            &marks[0]
-        } else if active[nd] {
-            &marks[1]
-        } else {
-            &marks[2]
-        };
-        let mut written = false;
-        if let Some(f) = row.facts {
-            if shown_fast(&f, args.filter, is_leaf, label.is_some()) {
-                prefix.push_str(connector);
-                written = listing::write_tree_line(
-                    &mut buf,
-                    ui,
-                    &prefix,
-                    line_prefix_chars,
-                    mark,
-                    &row,
-                    &f,
-                    label,
-                    width,
-                );
-                prefix.truncate(base);
-            } else {
-                written = true;
+    let style = LineStyle {
+        color: ui.color,
+        width,
+        filter: args.filter,
+        leaf: leaf_i,
+        active: &active,
+        labels: &labels,
+        marks: &marks,
+        prefixes: &prefixes,
+    };
+    // Chunks of lines, cut where the block changes, rendered a batch at a time into buffers
+    // that are kept (allocating a batch's worth of fresh memory each time cost page faults).
+    let chunks = chunk_lines(&tree, &lines);
+    let mut bufs: Vec<Vec<u8>> = (0..BATCH).map(|_| Vec::new()).collect();
+    let mut done = 0;
+    while done < chunks.len() {
+        let todo = &chunks[done..(done + BATCH).min(chunks.len())];
+        done += todo.len();
+        let mut wanted: Vec<usize> = todo
+            .iter()
+            .flat_map(|c| {
+                lines[c.clone()]
+                    .iter()
+                    .map(|l| tree.block_of(l.node as usize).0)
+            })
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut raw = Vec::with_capacity(wanted.len());
+        for &b in &wanted {
+            raw.push(
+                session
+                    .snap
+                    .outline_bytes(tree.session(), tree.block_first(b))?,
+            );
+        }
+        let s = tree.session();
+        let blocks: Vec<OutlineBlock> = wanted
+            .par_iter()
+            .zip(raw.par_iter())
+            .map(|(&b, bytes)| OutlineBlock::decode_stored(s, tree.block_first(b), bytes, cold))
+            .collect::<Result<_, _>>()?;
+        let items: Vec<Vec<Item>> = todo
+            .par_iter()
+            .zip(bufs.par_iter_mut())
+            .map(|(c, buf)| render_lines(&tree, &lines[c.clone()], &wanted, &blocks, &style, buf))
+            .collect();
+        for ((c, items), buf) in todo.iter().zip(items).zip(&bufs) {
+            let mut from = 0;
+            let mut upto = 0;
+            for (item, line) in items.iter().zip(&lines[c.clone()]) {
+                match *item {
+                    Item::Shown(end) => upto = end,
+                    Item::Hidden => {}
+                    Item::Decode => {
+                        ui.out().write_all(&buf[from..upto])?;
+                        from = upto;
+                        decoded_line(ui, &session, &tree, line, &style)?;
+                    }
+                }
             }
-        }
-        if !written {
-            listing::drain(ui, &mut buf, true)?;
-            // One entry whose JSON cannot be read (nested deeper than the parser allows)
-            // does not hide the rest of the tree: it is drawn as `(unreadable)`.
-            let v = session
-                .value(row.key)
-                .unwrap_or_else(|_| serde_json::json!({"type": "(unreadable)", "id": row.id}));
-            if shown(&v, args.filter, is_leaf, label.is_some()) {
-                let label = label
-                    .map(|l| format!(" {}", ui.paint("1;35", &format!("[{}]", safe(l)))))
-                    .unwrap_or_default();
-                let text = format!("{} {}", sa::kind(&v), sa::summary(&v));
-                let room = width
-                    .saturating_sub(line_prefix_chars + 12 + label.chars().count())
-                    .max(20);
-                let id = ui.paint("33", &safe(sa::short_id(row.id)));
-                writeln!(
-                    ui.out(),
-                    "{prefix}{connector}{mark} {id}{label} {}",
-                    safe(&sa::clip(&text, room))
-                )?;
-            }
-        }
-        listing::drain(ui, &mut buf, false)?;
-        let n = tree.children(nd).len();
-        let branching = n > 1;
-        if branching && args.depth.is_some_and(|d| level >= d) {
-            hidden += n;
-            continue;
-        }
-        prefix.push_str(segment);
-        let prefix_chars = base_chars + if segment.is_empty() { 0 } else { 2 };
-        if n == 1
-            && let Some(c) = tree.children(nd).next()
-        {
-            stack.push((c, prefix.len(), prefix_chars, Place::Only, level));
-            continue;
-        }
-        let children = sorted_nodes(&mut reader, tree.children(nd).collect())?;
-        for (i, c) in children.into_iter().enumerate().rev() {
-            stack.push((
-                c,
-                prefix.len(),
-                prefix_chars,
-                place(branching, i + 1 == n),
-                level + usize::from(branching),
-            ));
+            ui.out().write_all(&buf[from..upto])?;
         }
     }
-    listing::drain(ui, &mut buf, true)?;
     if hidden > 0 {
         writeln!(ui.out(), "({hidden} branch(es) below --depth not shown)")?;
     }
     Ok(Outcome::Success)
 }
 
-/// Where a node is among its siblings, for its connector.
+/// One line of `tree`: a node, the index of its parent's child prefix, and its place.
 #[derive(Debug, Clone, Copy)]
+struct Line {
+    node: u32,
+    prefix: u32,
+    at: Place,
+}
+
+/// The lines of the tree in printing order (pi's: depth first, siblings by time), the
+/// prefixes they refer to (text, characters), and how many branches `--depth` left out.
+#[allow(clippy::type_complexity)]
+fn order(
+    tree: &SessionTree,
+    reader: &mut TreeReader<'_>,
+    depth: Option<usize>,
+) -> Result<(Vec<Line>, Vec<(String, usize)>, usize), crate::command_error::CommandError> {
+    let mut prefixes: Vec<(String, usize)> = vec![(String::new(), 0)];
+    let mut lines = Vec::with_capacity(tree.len());
+    // (node, parent's child prefix, place, nesting level)
+    let mut stack: Vec<(usize, u32, Place, usize)> = Vec::new();
+    // Roots stay in file order (pi's `getTree` sorts only children).
+    let many_roots = tree.roots.len() > 1;
+    let n = tree.roots.len();
+    for (i, &r) in tree.roots.iter().enumerate().rev() {
+        stack.push((r, 0, place(many_roots, i + 1 == n), usize::from(many_roots)));
+    }
+    let mut hidden = 0usize;
+    while let Some((nd, cp, at, level)) = stack.pop() {
+        #[allow(clippy::cast_possible_truncation)]
+        lines.push(Line {
+            node: nd as u32,
+            prefix: cp,
+            at,
+        });
+        let n = tree.children(nd).len();
+        if n == 0 {
+            continue;
+        }
+        let branching = n > 1;
+        if branching && depth.is_some_and(|d| level >= d) {
+            hidden += n;
+            continue;
+        }
+        // This node's child prefix: its parent's plus its segment.
+        let child_cp = match at {
+            Place::Only => cp,
+            _ => {
+                let (base, chars) = &prefixes[cp as usize];
+                let text = format!("{base}{}", at.strings().1);
+                let chars = chars + 2;
+                prefixes.push((text, chars));
+                u32::try_from(prefixes.len() - 1)
+                    .map_err(|_| anyhow::anyhow!("too many prefixes"))?
+            }
+        };
+        if n == 1
+            && let Some(c) = tree.children(nd).next()
+        {
+            stack.push((c, child_cp, Place::Only, level));
+            continue;
+        }
+        let children = sorted_nodes(tree, reader, tree.children(nd).collect())?;
+        for (i, c) in children.into_iter().enumerate().rev() {
+            stack.push((c, child_cp, place(true, i + 1 == n), level + 1));
+        }
+    }
+    Ok((lines, prefixes, hidden))
+}
+
+/// Ranges of `lines` of about [`CHUNK_LINES`] lines, cut where the block changes.
+fn chunk_lines(tree: &SessionTree, lines: &[Line]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut prev = None;
+    for (i, l) in lines.iter().enumerate() {
+        let b = tree.block_of(l.node as usize).0;
+        if i - start >= CHUNK_LINES && prev != Some(b) {
+            out.push(start..i);
+            start = i;
+        }
+        prev = Some(b);
+    }
+    if start < lines.len() {
+        out.push(start..lines.len());
+    }
+    out
+}
+
+/// Lines a chunk holds at least (about a block).
+const CHUNK_LINES: usize = 1024;
+/// Chunks rendered at a time.
+const BATCH: usize = 8;
+
+/// What every line's rendering needs.
+struct LineStyle<'a> {
+    color: bool,
+    width: usize,
+    filter: Filter,
+    leaf: Option<usize>,
+    active: &'a [bool],
+    labels: &'a sa::LabelMap,
+    marks: &'a [String; 3],
+    prefixes: &'a [(String, usize)],
+}
+
+impl LineStyle<'_> {
+    fn mark(&self, node: usize) -> &str {
+        if Some(node) == self.leaf {
+            &self.marks[0]
+        } else if self.active[node] {
+            &self.marks[1]
+        } else {
+            &self.marks[2]
+        }
+    }
+}
+
+/// One line of a rendered chunk.
+enum Item {
+    /// Written: its bytes end at this offset.
+    Shown(usize),
+    /// Left out by the filter.
+    Hidden,
+    /// The outline cannot show it: decode the line.
+    Decode,
+}
+
+/// Renders a chunk's lines into `bytes` (cleared first); says what became of each line.
+fn render_lines(
+    tree: &SessionTree,
+    lines: &[Line],
+    wanted: &[usize],
+    blocks: &[OutlineBlock],
+    st: &LineStyle<'_>,
+    bytes: &mut Vec<u8>,
+) -> Vec<Item> {
+    bytes.clear();
+    let mut out = Rendered {
+        bytes,
+        items: Vec::with_capacity(lines.len()),
+    };
+    for l in lines {
+        let nd = l.node as usize;
+        let (b, j) = tree.block_of(nd);
+        let Some(blk) = wanted.binary_search(&b).ok().map(|i| &blocks[i]) else {
+            out.items.push(Item::Decode);
+            continue;
+        };
+        if j >= blk.len() {
+            out.items.push(Item::Decode);
+            continue;
+        }
+        let row = blk.row(j);
+        let Some(f) = row.facts else {
+            out.items.push(Item::Decode);
+            continue;
+        };
+        let label = st.labels.get(row.id);
+        if !shown_fast(&f, st.filter, Some(nd) == st.leaf, label.is_some()) {
+            out.items.push(Item::Hidden);
+            continue;
+        }
+        let (base, chars) = &st.prefixes[l.prefix as usize];
+        let connector = l.at.strings().0;
+        let line_chars = chars + if connector.is_empty() { 0 } else { 2 };
+        let written = listing::write_tree_line(
+            out.bytes,
+            st.color,
+            (base, connector),
+            line_chars,
+            st.mark(nd),
+            &row,
+            &f,
+            label,
+            st.width,
+        );
+        out.items.push(if written {
+            Item::Shown(out.bytes.len())
+        } else {
+            Item::Decode
+        });
+    }
+    out.items
+}
+
+/// A chunk being rendered.
+struct Rendered<'b> {
+    bytes: &'b mut Vec<u8>,
+    items: Vec<Item>,
+}
+
+/// A line the outline cannot show, from the node's decoded line (the per-entry rendering).
+fn decoded_line(
+    ui: &mut Ui,
+    session: &Session,
+    tree: &SessionTree,
+    l: &Line,
+    st: &LineStyle<'_>,
+) -> CommandResult {
+    let nd = l.node as usize;
+    let key = tree.key(nd);
+    let id = session.id(key)?;
+    // One entry whose JSON cannot be read (nested deeper than the parser allows) does not
+    // hide the rest of the tree: it is drawn as `(unreadable)`.
+    let v = session
+        .value(key)
+        .unwrap_or_else(|_| serde_json::json!({"type": "(unreadable)", "id": id}));
+    let is_leaf = Some(nd) == st.leaf;
+    let label = st.labels.get(&id);
+    if shown(&v, st.filter, is_leaf, label.is_some()) {
+        let label = label
+            .map(|l| format!(" {}", ui.paint("1;35", &format!("[{}]", safe(l)))))
+            .unwrap_or_default();
+        let (base, chars) = &st.prefixes[l.prefix as usize];
+        let connector = l.at.strings().0;
+        let line_chars = chars + if connector.is_empty() { 0 } else { 2 };
+        let text = format!("{} {}", sa::kind(&v), sa::summary(&v));
+        let room = st
+            .width
+            .saturating_sub(line_chars + 12 + label.chars().count())
+            .max(20);
+        let idp = ui.paint("33", &safe(sa::short_id(&id)));
+        writeln!(
+            ui.out(),
+            "{base}{connector}{} {idp}{label} {}",
+            st.mark(nd),
+            safe(&sa::clip(&text, room))
+        )?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// Where a node is among its siblings, for its connector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
     /// Its parent has one child (or it is the only root): no connector.
     Only,
@@ -271,7 +466,9 @@ impl Place {
 }
 
 /// Nodes (siblings, in file order) in pi's order: by timestamp, as [`sorted_children`] sorts.
+/// Canonical times come from the tree; other times from the rows.
 fn sorted_nodes(
+    tree: &SessionTree,
     reader: &mut TreeReader<'_>,
     mut nodes: Vec<usize>,
 ) -> Result<Vec<usize>, crate::command_error::CommandError> {
@@ -280,7 +477,12 @@ fn sorted_nodes(
     }
     let mut timed: Vec<(usize, Option<f64>)> = Vec::with_capacity(nodes.len());
     for &i in &nodes {
-        timed.push((i, reader.row(i)?.timestamp.date_ms()));
+        #[allow(clippy::cast_precision_loss)]
+        let t = match tree.time_ms(i) {
+            Some(ms) => Some(ms as f64),
+            None => reader.row(i)?.timestamp.date_ms(),
+        };
+        timed.push((i, t));
     }
     timed.sort_by(|a, b| match (a.1, b.1) {
         (Some(x), Some(y)) => x.total_cmp(&y),
@@ -368,7 +570,7 @@ fn write_json(
     session: &Session,
     tree: &SessionTree,
     leaf: Option<EntryKey>,
-    labels: &HashMap<String, String>,
+    labels: &sa::LabelMap,
 ) -> CommandResult {
     // Written as it is walked, one node at a time (the same bytes as one `json!` object with
     // keys roots, leafId, nodes).
@@ -390,7 +592,7 @@ fn write_json(
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
     let mut stack: Vec<usize> = tree.roots.iter().rev().copied().collect();
     while let Some(nd) = stack.pop() {
-        let children = sorted_nodes(&mut reader, tree.children(nd).collect())?;
+        let children = sorted_nodes(tree, &mut reader, tree.children(nd).collect())?;
         let mut ids: Vec<String> = Vec::with_capacity(children.len());
         for &c in &children {
             ids.push(reader.row(c)?.id.to_owned());
@@ -452,7 +654,7 @@ fn node_json(
     key: EntryKey,
     id: &str,
     children: Vec<Value>,
-    labels: &HashMap<String, String>,
+    labels: &sa::LabelMap,
 ) -> Result<Value, crate::command_error::CommandError> {
     let parent = session
         .snap
