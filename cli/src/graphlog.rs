@@ -12,102 +12,162 @@
 //! tail lanes that wait for it (drawn `├─╯`), or opens a new lane when none does (a branch tip).
 //!
 //! Invariants: no recursion (the walk uses an explicit stack, so a 1,000,000-deep chain is one
-//! lane and one loop); session text is made terminal-safe by `log::line_text`.
+//! lane and one loop); the tree comes from the store in a few range reads
+//! ([`pisess_engine::Snapshot::session_tree`]) and each line from the node's outline row
+//! ([`crate::listing`]), the line decoded only when the row cannot show it; session text is made
+//! terminal-safe as in `log::line_text`.
 
-use std::collections::HashSet;
 use std::io::Write;
 
-use pisess_engine::EntryKey;
 use serde_json::Value;
 
 use crate::command_error::{CommandResult, Outcome};
 use crate::commands::log::{LogArgs, boundary, entry_json, line_text};
+use crate::listing;
 use crate::session_arg::{self as sa, Session};
 use crate::ui::{Ui, safe};
 
 /// Runs `pisess log --all`.
 pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
     let snap = &session.snap;
+    let tree = snap.session_tree(session.key)?;
+    let n_nodes = tree.len();
     let leaf = snap.leaf(session.key)?;
-    let active: HashSet<EntryKey> = match leaf {
-        Some(l) => snap.path_to_root(l)?.into_iter().collect(),
-        None => HashSet::new(),
+    let leaf_i = leaf.and_then(|l| tree.index_of(l));
+    let active: Vec<bool> = match leaf {
+        Some(l) => tree.marks(&snap.path_runs(l)?),
+        None => vec![false; n_nodes],
     };
     let labels = session.label_map()?;
     let width = sa::width();
+    let mut reader = tree.reader(snap, ui.json || listing::needs_cold(width));
 
     // Pre-order, active child last; printed reversed.
-    let order_children = |mut kids: Vec<EntryKey>| {
-        if let Some(i) = kids.iter().position(|k| active.contains(k)) {
+    let order_children = |mut kids: Vec<usize>| {
+        if let Some(i) = kids.iter().position(|&k| active[k]) {
             let a = kids.remove(i);
             kids.push(a);
         }
         kids
     };
-    let mut pre = Vec::new();
-    let mut stack: Vec<EntryKey> = order_children(snap.roots(session.key)?);
+    let mut pre = Vec::with_capacity(n_nodes);
+    let mut stack: Vec<usize> = order_children(tree.roots.clone());
     stack.reverse();
     while let Some(n) = stack.pop() {
         pre.push(n);
-        let mut kids = order_children(snap.children(n)?);
+        let mut kids = order_children(tree.children(n).collect());
         kids.reverse();
         stack.extend(kids);
     }
 
-    let mut lanes: Vec<EntryKey> = Vec::new();
+    let mut lanes: Vec<usize> = Vec::new();
     let mut shown = 0usize;
+    let mut buf = Vec::with_capacity(1 << 17);
     for &n in pre.iter().rev() {
         if args.max_count.is_some_and(|m| shown >= m) {
             break;
         }
         let k = lanes.iter().rev().take_while(|&&w| w == n).count();
         let col = lanes.len() - k;
-        let parent = snap.parent(n)?;
-        let v = session.value(n)?;
-        let wanted = args
-            .kind
-            .as_ref()
-            .is_none_or(|t| sa::entry_type(&v) == t || sa::role(&v) == Some(t.as_str()));
+        let parent = tree.parent(n);
+        let row = reader.row(n)?;
+        // A row without facts is decoded before anything of it is written (as the per-entry
+        // walk did, so an unreadable line fails at the same point).
+        let mut value = match row.facts {
+            Some(_) => None,
+            None => Some(session.value(row.key)?),
+        };
         if !ui.json && k >= 2 {
-            let mut join = "│ ".repeat(col);
-            join.push_str("├─");
-            join.push_str(&"┴─".repeat(k - 2));
-            join.push('╯');
-            writeln!(ui.out(), "{join}")?;
+            buf.extend_from_slice("│ ".repeat(col).as_bytes());
+            buf.extend_from_slice("├─".as_bytes());
+            buf.extend_from_slice("┴─".repeat(k - 2).as_bytes());
+            buf.extend_from_slice("╯\n".as_bytes());
         }
-        if wanted {
-            shown += 1;
-            let is_leaf = Some(n) == leaf;
-            if ui.json {
-                let mut o = entry_json(&v, &labels);
-                if let Value::Object(m) = &mut o {
-                    m.insert("column".into(), col.into());
-                    m.insert("leaf".into(), is_leaf.into());
-                    m.insert("active".into(), active.contains(&n).into());
-                }
-                ui.json_line(&o)?;
+        let is_leaf = Some(n) == leaf_i;
+        let lanes_before = "│ ".repeat(col);
+        let mut done = false;
+        if let Some(f) = row.facts {
+            let wanted = args
+                .kind
+                .as_ref()
+                .is_none_or(|t| f.entry_type() == t || f.role == Some(t.as_str()));
+            if !wanted {
+                done = true;
+            } else if ui.json {
+                done = listing::write_log_json(
+                    &mut buf,
+                    &row,
+                    &f,
+                    &labels,
+                    Some((col, is_leaf, active[n])),
+                )?;
             } else {
-                let lanes_before = "│ ".repeat(col);
-                if let Some(b) = boundary(&v) {
-                    let through = if k >= 1 { "│ " } else { "" };
-                    let mark = ui.paint("35", &format!("──── {} ────", safe(&b)));
-                    writeln!(ui.out(), "{lanes_before}{through}{mark}")?;
-                }
                 let glyph = if is_leaf {
-                    ui.paint("1;32", "@")
-                } else if active.contains(&n) {
-                    "●".to_owned()
+                    format!("{} ", ui.paint("1;32", "@"))
+                } else if active[n] {
+                    "● ".to_owned()
                 } else {
-                    "○".to_owned()
+                    "○ ".to_owned()
                 };
-                let text = line_text(ui, &v, &labels, width.saturating_sub(2 * col + 2));
-                writeln!(ui.out(), "{lanes_before}{glyph} {text}")?;
+                let through = if k >= 1 { "│ " } else { "" };
+                done = listing::write_log_line(
+                    &mut buf,
+                    ui.color,
+                    &row,
+                    &f,
+                    &labels,
+                    width.saturating_sub(2 * col + 2),
+                    Some((&lanes_before, through, &glyph)),
+                );
+            }
+            if done && wanted {
+                shown += 1;
             }
         }
+        if !done {
+            listing::drain(ui, &mut buf, true)?;
+            let v = match value.take() {
+                Some(v) => v,
+                None => session.value(row.key)?,
+            };
+            let wanted = args
+                .kind
+                .as_ref()
+                .is_none_or(|t| sa::entry_type(&v) == t || sa::role(&v) == Some(t.as_str()));
+            if wanted {
+                shown += 1;
+                if ui.json {
+                    let mut o = entry_json(&v, &labels);
+                    if let Value::Object(m) = &mut o {
+                        m.insert("column".into(), col.into());
+                        m.insert("leaf".into(), is_leaf.into());
+                        m.insert("active".into(), active[n].into());
+                    }
+                    ui.json_line(&o)?;
+                } else {
+                    if let Some(b) = boundary(&v) {
+                        let through = if k >= 1 { "│ " } else { "" };
+                        let mark = ui.paint("35", &format!("──── {} ────", safe(&b)));
+                        writeln!(ui.out(), "{lanes_before}{through}{mark}")?;
+                    }
+                    let glyph = if is_leaf {
+                        ui.paint("1;32", "@")
+                    } else if active[n] {
+                        "●".to_owned()
+                    } else {
+                        "○".to_owned()
+                    };
+                    let text = line_text(ui, &v, &labels, width.saturating_sub(2 * col + 2));
+                    writeln!(ui.out(), "{lanes_before}{glyph} {text}")?;
+                }
+            }
+        }
+        listing::drain(ui, &mut buf, false)?;
         lanes.truncate(col);
         if let Some(p) = parent {
             lanes.push(p);
         }
     }
+    listing::drain(ui, &mut buf, true)?;
     Ok(Outcome::Success)
 }

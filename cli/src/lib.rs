@@ -13,6 +13,7 @@ pub mod command_error;
 pub mod commands;
 pub mod graphlog;
 pub mod json_stream;
+pub mod listing;
 pub mod render;
 pub mod session_arg;
 pub mod ui;

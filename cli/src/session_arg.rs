@@ -15,8 +15,6 @@ use std::path::Path;
 
 use anyhow::anyhow;
 use pisess_engine::agent::lean::{Kind, PathSource};
-use pisess_engine::agent::project::{content_text, entry_messages};
-use pisess_engine::agent::tokens::estimate_tokens;
 use pisess_engine::{EntryKey, Lookup, SessionKey, SessionRecord, Snapshot, Store, StoreError};
 use serde_json::Value;
 
@@ -435,8 +433,33 @@ impl Session {
     }
 
     /// Every label of the session: target id → label.
-    pub fn label_map(&self) -> Result<std::collections::HashMap<String, String>, CommandError> {
+    pub fn label_map(&self) -> Result<LabelMap, CommandError> {
         Ok(self.snap.labels(self.key)?.into_iter().collect())
+    }
+}
+
+/// Labels by target id. Listings look every entry's id up, so the hash is FNV-1a (ids are
+/// a few bytes; SipHash was 2 % of `log`).
+pub type LabelMap = std::collections::HashMap<String, String, std::hash::BuildHasherDefault<Fnv>>;
+
+/// FNV-1a (64 bit).
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -501,141 +524,9 @@ impl PathSource for StoredPath<'_> {
 
 // ---- describing entries ---------------------------------------------------------------------
 
-fn s<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
-    v.get(k).and_then(Value::as_str)
-}
-
-/// The entry's type.
-pub fn entry_type(v: &Value) -> &str {
-    s(v, "type").unwrap_or("?")
-}
-
-/// The message role of a `message` entry.
-pub fn role(v: &Value) -> Option<&str> {
-    v.get("message").and_then(|m| s(m, "role"))
-}
-
-/// What an entry is: the role for messages, else the entry type.
-pub fn kind(v: &Value) -> &str {
-    match entry_type(v) {
-        "message" => role(v).unwrap_or("message"),
-        t => t,
-    }
-}
-
-/// The model an entry names (assistant messages, model changes).
-pub fn model(v: &Value) -> Option<&str> {
-    match entry_type(v) {
-        "message" => v.get("message").and_then(|m| s(m, "model")),
-        "model_change" => s(v, "modelId"),
-        _ => None,
-    }
-}
-
-/// Estimated tokens of the messages an entry contributes.
-pub fn tokens(v: &Value) -> u64 {
-    entry_messages(v).iter().map(|m| estimate_tokens(m)).sum()
-}
-
-/// A tool call as a short phrase: `read src/x.rs`, `bash cargo test`.
-pub fn tool_call_phrase(block: &Value) -> String {
-    let name = s(block, "name").unwrap_or("tool");
-    let args = block.get("arguments");
-    let arg = args
-        .and_then(|a| {
-            ["path", "file_path", "command", "pattern", "query", "url"]
-                .iter()
-                .find_map(|k| s(a, k))
-                .or_else(|| a.as_object()?.values().find_map(Value::as_str))
-        })
-        .unwrap_or("");
-    let arg = first_line(arg);
-    if arg.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{name} {arg}")
-    }
-}
-
-/// The first non-empty line of a text, trimmed.
-pub fn first_line(t: &str) -> &str {
-    t.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-}
-
-/// The text of a message's content blocks (text blocks only).
-pub fn message_text(m: &Value) -> String {
-    content_text(m.get("content"), "\n")
-}
-
-/// A one-line summary of an entry (not yet made terminal-safe).
-pub fn summary(v: &Value) -> String {
-    match entry_type(v) {
-        "message" => {
-            let Some(m) = v.get("message") else {
-                return String::new();
-            };
-            let text = message_text(m);
-            let line = first_line(&text);
-            let calls: Vec<String> = m
-                .get("content")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter(|b| s(b, "type") == Some("toolCall"))
-                .map(tool_call_phrase)
-                .collect();
-            match (role(v), line.is_empty(), calls.is_empty()) {
-                (Some("toolResult"), _, _) => {
-                    let tool = s(m, "toolName").unwrap_or("tool");
-                    let err = if m.get("isError") == Some(&Value::Bool(true)) {
-                        " (error)"
-                    } else {
-                        ""
-                    };
-                    format!("{tool}{err}: {line}")
-                }
-                (Some("bashExecution"), _, _) => {
-                    format!("$ {}", first_line(s(m, "command").unwrap_or("")))
-                }
-                (Some("system"), true, _) => m
-                    .get("sections")
-                    .and_then(Value::as_object)
-                    .and_then(|o| o.values().find_map(Value::as_str))
-                    .map(|t| first_line(t).to_owned())
-                    .unwrap_or_default(),
-                (_, true, false) => calls.join(", "),
-                (_, false, false) => format!("{line} [{}]", calls.join(", ")),
-                _ => line.to_owned(),
-            }
-        }
-        "compaction" | "branch_summary" => first_line(s(v, "summary").unwrap_or("")).to_owned(),
-        "custom_message" => {
-            let t = content_text(v.get("content"), "\n");
-            format!(
-                "{}: {}",
-                s(v, "customType").unwrap_or("custom"),
-                first_line(&t)
-            )
-        }
-        "model_change" => format!(
-            "{}/{}",
-            s(v, "provider").unwrap_or("?"),
-            s(v, "modelId").unwrap_or("?")
-        ),
-        "thinking_level_change" => s(v, "thinkingLevel").unwrap_or("").to_owned(),
-        "label" => match s(v, "label") {
-            Some(l) => format!("{} ← {l}", s(v, "targetId").unwrap_or("?")),
-            None => format!("{} (label removed)", s(v, "targetId").unwrap_or("?")),
-        },
-        "session_info" => s(v, "name").unwrap_or("").to_owned(),
-        "context_edit" => format!("edits {}", s(v, "targetId").unwrap_or("?")),
-        "custom" => s(v, "customType").unwrap_or("").to_owned(),
-        _ => String::new(),
-    }
-}
+pub use pisess_engine::describe::{
+    entry_type, first_line, kind, message_text, model, role, summary, tokens, tool_call_phrase,
+};
 
 /// Cuts a text to at most `max` characters, marking the cut with `…`.
 pub fn clip(t: &str, max: usize) -> String {
@@ -677,5 +568,5 @@ pub fn short_id(id: &str) -> &str {
 
 /// The entry's id, when it is a string.
 pub fn id_of(v: &Value) -> Option<&str> {
-    s(v, "id")
+    v.get("id").and_then(Value::as_str)
 }

@@ -1,14 +1,16 @@
 //! `pisess verify [--repair]` on a store whose indexes were damaged behind its back (rows of
 //! `entry_ids`, `parents`, `children`, `labels` and of the file index — `file_ops`,
-//! `file_paths`, `tool_results` — and of `settings`, removed, altered or invented directly with
-//! redb): verify reports every damaged table, `--repair` rebuilds them from the records, a
-//! second verify passes, the store is again identical to the undamaged one (content digest of
-//! every table) and queries answer as before.
+//! `file_paths`, `tool_results` — of `settings`, and of the outline that `log` and `tree` print
+//! from, removed, altered or invented directly with redb): verify reports every damaged table,
+//! `--repair` rebuilds them from the records, a second verify passes, the store is again
+//! identical to the undamaged one (content digest of every table) and queries answer as
+//! before.
 
 use std::fs;
 use std::path::Path;
 
 use pisess_engine::files::{FILE_OPS, FILE_PATHS, TOOL_RESULTS};
+use pisess_engine::outline::OUTLINE;
 use pisess_engine::schema::{CHILDREN, ENTRY_IDS, LABELS, PARENTS, SETTING_THINKING, SETTINGS};
 use pisess_engine::{EntryKey, Link, Store};
 use redb::ReadableTable;
@@ -138,6 +140,42 @@ fn damage(path: &Path) {
         let (sk, ek) = settings.iter().unwrap().next().unwrap().unwrap().0.value();
         settings.remove((sk, ek)).unwrap();
         settings.insert((sk, ek + 1), SETTING_THINKING).unwrap();
+
+        // The outline: one block's first part removed, another block's bytes altered (a
+        // summary that is not its line's), and a block of no session invented.
+        let mut outline = tx.open_table(OUTLINE).unwrap();
+        let firsts: Vec<((u64, u64, u32), Vec<u8>)> = outline
+            .iter()
+            .unwrap()
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                (k.value(), v.value().to_vec())
+            })
+            .filter(|(k, _)| k.2 == 0)
+            .collect();
+        assert!(firsts.len() >= 3, "too few outline blocks to damage");
+        outline.remove(firsts[0].0).unwrap();
+        let (k, _) = firsts[1].clone();
+        let mut block = pisess_engine::outline::BlockBuilder::new(k.1);
+        let facts = pisess_engine::describe::Facts {
+            summary: "not what the line says".into(),
+            ..Default::default()
+        };
+        block.push(&pisess_engine::outline::RowIn {
+            key: k.1,
+            id: "x",
+            timestamp: None,
+            parent_id: pisess_engine::outline::ParentId::Null,
+            facts: Some(&facts),
+        });
+        let bytes = block.encode().unwrap();
+        outline
+            .retain_in((k.0, k.1, 0)..=(k.0, k.1, u32::MAX), |_, _| false)
+            .unwrap();
+        outline.insert(k, bytes.as_slice()).unwrap();
+        outline
+            .insert((9999, 1, 0), firsts[2].1.as_slice())
+            .unwrap();
     }
     tx.commit().unwrap();
 }
@@ -183,6 +221,7 @@ fn verify_reports_damaged_indexes_and_repair_rebuilds_them_from_the_records() {
         "file_paths.v2",
         "tool_results.v2",
         "settings.v1",
+        "outline.v1",
     ] {
         assert!(
             out.contains(&format!("{table}: ")),

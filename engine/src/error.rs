@@ -103,6 +103,9 @@ pub enum StoreError {
     /// The tables disagree with each other.
     #[error("inconsistent store: {0}")]
     Inconsistent(String),
+    /// An outline block could not be written.
+    #[error("cannot write an outline block")]
+    Outline(#[from] crate::outline::OutlineError),
 }
 
 macro_rules! via_redb {

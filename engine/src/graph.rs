@@ -55,6 +55,7 @@ pub struct Snapshot {
     pub(crate) settings: ReadOnlyTable<(u64, u64), u8>,
     pub(crate) file_ops: ReadOnlyTable<(u64, u32), &'static str>,
     pub(crate) file_paths: ReadOnlyTable<(&'static str, u64, u32), &'static [u8]>,
+    pub(crate) outline: ReadOnlyTable<(u64, u64, u32), &'static [u8]>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -80,6 +81,7 @@ impl Snapshot {
             settings: tx.open_table(schema::SETTINGS)?,
             file_ops: tx.open_table(crate::files::FILE_OPS)?,
             file_paths: tx.open_table(crate::files::FILE_PATHS)?,
+            outline: tx.open_table(crate::outline::OUTLINE)?,
             _tx: tx,
         })
     }

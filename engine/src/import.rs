@@ -18,7 +18,11 @@
 //! - an append that would change how *old* entries resolve (a new entry reusing an old id, or
 //!   supplying an id old entries were orphaned on) falls back to a full re-import, so the result
 //!   never depends on how the file was read in pieces;
-//! - lines are parsed in parallel (rayon) a chunk at a time; all writes come from this thread.
+//! - lines are parsed in parallel (rayon) a chunk at a time; all writes come from this thread;
+//! - each tree node's outline row ([`crate::outline`]) is worked out with the parse (from the
+//!   typed view, a second parse only for the rare entries it cannot describe) and written in
+//!   file order; an append reopens the session's last, partial block, so the blocks are the
+//!   same as those of a single import of the whole file.
 //!
 //! The prefix check hashes two windows instead of the whole prefix so that importing an append
 //! to a 1 GB file costs about as much as importing the appended bytes; pi only ever appends or
@@ -40,6 +44,7 @@ use redb::{Durability, ReadableTable, Table, WriteTransaction};
 
 use crate::error::StoreError;
 use crate::ids::{EntryKey, Link, SessionKey};
+use crate::outline::{BlockBuilder, NodeFacts, OUTLINE, RowIn};
 use crate::record::{EntryRecord, RecordRef, Rkyv, RowKind, SessionRecord, decode_session, encode};
 use crate::schema::{self, META, META_NEXT_ENTRY, META_NEXT_SESSION};
 use crate::store::{Store, meta_get};
@@ -650,6 +655,9 @@ impl Store {
         });
         let mut st = FileState::new(s, rec, start, canon);
         st.migrated_from = content.migrated_from;
+        if st.append {
+            st.block = w.open_outline(s)?;
+        }
         let mut reader =
             ChunkReader::with_chunk_size(file.take(content.size - start), opts.chunk_size);
         let mut first = true;
@@ -716,6 +724,7 @@ impl Store {
                 reason,
             }));
         }
+        w.flush_outline(&mut st)?;
         w.link(&mut st)?;
         // Finish the session record.
         let (head, tail) = match window_hashes(canon, size) {
@@ -830,6 +839,8 @@ struct FileState<'p> {
     append: bool,
     /// The source's version when the rows come from its migrated copy.
     migrated_from: Option<f64>,
+    /// The session's outline block being filled.
+    block: Option<BlockBuilder>,
 }
 
 impl<'p> FileState<'p> {
@@ -847,6 +858,7 @@ impl<'p> FileState<'p> {
             nodes: Vec::new(),
             append: start > 0,
             migrated_from: None,
+            block: None,
         }
     }
 
@@ -933,6 +945,8 @@ struct Facts {
     user_text: Option<String>,
     /// File operations and tool result (see [`crate::files`]).
     ops: crate::files::EntryOps,
+    /// What the outline stores of a tree node (rows with an id).
+    node: Option<NodeFacts>,
 }
 
 /// One row to store, before its key is known.
@@ -989,6 +1003,9 @@ fn draft_line(line: &Line<'_>, session: u64, base_offset: u64, line_base: u64) -
         let mut facts = Facts::default();
         if let Ok(e) = &piece.entry {
             fill(&mut rec, &mut facts, e);
+            if rec.id.is_some() {
+                facts.node = Some(NodeFacts::of(piece.json, e));
+            }
         }
         out.push(Draft { rec, facts });
     });
@@ -1082,6 +1099,7 @@ pub(crate) struct Writer<'t> {
     row_hashes: Table<'t, u64, [u8; 32]>,
     run_starts: Table<'t, u64, u64>,
     settings: Table<'t, (u64, u64), u8>,
+    outline: Table<'t, (u64, u64, u32), &'static [u8]>,
     pub(crate) file_ops: Table<'t, (u64, u32), &'static str>,
     pub(crate) file_paths: Table<'t, (&'static str, u64, u32), &'static [u8]>,
     pub(crate) tool_results: Table<'t, (u64, &'static str), &'static [u8]>,
@@ -1108,6 +1126,7 @@ impl<'t> Writer<'t> {
             row_hashes: tx.open_table(schema::ROW_HASHES)?,
             run_starts: tx.open_table(schema::RUN_STARTS)?,
             settings: tx.open_table(schema::SETTINGS)?,
+            outline: tx.open_table(OUTLINE)?,
             file_ops: tx.open_table(crate::files::FILE_OPS)?,
             file_paths: tx.open_table(crate::files::FILE_PATHS)?,
             tool_results: tx.open_table(crate::files::TOOL_RESULTS)?,
@@ -1139,6 +1158,8 @@ impl<'t> Writer<'t> {
             .retain_in((s.0, 0)..=(s.0, u64::MAX), |_, _| false)?;
         self.settings
             .retain_in((s.0, 0)..=(s.0, u64::MAX), |_, _| false)?;
+        self.outline
+            .retain_in((s.0, 0, 0)..=(s.0, u64::MAX, u32::MAX), |_, _| false)?;
         self.entry_ids.retain(|(sk, _), _| sk != s.0)?;
         self.labels.retain(|(sk, _), _| sk != s.0)?;
         self.session_ids.remove((old.session_id.as_str(), s.0))?;
@@ -1193,6 +1214,7 @@ impl<'t> Writer<'t> {
                     ops,
                 )?;
             }
+            let node = row.facts.node.take();
             let rec = row.rec;
             if rec.kind == RowKind::Entry
                 && let Some(v) = schema::setting_of(rec.type_name.as_deref())
@@ -1214,6 +1236,17 @@ impl<'t> Writer<'t> {
                     }
                 }
                 self.entry_ids.insert((s, id.as_str()), key)?;
+                let node = node.unwrap_or_default();
+                self.push_outline(
+                    st,
+                    &RowIn {
+                        key,
+                        id: &id,
+                        timestamp: rec.timestamp.as_deref(),
+                        parent_id: node.parent_id(rec.parent_id.as_deref()),
+                        facts: node.facts.as_ref(),
+                    },
+                )?;
                 st.nodes.push(Node {
                     key,
                     id,
@@ -1247,6 +1280,53 @@ impl<'t> Writer<'t> {
             }
         }
         Ok(Ok(()))
+    }
+
+    /// Adds a node to the session's open outline block, writing the block when it is full.
+    fn push_outline(&mut self, st: &mut FileState<'_>, row: &RowIn<'_>) -> Result<(), StoreError> {
+        let b = st.block.get_or_insert_with(|| BlockBuilder::new(row.key));
+        b.push(row);
+        if b.is_full() {
+            self.flush_outline(st)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the session's open outline block.
+    fn flush_outline(&mut self, st: &mut FileState<'_>) -> Result<(), StoreError> {
+        if let Some(b) = st.block.take() {
+            let bytes = b.encode()?;
+            let (s, first) = (st.s.0, b.first_key());
+            // A reopened block may now need fewer parts than were stored.
+            self.outline
+                .retain_in((s, first, 0)..=(s, first, u32::MAX), |_, _| false)?;
+            for (i, part) in crate::outline::parts(&bytes) {
+                self.outline.insert((s, first, i), part)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The session's last outline block when it has room for more nodes (an append continues
+    /// it).
+    fn open_outline(&self, s: SessionKey) -> Result<Option<BlockBuilder>, StoreError> {
+        let Some(row) = self
+            .outline
+            .range((s.0, 0, 0)..=(s.0, u64::MAX, u32::MAX))?
+            .next_back()
+        else {
+            return Ok(None);
+        };
+        let first = row?.0.value().1;
+        let mut bytes = Vec::new();
+        for row in self
+            .outline
+            .range((s.0, first, 0)..=(s.0, first, u32::MAX))?
+        {
+            bytes.extend_from_slice(row?.1.value());
+        }
+        let b = BlockBuilder::resume(first, &bytes)?;
+        Ok((!b.is_full()).then_some(b))
     }
 
     /// Resolves the parents of this import's nodes and writes `parents` and `children`.

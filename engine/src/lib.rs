@@ -4,6 +4,8 @@
 //! - [`schema`] lists every table; [`record`] the rkyv records stored in them;
 //! - [`import`] brings files and folders in, incrementally and in parallel;
 //! - [`graph`] answers tree queries (ancestors, LCA, children, labels) without reading files;
+//! - [`describe`] says what an entry is in one line (kind, model, summary, tokens), and
+//!   [`outline`] stores that for every tree node at import, so listings read no line;
 //! - [`export`] writes sessions back out, byte for byte;
 //! - [`prune`] plans and writes a session with only some of its branches;
 //! - [`files`] indexes tool calls that read or change files;
@@ -13,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod describe;
 pub mod error;
 pub mod export;
 pub mod files;
@@ -20,6 +23,7 @@ pub mod graph;
 pub mod holder;
 pub mod ids;
 pub mod import;
+pub mod outline;
 pub mod prune;
 pub mod record;
 pub mod repair;

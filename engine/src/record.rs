@@ -125,7 +125,7 @@ thread_local! {
 /// Decompresses a row with a per-thread context: making a context per row cost more than the
 /// decompression itself (zstd probes the CPU with `cpuid`, which traps on virtual machines; it
 /// was 68 % of an export's profile).
-fn decompress(data: &[u8], len: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn decompress(data: &[u8], len: u64) -> std::io::Result<Vec<u8>> {
     let len = usize::try_from(len).map_err(std::io::Error::other)?;
     let out = DECOMPRESSOR.with(|d| -> std::io::Result<Vec<u8>> {
         let mut d = d.try_borrow_mut().map_err(std::io::Error::other)?;

@@ -8,6 +8,8 @@
 //!   cycle is cut where a depth-first walk in file order closes it; labels resolve in file
 //!   order, the last one wins and an empty label clears;
 //! - `run_starts` is derived from the links ([`Link::starts_run`]) and rebuilt with them;
+//! - `outline` blocks are derived from each session's records
+//!   ([`Snapshot::expected_outline`]) and rewritten where they differ;
 //! - repair runs in one write transaction and touches only those index tables: it never
 //!   deletes or changes a record (`entries`, `session_entries`, `sessions`, `row_hashes`);
 //! - nothing recurses: links are built with an explicit stack.
@@ -256,7 +258,8 @@ pub struct RepairReport {
 }
 
 impl Store {
-    /// Rebuilds `entry_ids`, `parents`, `children`, `labels`, `run_starts`, `settings` and the file index
+    /// Rebuilds `entry_ids`, `parents`, `children`, `labels`, `run_starts`, `settings`,
+    /// `outline` and the file index
     /// (`file_ops`, `file_paths`, `tool_results`) from the records,
     /// in one write transaction (see the module docs). Records are never touched.
     pub fn repair(&mut self) -> Result<RepairReport, StoreError> {
@@ -266,6 +269,14 @@ impl Store {
             expected.push((s, snap.expected_index(s)?));
         }
         let files = snap.expected_file_index()?;
+        let mut want_outline: BTreeMap<(u64, u64, u32), Vec<u8>> = BTreeMap::new();
+        for (s, _) in snap.sessions()? {
+            for (k, v) in snap.expected_outline(s)? {
+                for (i, part) in crate::outline::parts(&v) {
+                    want_outline.insert((s.0, k, i), part.to_vec());
+                }
+            }
+        }
         let mut want_settings: BTreeMap<(u64, u64), u8> = BTreeMap::new();
         for (s, _) in snap.sessions()? {
             for e in snap.rows(s)? {
@@ -418,6 +429,24 @@ impl Store {
             for (k, v) in &want_settings {
                 if settings.get(*k)?.map(|g| g.value()) != Some(*v) {
                     settings.insert(*k, *v)?;
+                    report.written += 1;
+                }
+            }
+            let mut outline = tx.open_table(crate::outline::OUTLINE)?;
+            let mut stale = Vec::new();
+            for row in outline.iter()? {
+                let (k, v) = row?;
+                if want_outline.get(&k.value()).map(Vec::as_slice) != Some(v.value()) {
+                    stale.push(k.value());
+                }
+            }
+            for k in &stale {
+                outline.remove(*k)?;
+                report.removed += 1;
+            }
+            for (k, v) in &want_outline {
+                if outline.get(*k)?.map(|g| g.value().to_vec()).as_ref() != Some(v) {
+                    outline.insert(*k, v.as_slice())?;
                     report.written += 1;
                 }
             }

@@ -322,6 +322,7 @@ impl Store {
             tx.open_table(crate::files::FILE_OPS)?;
             tx.open_table(crate::files::FILE_PATHS)?;
             tx.open_table(crate::files::TOOL_RESULTS)?;
+            tx.open_table(crate::outline::OUTLINE)?;
         }
         tx.commit()?;
         Ok(())
@@ -370,6 +371,7 @@ impl Store {
         hash_table(&rtx, crate::files::FILE_OPS, &mut h)?;
         hash_table(&rtx, crate::files::FILE_PATHS, &mut h)?;
         hash_table(&rtx, crate::files::TOOL_RESULTS, &mut h)?;
+        hash_table(&rtx, crate::outline::OUTLINE, &mut h)?;
         Ok(*h.finalize().as_bytes())
     }
 

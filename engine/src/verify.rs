@@ -13,6 +13,8 @@
 //!   cut), and every `children` row matches its child's link;
 //! - `run_starts` holds exactly the linked entries whose link starts a run, with their parent;
 //! - `settings` holds exactly each session's `thinking_level_change` and `model_change` rows;
+//! - `outline` holds exactly the blocks each session's records imply
+//!   ([`Snapshot::expected_outline`]: every node's line described again, byte for byte);
 //! - every `file_paths` row decodes and points at an existing `file_ops` row, and the
 //!   file-operation index (`file_ops`, `file_paths`, `tool_results`) equals what the records
 //!   imply ([`Snapshot::expected_file_index`], import's writer replayed in a scratch store).
@@ -23,6 +25,7 @@ use redb::ReadableTable;
 
 use crate::error::StoreError;
 use crate::graph::Snapshot;
+use crate::outline::OUTLINE_NAME;
 use crate::store::Store;
 
 /// One inconsistency found by [`Store::verify`].
@@ -74,7 +77,9 @@ impl Snapshot {
                 r.findings.push(Finding { table, message });
             }
         };
+        let mut known = std::collections::HashSet::new();
         for (s, rec) in self.sessions()? {
+            known.insert(s.0);
             r.sessions += 1;
             let mut n = 0u64;
             let mut settings = Vec::new();
@@ -126,11 +131,46 @@ impl Snapshot {
                     format!("session {s}: the settings entries differ from its records"),
                 );
             }
+            let mut have = self.stored_outline(s)?;
+            for (k, v) in self.expected_outline(s)? {
+                match have.remove(&k) {
+                    Some(Some(h)) if h == v => {}
+                    Some(_) => add(
+                        r,
+                        OUTLINE_NAME,
+                        format!("session {s}: block {k} differs from its records"),
+                    ),
+                    None => add(
+                        r,
+                        OUTLINE_NAME,
+                        format!("session {s}: block {k} is missing"),
+                    ),
+                }
+            }
+            let mut extra: Vec<u64> = have.into_keys().collect();
+            extra.sort_unstable();
+            for k in extra {
+                add(
+                    r,
+                    OUTLINE_NAME,
+                    format!("session {s}: block {k} is not implied by its records"),
+                );
+            }
             if n != rec.rows {
                 add(
                     r,
                     "sessions.v1",
                     format!("session {s} has {n} rows, its record says {}", rec.rows),
+                );
+            }
+        }
+        for row in self.outline.iter()? {
+            let (s, k, part) = row?.0.value();
+            if !known.contains(&s) {
+                add(
+                    r,
+                    OUTLINE_NAME,
+                    format!("block ({s}, {k}) part {part} of no session"),
                 );
             }
         }

@@ -8,4 +8,5 @@ mod test_files;
 mod test_graph;
 mod test_incremental;
 mod test_migrate_import;
+mod test_outline;
 mod test_writer;

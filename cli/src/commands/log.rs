@@ -1,11 +1,21 @@
 //! `pisess log`: the path from an entry to the root, newest first, like `git log`.
+//!
+//! Invariants: the output is the per-entry rendering of each decoded line ([`line_text`],
+//! [`entry_json`]); entries are read from the store's outline ([`crate::listing`]) and decoded
+//! only when the outline cannot show them, so a path of 345,000 entries reads a few hundred
+//! blocks (decoded and rendered on the rayon pool, written in order); no recursion (the path
+//! is a list of key runs).
 
-use std::collections::HashMap;
 use std::io::Write;
 
 use serde_json::{Map, Value, json};
 
+use pisess_engine::EntryKey;
+use pisess_engine::outline::OutlineBlock;
+use rayon::prelude::*;
+
 use crate::command_error::{CommandResult, Outcome};
+use crate::listing;
 use crate::session_arg::{self as sa, open_session_read};
 use crate::ui::{Ui, safe};
 
@@ -44,6 +54,11 @@ pub struct LogArgs {
 }
 
 /// Runs `pisess log`.
+///
+/// Walks the path as runs of consecutive keys ([`pisess_engine::Snapshot::path_runs`]) cut at
+/// the outline's block boundaries; batches of these pieces are decoded and rendered on the
+/// rayon pool and written in path order. Only entries the outline cannot show (no facts, or a
+/// summary cut shorter than the line needs) are decoded from their lines, in order.
 pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
     if args.all {
@@ -54,49 +69,258 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
         None => session.leaf()?,
     };
     let labels = session.label_map()?;
-    // Newest first walks parent links (so `-n 10` on a deep path reads 10 entries); root
-    // first needs the whole path.
-    let mut keys = if args.reverse {
-        session.snap.path_to_root(at)?.into_iter()
-    } else {
-        Vec::new().into_iter()
-    };
-    let mut next = (!args.reverse).then_some(at);
-    let mut shown = 0usize;
+    let mut runs = session.snap.path_runs(at)?;
+    if runs.is_empty() && !args.reverse {
+        // An entry without a link (a damaged store) is still shown, as itself.
+        runs.push((at, at));
+    }
+    let firsts = session.snap.outline_firsts(session.key)?;
+    let pieces = pieces(&runs, &firsts, args.reverse);
     let width = sa::width();
-    loop {
-        if args.max_count.is_some_and(|n| shown >= n) {
-            break;
+    let style = Style {
+        json: ui.json,
+        color: ui.color,
+        width,
+        kind: args.kind.as_deref(),
+        labels: &labels,
+    };
+    let mut shown = 0usize;
+    let mut done = 0usize;
+    let mut batch = 1usize;
+    // Output buffers are recycled: a batch's worth of fresh memory each time cost page faults.
+    let pool: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+    let take = || {
+        let mut b = pool
+            .lock()
+            .ok()
+            .and_then(|mut p| p.pop())
+            .unwrap_or_default();
+        b.clear();
+        b
+    };
+    while done < pieces.len() {
+        // Batches grow, so that `-n 10` decodes one block and a whole path runs in parallel.
+        let todo = &pieces[done..(done + batch).min(pieces.len())];
+        done += todo.len();
+        batch = (batch * 2).min(16);
+        let mut wanted: Vec<u64> = todo
+            .iter()
+            .filter_map(|p| p.block.map(|b| firsts[b]))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        // JSON prints whole summaries, wide lines long ones: read the blocks' cold frames too.
+        let cold = ui.json || listing::needs_cold(width);
+        let mut raw = Vec::with_capacity(wanted.len());
+        for &f in &wanted {
+            raw.push((f, session.snap.outline_bytes(session.key, f)?));
         }
-        let k = if args.reverse {
-            match keys.next() {
-                Some(k) => k,
-                None => break,
+        // One task per block: decode it, then render its pieces while it is in the cache.
+        let s = session.key;
+        let done_blocks: Vec<Vec<(usize, Rendered)>> = raw
+            .par_iter()
+            .map(
+                |(f, bytes)| -> Result<_, crate::command_error::CommandError> {
+                    let block = OutlineBlock::decode_stored(s, *f, bytes, cold)?;
+                    let mut out = Vec::new();
+                    for (j, p) in todo.iter().enumerate() {
+                        if p.block.map(|b| firsts[b]) == Some(*f) {
+                            out.push((j, render_piece(p, Some(&block), &style, take())?));
+                        }
+                    }
+                    Ok(out)
+                },
+            )
+            .collect::<Result<_, _>>()?;
+        let mut rendered: Vec<Option<Rendered>> = todo.iter().map(|_| None).collect();
+        for (j, r) in done_blocks.into_iter().flatten() {
+            rendered[j] = Some(r);
+        }
+        for (p, r) in todo.iter().zip(rendered) {
+            let r = match r {
+                Some(r) => r,
+                None => render_piece(p, None, &style, take())?,
+            };
+            // Bytes rendered but not yet written: consecutive entries go out in one write.
+            let mut from = 0;
+            let mut upto = 0;
+            for (item, k) in r.items.iter().zip(p.keys()) {
+                if args.max_count.is_some_and(|n| shown >= n) {
+                    ui.out().write_all(&r.bytes[from..upto])?;
+                    return Ok(Outcome::Success);
+                }
+                match *item {
+                    Item::Shown(end) => {
+                        upto = end;
+                        shown += 1;
+                    }
+                    Item::Skipped => {}
+                    Item::Decode => {
+                        ui.out().write_all(&r.bytes[from..upto])?;
+                        from = upto;
+                        let v = session.value(EntryKey(k))?;
+                        if let Some(t) = &args.kind
+                            && sa::entry_type(&v) != t
+                            && sa::role(&v) != Some(t.as_str())
+                        {
+                            continue;
+                        }
+                        shown += 1;
+                        if ui.json {
+                            ui.json_line(&entry_json(&v, &labels))?;
+                        } else {
+                            write_line(ui, &v, &labels, width)?;
+                        }
+                    }
+                }
             }
-        } else {
-            let Some(k) = next else { break };
-            next = session.snap.parent(k)?;
-            k
-        };
-        let v = session.value(k)?;
-        if let Some(t) = &args.kind
-            && sa::entry_type(&v) != t
-            && sa::role(&v) != Some(t.as_str())
-        {
-            continue;
-        }
-        shown += 1;
-        if ui.json {
-            ui.json_line(&entry_json(&v, &labels))?;
-        } else {
-            write_line(ui, &v, &labels, width)?;
+            ui.out().write_all(&r.bytes[from..upto])?;
+            if let Ok(mut p) = pool.lock() {
+                p.push(r.bytes);
+            }
         }
     }
     Ok(Outcome::Success)
 }
 
+/// Keys of a path that lie in one outline block, in the order `log` prints them.
+struct Piece {
+    /// Index of the block in the session's block list (`None`: no block holds them).
+    block: Option<usize>,
+    /// The keys `from`, `from ∓ 1`, … `to` (descending unless `up`).
+    from: u64,
+    to: u64,
+    up: bool,
+}
+
+impl Piece {
+    fn keys(&self) -> Box<dyn Iterator<Item = u64>> {
+        if self.up {
+            Box::new(self.from..=self.to)
+        } else {
+            Box::new((self.to..=self.from).rev())
+        }
+    }
+}
+
+/// The path's runs (leaf first) cut at block boundaries, in printing order.
+fn pieces(runs: &[(EntryKey, EntryKey)], firsts: &[u64], reverse: bool) -> Vec<Piece> {
+    let block_of = |k: u64| firsts.partition_point(|&f| f <= k).checked_sub(1);
+    let mut out = Vec::new();
+    for &(start, end) in runs {
+        let mut hi = end.0;
+        loop {
+            let b = block_of(hi);
+            let lo = b.map_or(start.0, |b| firsts[b].max(start.0));
+            out.push(Piece {
+                block: b,
+                from: hi,
+                to: lo,
+                up: false,
+            });
+            if lo <= start.0 {
+                break;
+            }
+            hi = lo - 1;
+        }
+    }
+    if reverse {
+        out.reverse();
+        for p in &mut out {
+            std::mem::swap(&mut p.from, &mut p.to);
+            p.up = true;
+        }
+    }
+    out
+}
+
+/// What every piece's rendering needs.
+struct Style<'a> {
+    json: bool,
+    color: bool,
+    width: usize,
+    kind: Option<&'a str>,
+    labels: &'a sa::LabelMap,
+}
+
+/// One entry of a rendered piece.
+enum Item {
+    /// Written: its bytes end at this offset.
+    Shown(usize),
+    /// Left out by `--type`.
+    Skipped,
+    /// The outline cannot show it: decode the line.
+    Decode,
+}
+
+/// A piece's entries as bytes.
+struct Rendered {
+    bytes: Vec<u8>,
+    items: Vec<Item>,
+}
+
+fn render_piece(
+    p: &Piece,
+    block: Option<&OutlineBlock>,
+    style: &Style<'_>,
+    bytes: Vec<u8>,
+) -> Result<Rendered, std::io::Error> {
+    let mut out = Rendered {
+        bytes,
+        items: Vec::new(),
+    };
+    // The keys of a piece are consecutive, and so are their rows in the block.
+    let mut at: Option<usize> = None;
+    for k in p.keys() {
+        let i = match (block, at) {
+            (Some(b), Some(i)) => {
+                let j = if p.up { i + 1 } else { i.wrapping_sub(1) };
+                if j < b.len() && b.key(j) == EntryKey(k) {
+                    Some(j)
+                } else {
+                    b.find(EntryKey(k))
+                }
+            }
+            (Some(b), None) => b.find(EntryKey(k)),
+            (None, _) => None,
+        };
+        at = i;
+        let row = block.zip(i).map(|(b, i)| b.row(i));
+        let Some((row, f)) = row.and_then(|r| r.facts.map(|f| (r, f))) else {
+            out.items.push(Item::Decode);
+            continue;
+        };
+        if let Some(t) = style.kind
+            && f.entry_type() != t
+            && f.role != Some(t)
+        {
+            out.items.push(Item::Skipped);
+            continue;
+        }
+        let written = if style.json {
+            listing::write_log_json(&mut out.bytes, &row, &f, style.labels, None)?
+        } else {
+            listing::write_log_line(
+                &mut out.bytes,
+                style.color,
+                &row,
+                &f,
+                style.labels,
+                style.width,
+                None,
+            )
+        };
+        out.items.push(if written {
+            Item::Shown(out.bytes.len())
+        } else {
+            Item::Decode
+        });
+    }
+    Ok(out)
+}
+
 /// The `--json` record of one entry.
-pub fn entry_json(v: &Value, labels: &HashMap<String, String>) -> Value {
+pub fn entry_json(v: &Value, labels: &sa::LabelMap) -> Value {
     let id = v.get("id").and_then(Value::as_str);
     let mut o = Map::new();
     o.insert("type".into(), "entry".into());
@@ -123,29 +347,9 @@ pub fn entry_json(v: &Value, labels: &HashMap<String, String>) -> Value {
     Value::Object(o)
 }
 
-/// How a compaction or branch summary bounds the context, as text.
-pub(crate) fn boundary(v: &Value) -> Option<String> {
-    match sa::entry_type(v) {
-        "compaction" => Some(format!(
-            "compaction: earlier entries summarised, kept from {}",
-            v.get("firstKeptEntryId")
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-        )),
-        "branch_summary" => Some(format!(
-            "branch summary of the branch left at {}",
-            v.get("fromId").and_then(Value::as_str).unwrap_or("?")
-        )),
-        _ => None,
-    }
-}
+pub(crate) use pisess_engine::describe::boundary;
 
-fn write_line(
-    ui: &mut Ui,
-    v: &Value,
-    labels: &HashMap<String, String>,
-    width: usize,
-) -> std::io::Result<()> {
+fn write_line(ui: &mut Ui, v: &Value, labels: &sa::LabelMap, width: usize) -> std::io::Result<()> {
     if let Some(b) = boundary(v) {
         let mark = format!("──── {} ────", safe(&b));
         let painted = ui.paint("35", &mark);
@@ -156,12 +360,7 @@ fn write_line(
 }
 
 /// One entry as a line of text (terminal-safe), laid out for `width` columns.
-pub(crate) fn line_text(
-    ui: &Ui,
-    v: &Value,
-    labels: &HashMap<String, String>,
-    width: usize,
-) -> String {
+pub(crate) fn line_text(ui: &Ui, v: &Value, labels: &sa::LabelMap, width: usize) -> String {
     let id = v.get("id").and_then(Value::as_str).unwrap_or("-");
     let time = sa::short_time(v.get("timestamp").and_then(Value::as_str));
     let kind = sa::kind(v);

@@ -3,16 +3,22 @@
 //! Children are ordered as pi's `getTree` orders them: by timestamp, oldest first, a stable
 //! sort over file order (entries whose timestamps do not parse keep their file order relative
 //! to their neighbours). The walk is an explicit stack, so a 1,000,000-deep chain is fine.
+//!
+//! The tree comes from the store's outline and parent links in a few range reads, and each
+//! line from the node's outline row ([`crate::listing`]); a node the outline cannot show is
+//! decoded from its line, so the output is the per-entry rendering's, byte for byte.
 
-use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use clap::ValueEnum;
 use pisess_engine::EntryKey;
 use pisess_engine::agent::js::date_ms;
+use pisess_engine::outline::{FactsRef, OutlineBlock, ParentId, SessionTree, TreeReader};
+use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 
 use crate::command_error::{CommandResult, Outcome};
+use crate::listing;
 use crate::session_arg::{self as sa, Session, open_session_read};
 use crate::ui::{Ui, safe};
 
@@ -101,73 +107,93 @@ pub(crate) fn node(
 }
 
 /// Runs `pisess tree`.
+///
+/// The tree and the order of its lines come from the store's block headers and run starts
+/// ([`pisess_engine::Snapshot::session_tree`]) without decompressing anything; then batches of
+/// lines are decoded and rendered on the rayon pool and written in order. Only nodes the
+/// outline cannot show are decoded from their lines.
 pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
     let labels = session.label_map()?;
-    let roots: Vec<Node> = session
-        .snap
-        .roots(session.key)?
-        .into_iter()
-        .map(|r| node(&session, r))
-        .collect::<Result<_, _>>()?;
+    let tree = session.snap.session_tree(session.key)?;
     let leaf = session.snap.leaf(session.key)?;
+    let leaf_i = leaf.and_then(|l| tree.index_of(l));
     if ui.json {
-        return write_json(ui, &session, roots, leaf, &labels);
+        return write_json(ui, &session, &tree, leaf, &labels);
     }
-    let active: HashSet<EntryKey> = match leaf {
-        Some(l) => session.snap.path_to_root(l)?.into_iter().collect(),
-        None => HashSet::new(),
+    let active: Vec<bool> = match leaf {
+        Some(l) => tree.marks(&session.snap.path_runs(l)?),
+        None => vec![false; tree.len()],
     };
-    // (node, prefix for its line, prefix for its descendants, nesting level)
-    let mut stack: Vec<(Node, String, String, usize)> = Vec::new();
-    let many_roots = roots.len() > 1;
-    let n = roots.len();
-    for (i, r) in roots.into_iter().enumerate().rev() {
-        let (p, c) = connectors(many_roots, i + 1 == n, "");
-        stack.push((r, p, c, usize::from(many_roots)));
-    }
     let width = sa::width();
-    let mut hidden = 0usize;
-    while let Some((nd, prefix, child_prefix, level)) = stack.pop() {
-        // One entry whose JSON cannot be read (nested deeper than the parser allows) does not
-        // hide the rest of the tree: it is drawn as `(unreadable)`.
-        let v = session
-            .value(nd.key)
-            .unwrap_or_else(|_| serde_json::json!({"type": "(unreadable)", "id": nd.id}));
-        let is_leaf = Some(nd.key) == leaf;
-        let label = labels.get(&nd.id);
-        if shown(&v, args.filter, is_leaf, label.is_some()) {
-            let mark = if is_leaf {
-                ui.paint("1;32", "@")
-            } else if active.contains(&nd.key) {
-                ui.paint("32", "*")
-            } else {
-                "o".to_owned()
-            };
-            let label = label
-                .map(|l| format!(" {}", ui.paint("1;35", &format!("[{}]", safe(l)))))
-                .unwrap_or_default();
-            let text = format!("{} {}", sa::kind(&v), sa::summary(&v));
-            let room = width
-                .saturating_sub(prefix.chars().count() + 12 + label.chars().count())
-                .max(20);
-            let id = ui.paint("33", &safe(sa::short_id(&nd.id)));
-            writeln!(
-                ui.out(),
-                "{prefix}{mark} {id}{label} {}",
-                safe(&sa::clip(&text, room))
-            )?;
+    let cold = listing::needs_cold(width);
+    let (lines, prefixes, hidden) = {
+        let mut reader = tree.reader(&session.snap, cold);
+        order(&tree, &mut reader, args.depth)?
+    };
+    let marks = [ui.paint("1;32", "@"), ui.paint("32", "*"), "o".to_owned()];
+    let style = LineStyle {
+        color: ui.color,
+        width,
+        filter: args.filter,
+        leaf: leaf_i,
+        active: &active,
+        labels: &labels,
+        marks: &marks,
+        prefixes: &prefixes,
+    };
+    // Chunks of lines, cut where the block changes, rendered a batch at a time into buffers
+    // that are kept (allocating a batch's worth of fresh memory each time cost page faults).
+    let chunks = chunk_lines(&tree, &lines);
+    let mut bufs: Vec<Vec<u8>> = (0..BATCH).map(|_| Vec::new()).collect();
+    let mut done = 0;
+    while done < chunks.len() {
+        let todo = &chunks[done..(done + BATCH).min(chunks.len())];
+        done += todo.len();
+        let mut wanted: Vec<usize> = todo
+            .iter()
+            .flat_map(|c| {
+                lines[c.clone()]
+                    .iter()
+                    .map(|l| tree.block_of(l.node as usize).0)
+            })
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut raw = Vec::with_capacity(wanted.len());
+        for &b in &wanted {
+            raw.push(
+                session
+                    .snap
+                    .outline_bytes(tree.session(), tree.block_first(b))?,
+            );
         }
-        let children = sorted_children(&session, nd.key)?;
-        let branching = children.len() > 1;
-        if branching && args.depth.is_some_and(|d| level >= d) {
-            hidden += children.len();
-            continue;
-        }
-        let n = children.len();
-        for (i, c) in children.into_iter().enumerate().rev() {
-            let (p, cp) = connectors(branching, i + 1 == n, &child_prefix);
-            stack.push((c, p, cp, level + usize::from(branching)));
+        let s = tree.session();
+        let blocks: Vec<OutlineBlock> = wanted
+            .par_iter()
+            .zip(raw.par_iter())
+            .map(|(&b, bytes)| OutlineBlock::decode_stored(s, tree.block_first(b), bytes, cold))
+            .collect::<Result<_, _>>()?;
+        let items: Vec<Vec<Item>> = todo
+            .par_iter()
+            .zip(bufs.par_iter_mut())
+            .map(|(c, buf)| render_lines(&tree, &lines[c.clone()], &wanted, &blocks, &style, buf))
+            .collect();
+        for ((c, items), buf) in todo.iter().zip(items).zip(&bufs) {
+            let mut from = 0;
+            let mut upto = 0;
+            for (item, line) in items.iter().zip(&lines[c.clone()]) {
+                match *item {
+                    Item::Shown(end) => upto = end,
+                    Item::Hidden => {}
+                    Item::Decode => {
+                        ui.out().write_all(&buf[from..upto])?;
+                        from = upto;
+                        decoded_line(ui, &session, &tree, line, &style)?;
+                    }
+                }
+            }
+            ui.out().write_all(&buf[from..upto])?;
         }
     }
     if hidden > 0 {
@@ -176,16 +202,295 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
     Ok(Outcome::Success)
 }
 
-/// The line prefix and the descendants' prefix of a child.
-fn connectors(branching: bool, last: bool, base: &str) -> (String, String) {
-    if !branching {
-        return (base.to_owned(), base.to_owned());
+/// One line of `tree`: a node, the index of its parent's child prefix, and its place.
+#[derive(Debug, Clone, Copy)]
+struct Line {
+    node: u32,
+    prefix: u32,
+    at: Place,
+}
+
+/// The lines of the tree in printing order (pi's: depth first, siblings by time), the
+/// prefixes they refer to (text, characters), and how many branches `--depth` left out.
+#[allow(clippy::type_complexity)]
+fn order(
+    tree: &SessionTree,
+    reader: &mut TreeReader<'_>,
+    depth: Option<usize>,
+) -> Result<(Vec<Line>, Vec<(String, usize)>, usize), crate::command_error::CommandError> {
+    let mut prefixes: Vec<(String, usize)> = vec![(String::new(), 0)];
+    let mut lines = Vec::with_capacity(tree.len());
+    // (node, parent's child prefix, place, nesting level)
+    let mut stack: Vec<(usize, u32, Place, usize)> = Vec::new();
+    // Roots stay in file order (pi's `getTree` sorts only children).
+    let many_roots = tree.roots.len() > 1;
+    let n = tree.roots.len();
+    for (i, &r) in tree.roots.iter().enumerate().rev() {
+        stack.push((r, 0, place(many_roots, i + 1 == n), usize::from(many_roots)));
     }
-    if last {
-        (format!("{base}└─"), format!("{base}  "))
-    } else {
-        (format!("{base}├─"), format!("{base}│ "))
+    let mut hidden = 0usize;
+    while let Some((nd, cp, at, level)) = stack.pop() {
+        #[allow(clippy::cast_possible_truncation)]
+        lines.push(Line {
+            node: nd as u32,
+            prefix: cp,
+            at,
+        });
+        let n = tree.children(nd).len();
+        if n == 0 {
+            continue;
+        }
+        let branching = n > 1;
+        if branching && depth.is_some_and(|d| level >= d) {
+            hidden += n;
+            continue;
+        }
+        // This node's child prefix: its parent's plus its segment.
+        let child_cp = match at {
+            Place::Only => cp,
+            _ => {
+                let (base, chars) = &prefixes[cp as usize];
+                let text = format!("{base}{}", at.strings().1);
+                let chars = chars + 2;
+                prefixes.push((text, chars));
+                u32::try_from(prefixes.len() - 1)
+                    .map_err(|_| anyhow::anyhow!("too many prefixes"))?
+            }
+        };
+        if n == 1
+            && let Some(c) = tree.children(nd).next()
+        {
+            stack.push((c, child_cp, Place::Only, level));
+            continue;
+        }
+        let children = sorted_nodes(tree, reader, tree.children(nd).collect())?;
+        for (i, c) in children.into_iter().enumerate().rev() {
+            stack.push((c, child_cp, place(true, i + 1 == n), level + 1));
+        }
     }
+    Ok((lines, prefixes, hidden))
+}
+
+/// Ranges of `lines` of about [`CHUNK_LINES`] lines, cut where the block changes.
+fn chunk_lines(tree: &SessionTree, lines: &[Line]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut prev = None;
+    for (i, l) in lines.iter().enumerate() {
+        let b = tree.block_of(l.node as usize).0;
+        if i - start >= CHUNK_LINES && prev != Some(b) {
+            out.push(start..i);
+            start = i;
+        }
+        prev = Some(b);
+    }
+    if start < lines.len() {
+        out.push(start..lines.len());
+    }
+    out
+}
+
+/// Lines a chunk holds at least (about a block).
+const CHUNK_LINES: usize = 1024;
+/// Chunks rendered at a time.
+const BATCH: usize = 8;
+
+/// What every line's rendering needs.
+struct LineStyle<'a> {
+    color: bool,
+    width: usize,
+    filter: Filter,
+    leaf: Option<usize>,
+    active: &'a [bool],
+    labels: &'a sa::LabelMap,
+    marks: &'a [String; 3],
+    prefixes: &'a [(String, usize)],
+}
+
+impl LineStyle<'_> {
+    fn mark(&self, node: usize) -> &str {
+        if Some(node) == self.leaf {
+            &self.marks[0]
+        } else if self.active[node] {
+            &self.marks[1]
+        } else {
+            &self.marks[2]
+        }
+    }
+}
+
+/// One line of a rendered chunk.
+enum Item {
+    /// Written: its bytes end at this offset.
+    Shown(usize),
+    /// Left out by the filter.
+    Hidden,
+    /// The outline cannot show it: decode the line.
+    Decode,
+}
+
+/// Renders a chunk's lines into `bytes` (cleared first); says what became of each line.
+fn render_lines(
+    tree: &SessionTree,
+    lines: &[Line],
+    wanted: &[usize],
+    blocks: &[OutlineBlock],
+    st: &LineStyle<'_>,
+    bytes: &mut Vec<u8>,
+) -> Vec<Item> {
+    bytes.clear();
+    let mut out = Rendered {
+        bytes,
+        items: Vec::with_capacity(lines.len()),
+    };
+    for l in lines {
+        let nd = l.node as usize;
+        let (b, j) = tree.block_of(nd);
+        let Some(blk) = wanted.binary_search(&b).ok().map(|i| &blocks[i]) else {
+            out.items.push(Item::Decode);
+            continue;
+        };
+        if j >= blk.len() {
+            out.items.push(Item::Decode);
+            continue;
+        }
+        let row = blk.row(j);
+        let Some(f) = row.facts else {
+            out.items.push(Item::Decode);
+            continue;
+        };
+        let label = st.labels.get(row.id);
+        if !shown_fast(&f, st.filter, Some(nd) == st.leaf, label.is_some()) {
+            out.items.push(Item::Hidden);
+            continue;
+        }
+        let (base, chars) = &st.prefixes[l.prefix as usize];
+        let connector = l.at.strings().0;
+        let line_chars = chars + if connector.is_empty() { 0 } else { 2 };
+        let written = listing::write_tree_line(
+            out.bytes,
+            st.color,
+            (base, connector),
+            line_chars,
+            st.mark(nd),
+            &row,
+            &f,
+            label,
+            st.width,
+        );
+        out.items.push(if written {
+            Item::Shown(out.bytes.len())
+        } else {
+            Item::Decode
+        });
+    }
+    out.items
+}
+
+/// A chunk being rendered.
+struct Rendered<'b> {
+    bytes: &'b mut Vec<u8>,
+    items: Vec<Item>,
+}
+
+/// A line the outline cannot show, from the node's decoded line (the per-entry rendering).
+fn decoded_line(
+    ui: &mut Ui,
+    session: &Session,
+    tree: &SessionTree,
+    l: &Line,
+    st: &LineStyle<'_>,
+) -> CommandResult {
+    let nd = l.node as usize;
+    let key = tree.key(nd);
+    let id = session.id(key)?;
+    // One entry whose JSON cannot be read (nested deeper than the parser allows) does not
+    // hide the rest of the tree: it is drawn as `(unreadable)`.
+    let v = session
+        .value(key)
+        .unwrap_or_else(|_| serde_json::json!({"type": "(unreadable)", "id": id}));
+    let is_leaf = Some(nd) == st.leaf;
+    let label = st.labels.get(&id);
+    if shown(&v, st.filter, is_leaf, label.is_some()) {
+        let label = label
+            .map(|l| format!(" {}", ui.paint("1;35", &format!("[{}]", safe(l)))))
+            .unwrap_or_default();
+        let (base, chars) = &st.prefixes[l.prefix as usize];
+        let connector = l.at.strings().0;
+        let line_chars = chars + if connector.is_empty() { 0 } else { 2 };
+        let text = format!("{} {}", sa::kind(&v), sa::summary(&v));
+        let room = st
+            .width
+            .saturating_sub(line_chars + 12 + label.chars().count())
+            .max(20);
+        let idp = ui.paint("33", &safe(sa::short_id(&id)));
+        writeln!(
+            ui.out(),
+            "{base}{connector}{} {idp}{label} {}",
+            st.mark(nd),
+            safe(&sa::clip(&text, room))
+        )?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// Where a node is among its siblings, for its connector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Its parent has one child (or it is the only root): no connector.
+    Only,
+    /// Not the last of several.
+    Middle,
+    /// The last of several.
+    Last,
+}
+
+fn place(branching: bool, last: bool) -> Place {
+    match (branching, last) {
+        (false, _) => Place::Only,
+        (true, false) => Place::Middle,
+        (true, true) => Place::Last,
+    }
+}
+
+impl Place {
+    /// The connector before the node's mark, and the segment its descendants' prefix adds
+    /// (`│ ` or two spaces when it has siblings).
+    fn strings(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Only => ("", ""),
+            Self::Middle => ("├─", "│ "),
+            Self::Last => ("└─", "  "),
+        }
+    }
+}
+
+/// Nodes (siblings, in file order) in pi's order: by timestamp, as [`sorted_children`] sorts.
+/// Canonical times come from the tree; other times from the rows.
+fn sorted_nodes(
+    tree: &SessionTree,
+    reader: &mut TreeReader<'_>,
+    mut nodes: Vec<usize>,
+) -> Result<Vec<usize>, crate::command_error::CommandError> {
+    if nodes.len() < 2 {
+        return Ok(nodes);
+    }
+    let mut timed: Vec<(usize, Option<f64>)> = Vec::with_capacity(nodes.len());
+    for &i in &nodes {
+        #[allow(clippy::cast_precision_loss)]
+        let t = match tree.time_ms(i) {
+            Some(ms) => Some(ms as f64),
+            None => reader.row(i)?.timestamp.date_ms(),
+        };
+        timed.push((i, t));
+    }
+    timed.sort_by(|a, b| match (a.1, b.1) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        _ => std::cmp::Ordering::Equal,
+    });
+    nodes.clear();
+    nodes.extend(timed.into_iter().map(|(i, _)| i));
+    Ok(nodes)
 }
 
 /// pi's /tree filter for one entry.
@@ -227,16 +532,53 @@ fn shown(v: &Value, filter: Filter, is_leaf: bool, labelled: bool) -> bool {
     }
 }
 
+/// [`shown`] from a node's outline facts.
+fn shown_fast(f: &FactsRef<'_>, filter: Filter, is_leaf: bool, labelled: bool) -> bool {
+    let t = f.entry_type();
+    if filter == Filter::All {
+        return true;
+    }
+    if t == "usage" {
+        return false;
+    }
+    if t == "message" && f.role == Some("assistant") && !is_leaf && f.tool_only {
+        return false;
+    }
+    let settings = matches!(
+        t,
+        "label"
+            | "context_edit"
+            | "custom"
+            | "model_change"
+            | "thinking_level_change"
+            | "session_info"
+    );
+    match filter {
+        Filter::UserOnly => t == "message" && f.role == Some("user"),
+        Filter::NoTools => {
+            let tool_result = t == "message" && f.role == Some("toolResult");
+            !settings && !tool_result
+        }
+        Filter::Labeled => labelled,
+        Filter::All => true,
+        Filter::Default => !settings,
+    }
+}
+
 fn write_json(
     ui: &mut Ui,
     session: &Session,
-    roots: Vec<Node>,
+    tree: &SessionTree,
     leaf: Option<EntryKey>,
-    labels: &HashMap<String, String>,
+    labels: &sa::LabelMap,
 ) -> CommandResult {
-    // Written as it is walked, one node at a time, so memory does not grow with the session
-    // (the same bytes as one `json!` object with keys roots, leafId, nodes).
-    let root_ids: Vec<Value> = roots.iter().map(|r| Value::String(r.id.clone())).collect();
+    // Written as it is walked, one node at a time (the same bytes as one `json!` object with
+    // keys roots, leafId, nodes).
+    let mut reader = tree.reader(&session.snap, false);
+    let mut root_ids: Vec<Value> = Vec::with_capacity(tree.roots.len());
+    for &r in &tree.roots {
+        root_ids.push(Value::String(reader.row(r)?.id.to_owned()));
+    }
     let leaf_id = match leaf {
         Some(l) => json!(session.id(l)?),
         None => Value::Null,
@@ -247,56 +589,102 @@ fn write_json(
     serde_json::to_writer(ui.out(), &leaf_id)?;
     write!(ui.out(), ",\"nodes\":[")?;
     let mut first = true;
-    let mut stack: Vec<Node> = roots.into_iter().rev().collect();
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
+    let mut stack: Vec<usize> = tree.roots.iter().rev().copied().collect();
     while let Some(nd) = stack.pop() {
-        let children = sorted_children(session, nd.key)?;
-        let parent = session
-            .snap
-            .with_entry(nd.key, |a| {
-                a.parent_id.as_ref().map(|p| p.as_str().to_owned())
-            })?
-            .flatten();
-        let mut o = Map::new();
-        o.insert("id".into(), nd.id.clone().into());
-        match parent {
-            Some(p) => {
-                o.insert("parentId".into(), p.into());
-            }
-            None => {
-                // null and absent differ in pi's output; only roots need the JSON.
-                let v = session.value(nd.key)?;
-                if let Some(p) = v.get("parentId") {
-                    o.insert("parentId".into(), p.clone());
-                }
-                o.insert("type".into(), v.get("type").cloned().unwrap_or(Value::Null));
-            }
+        let children = sorted_nodes(tree, &mut reader, tree.children(nd).collect())?;
+        let mut ids: Vec<String> = Vec::with_capacity(children.len());
+        for &c in &children {
+            ids.push(reader.row(c)?.id.to_owned());
         }
-        if !o.contains_key("type") {
-            let t = session
-                .snap
-                .with_entry(nd.key, |a| {
-                    a.type_name.as_ref().map(|p| p.as_str().to_owned())
-                })?
-                .flatten();
-            o.insert("type".into(), json!(t));
-        }
-        o.insert(
-            "children".into(),
-            children
-                .iter()
-                .map(|c| Value::String(c.id.clone()))
-                .collect(),
-        );
-        if let Some(l) = labels.get(&nd.id) {
-            o.insert("label".into(), l.clone().into());
-        }
+        let row = reader.row(nd)?;
         if !first {
-            write!(ui.out(), ",")?;
+            buf.push(b',');
         }
         first = false;
-        serde_json::to_writer(ui.out(), &Value::Object(o))?;
+        match row.facts {
+            Some(f) => {
+                buf.extend_from_slice(b"{\"id\":");
+                serde_json::to_writer(&mut buf, row.id)?;
+                match row.parent_id {
+                    ParentId::Id(p) => {
+                        buf.extend_from_slice(b",\"parentId\":");
+                        serde_json::to_writer(&mut buf, p)?;
+                    }
+                    ParentId::Null => buf.extend_from_slice(b",\"parentId\":null"),
+                    ParentId::Missing => {}
+                }
+                buf.extend_from_slice(b",\"type\":");
+                match f.entry_type {
+                    Some(t) => serde_json::to_writer(&mut buf, t)?,
+                    None => buf.extend_from_slice(b"null"),
+                }
+                buf.extend_from_slice(b",\"children\":[");
+                for (i, id) in ids.iter().enumerate() {
+                    if i > 0 {
+                        buf.push(b',');
+                    }
+                    serde_json::to_writer(&mut buf, id)?;
+                }
+                buf.push(b']');
+                if let Some(l) = labels.get(row.id) {
+                    buf.extend_from_slice(b",\"label\":");
+                    serde_json::to_writer(&mut buf, l)?;
+                }
+                buf.push(b'}');
+            }
+            None => {
+                let (key, id) = (row.key, row.id.to_owned());
+                let ids = ids.into_iter().map(Value::String).collect();
+                let o = node_json(session, key, &id, ids, labels)?;
+                serde_json::to_writer(&mut buf, &o)?;
+            }
+        }
+        listing::drain(ui, &mut buf, false)?;
         stack.extend(children.into_iter().rev());
     }
+    listing::drain(ui, &mut buf, true)?;
     writeln!(ui.out(), "]}}")?;
     Ok(Outcome::Success)
+}
+
+/// One node of `tree --json` from its record (and, for a root, its line).
+fn node_json(
+    session: &Session,
+    key: EntryKey,
+    id: &str,
+    children: Vec<Value>,
+    labels: &sa::LabelMap,
+) -> Result<Value, crate::command_error::CommandError> {
+    let parent = session
+        .snap
+        .with_entry(key, |a| a.parent_id.as_ref().map(|p| p.as_str().to_owned()))?
+        .flatten();
+    let mut o = Map::new();
+    o.insert("id".into(), id.into());
+    match parent {
+        Some(p) => {
+            o.insert("parentId".into(), p.into());
+        }
+        None => {
+            // null and absent differ in pi's output; only roots need the JSON.
+            let v = session.value(key)?;
+            if let Some(p) = v.get("parentId") {
+                o.insert("parentId".into(), p.clone());
+            }
+            o.insert("type".into(), v.get("type").cloned().unwrap_or(Value::Null));
+        }
+    }
+    if !o.contains_key("type") {
+        let t = session
+            .snap
+            .with_entry(key, |a| a.type_name.as_ref().map(|p| p.as_str().to_owned()))?
+            .flatten();
+        o.insert("type".into(), json!(t));
+    }
+    o.insert("children".into(), Value::Array(children));
+    if let Some(l) = labels.get(id) {
+        o.insert("label".into(), l.clone().into());
+    }
+    Ok(Value::Object(o))
 }

@@ -14,7 +14,7 @@
 //! - every tree node is an `<li data-id=… data-parent=…>` in pi's `getTree` order (siblings by
 //!   timestamp, then file order).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
 
@@ -128,7 +128,7 @@ pub fn tree(
     session: &Session,
     on_path: &HashSet<EntryKey>,
     target: Option<EntryKey>,
-    labels: &HashMap<String, String>,
+    labels: &sa::LabelMap,
 ) -> Result<(), CommandError> {
     enum Step {
         Node(super::super::commands::tree::Node),
