@@ -209,6 +209,21 @@ fn stop_is_error(stop: Option<&str>) -> bool {
     stop.is_some_and(|s| s != "stop" && s != "toolUse")
 }
 
+/// Characters of a summary [`Facts`] keeps: more than any listing stores or shows, few
+/// enough that a 200 MB first line is never copied whole.
+pub const KEEP_CHARS: usize = 1024;
+
+/// The first [`KEEP_CHARS`] characters of `s`.
+fn keep(s: &str) -> &str {
+    if s.len() <= KEEP_CHARS {
+        return s;
+    }
+    match s.char_indices().nth(KEEP_CHARS) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
 /// What `log` and `tree` print of one entry, beside its id, parent and time.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Facts {
@@ -218,7 +233,7 @@ pub struct Facts {
     pub role: Option<String>,
     /// [`model`].
     pub model: Option<String>,
-    /// [`summary`], whole.
+    /// [`summary`], its first [`KEEP_CHARS`] characters.
     pub summary: String,
     /// [`tokens`].
     pub tokens: u64,
@@ -231,11 +246,14 @@ pub struct Facts {
 impl Facts {
     /// The facts of an entry from its parsed JSON (the definition).
     pub fn from_value(v: &Value) -> Self {
+        let mut summary = summary(v);
+        let kept = keep(&summary).len();
+        summary.truncate(kept);
         Self {
             entry_type: s(v, "type").map(str::to_owned),
             role: role(v).map(str::to_owned),
             model: model(v).map(str::to_owned),
-            summary: summary(v),
+            summary,
             tokens: tokens(v),
             boundary: boundary(v),
             tool_only: tool_only(v),
@@ -261,8 +279,10 @@ impl Facts {
         if !value_parse_safe(json) {
             return None;
         }
+        // Every piece is cut to KEEP_CHARS before it is copied: the summary's first KEEP_CHARS
+        // characters depend on no more than that of each piece.
         let (line, calls) = match m.content.get() {
-            Some(Content::Text(t)) => (Cow::Owned(first_line(t).to_owned()), Vec::new()),
+            Some(Content::Text(t)) => (Cow::Owned(keep(first_line(t)).to_owned()), Vec::new()),
             Some(Content::Blocks(blocks)) => {
                 let mut line: Cow<'_, str> = Cow::Borrowed("");
                 let mut calls = Vec::new();
@@ -281,17 +301,23 @@ impl Facts {
             }
             None => (Cow::Borrowed(""), Vec::new()),
         };
-        let summary = match role {
+        let line = keep(&line);
+        let mut summary = match role {
             Role::ToolResult => {
-                let tool = m.tool_name.get().map_or("tool", Str::as_str);
+                let tool = keep(m.tool_name.get().map_or("tool", Str::as_str));
                 let err = matches!(m.is_error, Field::Value(true));
-                tool_result_summary(tool, err, &line)
+                tool_result_summary(tool, err, line)
             }
             Role::BashExecution => {
-                format!("$ {}", first_line(m.command.get().map_or("", Str::as_str)))
+                format!(
+                    "$ {}",
+                    keep(first_line(m.command.get().map_or("", Str::as_str)))
+                )
             }
-            _ => line_and_calls(&line, &calls),
+            _ => line_and_calls(line, &calls),
         };
+        let kept = keep(&summary).len();
+        summary.truncate(kept);
         let chars = match role {
             Role::User | Role::ToolResult => text_and_image_chars(m.content.get()),
             Role::Assistant => match m.content.get() {
@@ -352,12 +378,12 @@ fn text_and_image_chars(content: Option<&Content<'_>>) -> usize {
 /// [`tool_call_phrase`] of a typed block; `None` when its arguments have duplicate keys (the
 /// parsed value keeps the first key's place and the last key's value).
 fn call_phrase(b: &Block<'_>) -> Option<String> {
-    let name = b.name.get().map_or("tool", Str::as_str);
+    let name = keep(b.name.get().map_or("tool", Str::as_str));
     let arg = match &b.arguments {
         Field::Value(raw) => target_arg(raw)?,
         Field::Missing | Field::Null => Cow::Borrowed(""),
     };
-    Some(phrase(name, first_line(&arg)))
+    Some(phrase(name, keep(first_line(&arg))))
 }
 
 /// The argument [`tool_call_phrase`] picks from raw JSON `arguments`: the first of
@@ -448,8 +474,8 @@ fn raw_first_line<'a>(t: &RawStr<'a>) -> Option<Cow<'a, str>> {
         };
         if !line.trim().is_empty() {
             return Some(match line {
-                Cow::Borrowed(b) => Cow::Borrowed(b.trim()),
-                Cow::Owned(o) => Cow::Owned(o.trim().to_owned()),
+                Cow::Borrowed(b) => Cow::Borrowed(keep(b.trim())),
+                Cow::Owned(o) => Cow::Owned(keep(o.trim()).to_owned()),
             });
         }
         if next >= bytes.len() {
@@ -697,6 +723,21 @@ mod tests {
 
     #[test]
     fn the_typed_view_gives_the_value_facts() {
+        let long = "é".repeat(KEEP_CHARS + 10);
+        let long_user = format!(
+            r#"{{"type":"message","id":"a","message":{{"role":"user","content":"{long}\nnext"}}}}"#
+        );
+        let long_result = format!(
+            r#"{{"type":"message","id":"a","message":{{"role":"toolResult","toolName":"{long}","content":[{{"type":"text","text":"{long}"}}]}}}}"#
+        );
+        let long_call = format!(
+            r#"{{"type":"message","id":"a","message":{{"role":"assistant","content":[{{"type":"text","text":"x"}},{{"type":"toolCall","name":"read","arguments":{{"path":"{long}"}}}}]}}}}"#
+        );
+        for c in [&long_user, &long_result, &long_call] {
+            let t = typed(c).unwrap();
+            assert_eq!(t.summary.chars().count(), KEEP_CHARS);
+            assert_eq!(t, by_value(c), "{c:.80}");
+        }
         let cases = [
             r#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user","content":"  \n\nhello\\there\n","timestamp":1}}"#,
             r#"{"type":"message","id":"a","message":{"role":"user","content":[{"type":"text","text":"\r\n \u000a  first\u0009line\nsecond"},{"type":"image","data":"xx","mimeType":"image/png"}]}}"#,
