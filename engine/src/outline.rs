@@ -1724,18 +1724,7 @@ fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
-/// Days from 1970-01-01 to a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day number (inverse of [`days_from_civil`]).
+/// The date of a day number (inverse of [`days_from_civil`](crate::agent::js::days_from_civil)).
 fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
@@ -1809,7 +1798,9 @@ pub fn iso_canonical(s: &str) -> Option<i64> {
     if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 59 {
         return None;
     }
-    let t = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms;
+    let t = ((crate::agent::js::days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60_000
+        + sec * 1000
+        + ms;
     let mut back = [0u8; 24];
     write_iso(t, &mut back);
     (back == b[..]).then_some(t)
