@@ -865,20 +865,33 @@ pub fn create_new_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// How to put a file back as it was before [`append_repairing`].
+///
+/// Only ever shortens the file back to `at` when nothing was appended after our bytes (the file
+/// still ends at `end`): a line another process (pi) appended in the meantime is never cut.
 #[derive(Debug)]
 struct Undo {
     path: PathBuf,
     /// Where the repaired tail (or the append) started.
     at: u64,
+    /// Where our bytes ended.
+    end: u64,
     /// The bytes that were there (the torn tail; empty when there was none).
     tail: Vec<u8>,
 }
 
 impl Undo {
     fn restore(&self) -> io::Result<()> {
-        let mut f = OpenOptions::new().write(true).open(&self.path)?;
+        let mut f = OpenOptions::new().append(true).open(&self.path)?;
+        let len = f.metadata()?.len();
+        if len != self.end {
+            return Err(io::Error::other(format!(
+                "it changed after our write (now {len} bytes, we wrote up to {}); the new line \
+                 stays at byte {}",
+                self.end, self.at
+            )));
+        }
         f.set_len(self.at)?;
-        f.seek(SeekFrom::Start(self.at))?;
+        // Appending (O_APPEND) writes at the end, which is `at` after the truncation.
         f.write_all(&self.tail)?;
         f.sync_all()
     }
@@ -912,42 +925,78 @@ pub fn repaired_tail(tail: &[u8]) -> Option<Vec<u8>> {
 
 /// Appends `bytes` to the file at `path`, repairing a torn last line first; fsyncs. Returns how
 /// to undo it. On failure the file is put back as it was.
+///
+/// pi appends to the same file without a lock (one `O_APPEND` write per line), so this never
+/// truncates past what it has read: the file is opened for appending, a file that ends with a
+/// newline gets one appending write (atomic against other appenders), and a torn tail is cut
+/// only after checking that the length is still the one the tail was read at (retried when pi
+/// wrote in between).
 fn append_repairing(path: &Path, bytes: &[u8]) -> Result<Undo, WriteError> {
+    const ATTEMPTS: usize = 5;
     let err = io_err(path);
     let mut f = OpenOptions::new()
         .read(true)
-        .write(true)
+        .append(true)
         .open(path)
         .map_err(io_err(path))?;
-    let len = f.metadata().map_err(io_err(path))?.len();
-    let at = last_line_start(&mut f, len).map_err(io_err(path))?;
-    let mut tail = vec![0u8; usize::try_from(len - at).unwrap_or(0)];
-    f.seek(SeekFrom::Start(at)).map_err(io_err(path))?;
-    f.read_exact(&mut tail).map_err(io_err(path))?;
-    let mut out = repaired_tail(&tail).unwrap_or_else(|| tail.clone());
-    out.extend_from_slice(bytes);
-    let undo = Undo {
-        path: path.to_path_buf(),
-        at,
-        tail,
-    };
-    let written = (|| {
-        f.set_len(at)?;
-        f.seek(SeekFrom::Start(at))?;
-        f.write_all(&out)?;
-        f.sync_data()
-    })();
-    if let Err(e) = written {
-        if let Err(source) = undo.restore() {
-            return Err(WriteError::RollbackFailed {
+    for _ in 0..ATTEMPTS {
+        let len = f.metadata().map_err(io_err(path))?.len();
+        let at = last_line_start(&mut f, len).map_err(io_err(path))?;
+        if at == len {
+            // Nothing torn: one appending write, wherever the end is by then.
+            f.write_all(bytes).map_err(io_err(path))?;
+            let end = f.stream_position().map_err(io_err(path))?;
+            let undo = Undo {
                 path: path.to_path_buf(),
-                cause: format!("cannot write {}: {e}", path.display()),
-                source,
-            });
+                at: end.saturating_sub(bytes.len() as u64),
+                end,
+                tail: Vec::new(),
+            };
+            if let Err(e) = f.sync_data() {
+                return Err(rolled_back(path, &undo, e));
+            }
+            return Ok(undo);
         }
-        return Err(err(e));
+        let mut tail = vec![0u8; usize::try_from(len - at).unwrap_or(0)];
+        f.seek(SeekFrom::Start(at)).map_err(io_err(path))?;
+        f.read_exact(&mut tail).map_err(io_err(path))?;
+        if f.metadata().map_err(io_err(path))?.len() != len {
+            continue; // the torn line is being written right now: look again
+        }
+        let mut out = repaired_tail(&tail).unwrap_or_else(|| tail.clone());
+        out.extend_from_slice(bytes);
+        let undo = Undo {
+            path: path.to_path_buf(),
+            at,
+            end: at + out.len() as u64,
+            tail,
+        };
+        let written = (|| {
+            f.set_len(at)?;
+            f.write_all(&out)?;
+            f.sync_data()
+        })();
+        if let Err(e) = written {
+            return Err(rolled_back(path, &undo, e));
+        }
+        return Ok(undo);
     }
-    Ok(undo)
+    Err(err(io::Error::other(format!(
+        "its last line has no newline and the file kept growing over {ATTEMPTS} attempts \
+         (is pi writing it?); try again"
+    ))))
+}
+
+/// The error of a failed write, after putting the file back (or saying that failed too).
+fn rolled_back(path: &Path, undo: &Undo, e: io::Error) -> WriteError {
+    if let Err(source) = undo.restore() {
+        return WriteError::RollbackFailed {
+            path: path.to_path_buf(),
+            cause: format!("cannot write {}: {e}", path.display()),
+            source,
+        };
+    }
+    io_err(path)(e)
 }
 
 /// The offset just after the file's last `\n` (0 when it has none), reading backwards in
@@ -987,6 +1036,29 @@ mod tests {
             b"{\"a\":1}\n{\"b\":2}\n"
         );
         assert_eq!(repaired_tail(b"\xff\xfe").unwrap(), b"");
+    }
+
+    #[test]
+    fn an_append_and_its_undo_never_cut_a_line_appended_by_someone_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        fs::write(&path, b"{\"a\":1}\n").unwrap();
+        let undo = append_repairing(&path, b"{\"ours\":2}\n").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"{\"a\":1}\n{\"ours\":2}\n");
+        // pi appends after us: undoing ours would cut pi's line, so the undo refuses.
+        let mut pi = OpenOptions::new().append(true).open(&path).unwrap();
+        pi.write_all(b"{\"pi\":3}\n").unwrap();
+        assert!(undo.restore().is_err());
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            b"{\"a\":1}\n{\"ours\":2}\n{\"pi\":3}\n"
+        );
+        // Undone right away, the file is as it was; a torn tail is repaired, then put back.
+        fs::write(&path, b"{\"a\":1}\n{\"torn\":").unwrap();
+        let undo = append_repairing(&path, b"{\"ours\":2}\n").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"{\"a\":1}\n{\"ours\":2}\n");
+        undo.restore().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"{\"a\":1}\n{\"torn\":");
     }
 
     #[test]
