@@ -432,6 +432,16 @@ impl Session {
         })
     }
 
+    /// The path pi builds its context from when a session has no entries at all (a header
+    /// only): empty. `None` when the session has entries (then it has a leaf, or its last
+    /// record has no id and [`Self::leaf`] says so).
+    pub fn empty_path(&self) -> Option<StoredPath<'_>> {
+        (self.record.entries == 0).then(|| StoredPath {
+            session: self,
+            keys: Vec::new(),
+        })
+    }
+
     /// Every label of the session: target id → label.
     pub fn label_map(&self) -> Result<LabelMap, CommandError> {
         Ok(self.snap.labels(self.key)?.into_iter().collect())

@@ -718,3 +718,41 @@ fn deep_chains_do_not_recurse() {
     let d = json(&env, &["diff", f, "@root", "@leaf", "--json"], 1);
     assert_eq!(d["onlyB"].as_array().unwrap().len(), n - 1);
 }
+
+/// A header-only session has no leaf; pi's context there is empty, and pisess's is the same
+/// (`leafId` null) — while `log`, which has no entry to start from, says so.
+#[test]
+fn context_of_a_session_without_entries_is_empty_as_pis() {
+    let env = TestEnv::new();
+    let file = fixture("edge/header-only.jsonl");
+    let f = file.to_str().unwrap();
+    let want = oracle(&["context", f]);
+    assert_eq!(
+        want["messages"],
+        serde_json::json!([]),
+        "the oracle changed"
+    );
+    let got = json(&env, &["context", f, "--json", "--llm"], 0);
+    assert_eq!(got["leafId"], Value::Null);
+    assert_eq!(got["messages"], want["messages"]);
+    assert_eq!(got["entryIds"], want["contextEntryIds"]);
+    assert_eq!(got["model"], want["model"]);
+    assert_eq!(got["estimate"], want["estimate"]["projected"]);
+    assert_eq!(got["llmMessages"], serde_json::json!([]));
+    let human = run(&env, &["context", f]);
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    assert!(
+        human
+            .stdout
+            .starts_with("context at (no entries) — 0 message(s)"),
+        "{}",
+        human.stdout
+    );
+    let log = run(&env, &["log", f]);
+    assert_eq!(log.code, 2);
+    assert!(
+        log.stderr.contains("has no leaf (no entries)"),
+        "{}",
+        log.stderr
+    );
+}

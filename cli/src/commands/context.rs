@@ -6,7 +6,8 @@
 //!   ([`pisess_engine::agent::lean`]) and each message is written as soon as it is projected;
 //! - `--json` prints the bytes `serde_json` prints for the object
 //!   `{leafId, messages, thinkingLevel?, model, entryIds, tokens, estimate, llmMessages?}`,
-//!   in that key order.
+//!   in that key order; `leafId` is null for a session without entries (a header only), whose
+//!   context is empty, as pi's is.
 
 use std::io::Write;
 
@@ -53,15 +54,20 @@ pub struct ContextArgs {
 /// output.
 pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
-    let at = match &args.at {
-        Some(a) => session.entry(a)?,
-        None => session.leaf()?,
+    // A session without entries has no leaf; pi's context there is empty, and so is ours.
+    let (leaf_id, path) = match (&args.at, session.empty_path()) {
+        (None, Some(empty)) => (None, empty),
+        (at, _) => {
+            let at = match at {
+                Some(a) => session.entry(a)?,
+                None => session.leaf()?,
+            };
+            (Some(session.id(at)?), session.path_source(at)?)
+        }
     };
-    let leaf_id = session.id(at)?;
-    let path = session.path_source(at)?;
     let plan = LeanContext::plan(&path)?;
     if ui.json {
-        write_json(ui.out(), &leaf_id, &path, &plan, args.llm)?;
+        write_json(ui.out(), leaf_id.as_deref(), &path, &plan, args.llm)?;
         return Ok(Outcome::Success);
     }
     let mut count = 0usize;
@@ -94,7 +100,9 @@ pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
         .unwrap_or(0.0);
     let header = format!(
         "context at {} — {count} message(s), ~{total} tokens, model {}, thinking {}",
-        safe(&leaf_id),
+        leaf_id
+            .as_deref()
+            .map_or_else(|| "(no entries)".into(), safe),
         safe(&model),
         safe(thinking)
     );
@@ -112,13 +120,13 @@ pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
 /// estimate[, llmMessages]}` (the bytes `serde_json` prints for it) as the messages are read.
 fn write_json(
     out: &mut impl Write,
-    leaf_id: &str,
+    leaf_id: Option<&str>,
     path: &StoredPath<'_>,
     plan: &LeanContext,
     llm: bool,
 ) -> Result<(), CommandError> {
     out.write_all(b"{\"leafId\":")?;
-    serde_json::to_writer(&mut *out, leaf_id)?;
+    serde_json::to_writer(&mut *out, &leaf_id)?;
     out.write_all(b",\"messages\":[")?;
     let mut first = true;
     let estimate = plan.messages(path, |m| Ok::<(), CommandError>(item(out, &mut first, m)?))?;
