@@ -61,7 +61,8 @@ export COMPACT_WINDOW=${COMPACT_WINDOW:-200000}
 export IMAGES_BYTES=${IMAGES_BYTES:-2147483648} IMAGE_SIZE=${IMAGE_SIZE:-262144}
 export SKIP=${SKIP:-}
 export ORACLE=${PISESS_ORACLE:-$root/../shared/oracle/oracle}
-export BIN=$CARGO_TARGET_DIR/release
+# Binaries are under target/<host tuple>/ (.cargo/config.toml names the host as the target).
+export BIN=$CARGO_TARGET_DIR/$(rustc -vV | sed -n 's/^host: //p')/release
 cache=${PISESS_BENCH_CACHE:-$here/.cache}
 export CACHE=$cache
 started=$(date +%s)

@@ -31,7 +31,8 @@ cache=${PISESS_BENCH_CACHE:-$here/.cache}
 oracle=${PISESS_ORACLE:-$root/../shared/oracle/oracle}
 gen=$root/../shared/oracle/gen
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
-pisess=$CARGO_TARGET_DIR/release/pisess
+# Binaries are under target/<host tuple>/ (.cargo/config.toml names the host as the target).
+pisess=$CARGO_TARGET_DIR/$(rustc -vV | sed -n 's/^host: //p')/release/pisess
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }

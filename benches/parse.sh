@@ -23,7 +23,8 @@ runs=${RUNS:-7}
 big_bytes=${BIG_BYTES:-1073741824}
 cache=${PISESS_BENCH_CACHE:-$here/.cache}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
-bin=$CARGO_TARGET_DIR/release
+# Binaries are under target/<host tuple>/ (.cargo/config.toml names the host as the target).
+bin=$CARGO_TARGET_DIR/$(rustc -vV | sed -n 's/^host: //p')/release
 
 echo "== machine"
 echo "nproc: $(nproc); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"

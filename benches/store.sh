@@ -44,7 +44,8 @@ export FILES_QUERY=${FILES_QUERY:-src/**}
 export CHAIN_BIG=${CHAIN_BIG:-1000000}
 export SKIP_CHAINS=${SKIP_CHAINS:-0}
 export SKIP_BIG=${SKIP_BIG:-0} BIG_COPIES=${BIG_COPIES:-8} BIG_SESSION=${BIG_SESSION:-} HERE=$here
-export BIN=$CARGO_TARGET_DIR/release
+# Binaries are under target/<host tuple>/ (.cargo/config.toml names the host as the target).
+export BIN=$CARGO_TARGET_DIR/$(rustc -vV | sed -n 's/^host: //p')/release
 
 echo "== machine"
 echo "nproc: $(nproc); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"

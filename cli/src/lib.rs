@@ -20,11 +20,13 @@ pub mod ui;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use std::ffi::OsString;
+
+use clap::{FromArgMatches, Parser};
 
 /// Parses the arguments, runs the command and turns the outcome into an exit status.
 pub fn main() -> ExitCode {
-    let args = cli::Args::parse();
+    let args = parse_args(std::env::args_os().collect());
     session_arg::set_store_wait(std::time::Duration::from_secs(args.global.wait));
     let mut ui = ui::Ui::new(&args.global);
     let outcome = commands::run(&mut ui, args.command);
@@ -36,5 +38,113 @@ pub fn main() -> ExitCode {
             e.print();
             ExitCode::from(2)
         }
+    }
+}
+
+/// Parses the command line. Building clap's full command (every command's arguments, the global
+/// options copied into each) costs about as much CPU as a whole re-import of an unchanged
+/// folder, so when `argv` names a command, the root is built with that command alone (the same
+/// arguments: [`commands::lone`]). Anything that parse does not accept (an error, `--help`,
+/// `--version`, no command) is parsed again with the full command, so every message and exit
+/// status is clap's usual one.
+pub fn parse_args(argv: Vec<OsString>) -> cli::Args {
+    if let Some(root) = command_named(&argv).and_then(|name| {
+        let sub = commands::lone(name)?;
+        Some(
+            <cli::GlobalArgs as clap::Args>::augment_args(clap::Command::new("pisess"))
+                .subcommand(sub),
+        )
+    }) && let Ok(m) = root.try_get_matches_from(&argv)
+        && let Ok(args) = cli::Args::from_arg_matches(&m)
+    {
+        return args;
+    }
+    cli::Args::parse_from(argv)
+}
+
+/// The first argument that is not an option or a global option's value: the command's name, if
+/// the command line is well formed.
+fn command_named(argv: &[OsString]) -> Option<&str> {
+    let mut it = argv.iter().skip(1);
+    while let Some(a) = it.next() {
+        let a = a.to_str()?;
+        match a {
+            "--" => return None,
+            // The global options that take a value as the next argument.
+            "--color" | "--wait" => {
+                it.next();
+            }
+            _ if a.starts_with('-') => {}
+            _ => return Some(a),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// `commands::lone` must build each command exactly as the derive does inside the full
+    /// command: same names, same arguments, every field of every argument.
+    #[test]
+    fn lone_commands_are_the_full_commands() {
+        let full = cli::Args::command();
+        let mut n = 0;
+        for sub in full.get_subcommands() {
+            let name = sub.get_name();
+            let lone = commands::lone(name).unwrap_or_else(|| panic!("no lone command {name}"));
+            let a: Vec<String> = sub.get_arguments().map(|a| format!("{a:?}")).collect();
+            let b: Vec<String> = lone.get_arguments().map(|a| format!("{a:?}")).collect();
+            assert_eq!(a, b, "arguments of {name}");
+            n += 1;
+        }
+        assert_eq!(
+            n, 20,
+            "a command was added: give it a line in commands::lone"
+        );
+        assert!(commands::lone("nope").is_none());
+    }
+
+    /// The lean parse gives the same result as clap's full parse.
+    #[test]
+    fn lean_parse_is_the_full_parse() {
+        let cases: &[&[&str]] = &[
+            &["pisess", "import"],
+            &["pisess", "import", "a", "b/c"],
+            &["pisess", "--json", "ls"],
+            &["pisess", "ls", "--json", "--since", "2026-01-01"],
+            &["pisess", "--wait", "5", "log", "x", "-n", "3"],
+            &["pisess", "--color", "never", "tree", "x"],
+            &["pisess", "log", "--color=always", "x", "--all"],
+            &["pisess", "files", "src/**"],
+            &["pisess", "export", "x", "--format", "md", "-o", "f.md"],
+            &["pisess", "migrate", "--jobs", "2", "d"],
+        ];
+        for argv in cases {
+            let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+            assert!(command_named(&argv).is_some());
+            let full = cli::Args::try_parse_from(&argv).map(|a| format!("{a:?}"));
+            let full = full.unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            assert_eq!(format!("{:?}", parse_args(argv.clone())), full, "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn command_named_skips_options_and_their_values() {
+        let v = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(command_named(&v(&["p", "--wait", "3", "ls"])), Some("ls"));
+        assert_eq!(
+            command_named(&v(&["p", "--color", "ls", "log"])),
+            Some("log")
+        );
+        assert_eq!(
+            command_named(&v(&["p", "--json", "import", "x"])),
+            Some("import")
+        );
+        assert_eq!(command_named(&v(&["p", "--", "ls"])), None);
+        assert_eq!(command_named(&v(&["p", "--version"])), None);
     }
 }

@@ -245,7 +245,7 @@ impl Store {
         opts: &ImportOptions,
         progress: &mut dyn FnMut(ImportEvent<'_>),
     ) -> Result<ImportReport, StoreError> {
-        let mut files: Vec<(PathBuf, Option<PathBuf>)> = Vec::new();
+        let mut files: Vec<Found> = Vec::new();
         let mut folders = Vec::new();
         for p in paths {
             if p.is_dir() {
@@ -260,7 +260,11 @@ impl Store {
                     }
                 }
             } else {
-                files.push((p.clone(), None));
+                files.push(Found {
+                    path: p.clone(),
+                    canon: None,
+                    stat: None,
+                });
             }
         }
         // The common case of a re-import: nothing changed. Decided in one read transaction,
@@ -275,8 +279,8 @@ impl Store {
         self.writer_db()?;
         progress(ImportEvent::Start { files: files.len() });
         let mut report = ImportReport::default();
-        for (f, canon) in &files {
-            let r = self.import_one(f, canon.as_deref(), opts, progress)?;
+        for f in &files {
+            let r = self.import_one(&f.path, f.canon.as_deref(), opts, progress)?;
             progress(ImportEvent::FileDone(&r));
             report.files.push(r);
         }
@@ -313,7 +317,7 @@ impl Store {
     /// and no session under `folders` whose file has disappeared. `None` otherwise.
     fn unchanged(
         &self,
-        files: &[(PathBuf, Option<PathBuf>)],
+        files: &[Found],
         folders: &[PathBuf],
     ) -> Result<Option<ImportReport>, StoreError> {
         let rtx = self.db.begin_read()?;
@@ -337,12 +341,22 @@ impl Store {
         };
         let mut seen = std::collections::HashSet::new();
         let mut report = ImportReport::default();
-        for (path, canon) in files {
-            let Ok((canon, size, mtime)) = stat(path, canon.as_deref()) else {
-                return Ok(None);
+        for f in files {
+            // The directory scan's size and mtime when it has them (a plain file under a
+            // folder), else a `stat` of the path.
+            let stated;
+            let (canon, size, mtime) = match (&f.canon, f.stat) {
+                (Some(c), Some((size, mtime))) => (c.as_path(), size, mtime),
+                _ => {
+                    let Ok((c, size, mtime)) = stat(&f.path, f.canon.as_deref()) else {
+                        return Ok(None);
+                    };
+                    stated = c;
+                    (stated.as_path(), size, mtime)
+                }
             };
-            let key = canon.to_string_lossy().into_owned();
-            let Some(s) = sources.get(key.as_str())?.map(|v| v.value()) else {
+            let key = canon.to_string_lossy();
+            let Some(s) = sources.get(key.as_ref())?.map(|v| v.value()) else {
                 return Ok(None);
             };
             match session_gone(s)? {
@@ -350,7 +364,7 @@ impl Store {
                 _ => return Ok(None),
             }
             report.files.push(FileReport {
-                path: path.clone(),
+                path: f.path.clone(),
                 outcome: Outcome::Unchanged,
                 session: Some(SessionKey(s)),
                 bytes_read: 0,
@@ -358,7 +372,9 @@ impl Store {
                 entries_added: 0,
                 error: None,
             });
-            seen.insert(key);
+            if !folders.is_empty() {
+                seen.insert(key.into_owned());
+            }
         }
         if !folders.is_empty() {
             for row in sources.iter()? {
@@ -1508,12 +1524,19 @@ fn stat(path: &Path, known: Option<&Path>) -> Result<(PathBuf, u64, i64), FileEr
         None => std::fs::canonicalize(path).map_err(io)?,
     };
     let md = std::fs::metadata(&canon).map_err(io)?;
+    let (size, mtime) = size_mtime(&md);
+    Ok((canon, size, mtime))
+}
+
+/// A file's size and mtime (nanoseconds since the epoch, 0 when unknown), as the catalogue
+/// records them.
+fn size_mtime(md: &std::fs::Metadata) -> (u64, i64) {
     let mtime = md
         .modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-    Ok((canon, md.len(), mtime))
+    (md.len(), mtime)
 }
 
 /// blake3 of the first and last [`WINDOW`] bytes of the first `len` bytes of a file.
@@ -1534,38 +1557,79 @@ fn windows_match(path: &Path, rec: &SessionRecord) -> std::io::Result<bool> {
     Ok(h == rec.head_hash && t == rec.tail_hash)
 }
 
-/// The `*.jsonl` files under a folder, recursively (explicit stack), sorted by path, each with
-/// its canonical path when `canon_dir` (the folder's canonical path) makes it known: a file
-/// that is not a symlink, found through real folders only, is `canon_dir` joined with its path
-/// relative to `dir`.
-fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<(PathBuf, Option<PathBuf>)> {
+/// A `*.jsonl` file found under a folder by [`files_under`].
+struct Found {
+    /// The path (the folder joined with the file's path below it).
+    path: PathBuf,
+    /// Its canonical path, when the folder's canonical path makes it known: a file that is not
+    /// a symlink, found through real folders only, is the canonical folder joined with its
+    /// path below the folder.
+    canon: Option<PathBuf>,
+    /// Its size and mtime ([`size_mtime`]) from the directory scan (`fstatat` on the open
+    /// folder, no path walk), for a file that is not a symlink (then the same as a `stat` of
+    /// its path).
+    stat: Option<(u64, i64)>,
+}
+
+/// A directory-scan item of [`files_under`]: a folder still to read, or a file.
+enum Scan {
+    Dir(PathBuf),
+    File(Found),
+}
+
+/// The `*.jsonl` files under a folder, recursively (explicit stack, depth first), sorted by
+/// path. Each folder's entries are sorted by name and visited in that order, which is the
+/// order of `Path`'s own comparison (component by component, bytes within one): sorting
+/// names in one folder is much cheaper than comparing whole paths afterwards.
+fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
     let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
+    let mut stack = vec![Scan::Dir(dir.to_path_buf())];
+    let mut here: Vec<(std::ffi::OsString, Scan)> = Vec::new();
+    while let Some(item) = stack.pop() {
+        let d = match item {
+            Scan::File(f) => {
+                out.push(f);
+                continue;
+            }
+            Scan::Dir(d) => d,
+        };
         let Ok(rd) = std::fs::read_dir(&d) else {
             continue;
         };
         for e in rd.flatten() {
-            let p = e.path();
             let Ok(ft) = e.file_type() else { continue };
+            let name = e.file_name();
             if ft.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                let canon = match (canon_dir, ft.is_symlink()) {
-                    (Some(c), false) => p.strip_prefix(dir).ok().map(|rel| c.join(rel)),
-                    _ => None,
+                here.push((name, Scan::Dir(e.path())));
+            } else if Path::new(&name).extension().is_some_and(|x| x == "jsonl") {
+                let p = e.path();
+                let (canon, stat) = if ft.is_symlink() {
+                    (None, None)
+                } else {
+                    (
+                        canon_dir.and_then(|c| p.strip_prefix(dir).ok().map(|rel| c.join(rel))),
+                        e.metadata().ok().map(|md| size_mtime(&md)),
+                    )
                 };
-                out.push((p, canon));
+                here.push((
+                    name,
+                    Scan::File(Found {
+                        path: p,
+                        canon,
+                        stat,
+                    }),
+                ));
             }
         }
+        here.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        stack.extend(here.drain(..).rev().map(|(_, s)| s));
     }
-    out.sort();
     out
 }
 
 /// The `*.jsonl` files under a folder, recursively (explicit stack), sorted.
 pub fn jsonl_files_under(dir: &Path) -> Vec<PathBuf> {
-    files_under(dir, None).into_iter().map(|(p, _)| p).collect()
+    files_under(dir, None).into_iter().map(|f| f.path).collect()
 }
 
 /// An error and its sources, joined with ": ".

@@ -86,6 +86,38 @@ pub enum Command {
     Fork(fork::ForkArgs),
 }
 
+/// The command `name` alone, as clap's derive would build it inside the full command (same
+/// arguments), or `None` for a name that is not a command. Used by [`crate::parse_args`] to
+/// parse without building the other commands; `tests` check it against the full command.
+pub fn lone(name: &str) -> Option<clap::Command> {
+    use clap::Args as _;
+    type Augment = fn(clap::Command) -> clap::Command;
+    let (name, augment): (&'static str, Augment) = match name {
+        "check" => ("check", check::CheckArgs::augment_args),
+        "import" => ("import", import::ImportArgs::augment_args),
+        "export" => ("export", export::ExportArgs::augment_args),
+        "ls" => ("ls", ls::LsArgs::augment_args),
+        "verify" => ("verify", verify::VerifyArgs::augment_args),
+        "files" => ("files", files::FilesArgs::augment_args),
+        "migrate" => ("migrate", migrate::MigrateArgs::augment_args),
+        "log" => ("log", log::LogArgs::augment_args),
+        "tree" => ("tree", tree::TreeArgs::augment_args),
+        "show" => ("show", show::ShowArgs::augment_args),
+        "context" => ("context", context::ContextArgs::augment_args),
+        "diff" => ("diff", diff::DiffArgs::augment_args),
+        "compact" => ("compact", compact::CompactArgs::augment_args),
+        "navigate" => ("navigate", navigate::NavigateArgs::augment_args),
+        "prune" => ("prune", prune::PruneArgs::augment_args),
+        "grep" => ("grep", grep::GrepArgs::augment_args),
+        "stats" => ("stats", stats::StatsArgs::augment_args),
+        "completions" => ("completions", completions::CompletionsArgs::augment_args),
+        "man" => ("man", man::ManArgs::augment_args),
+        "fork" => ("fork", fork::ForkArgs::augment_args),
+        _ => return None,
+    };
+    Some(augment(clap::Command::new(name)))
+}
+
 /// Runs a command.
 pub fn run(ui: &mut Ui, command: Command) -> CommandResult {
     match command {
