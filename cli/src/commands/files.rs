@@ -10,8 +10,6 @@ use std::io::Write;
 use pisess_engine::files::{FileHitRef, FileQuery};
 use pisess_engine::{FileFilter, FileOp, SessionKey};
 
-use rayon::prelude::*;
-
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::session_arg::{open_session_read, open_store_read};
 use crate::ui::{Ui, safe};
@@ -94,33 +92,15 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
         let id = snap.session(s)?.map(|r| r.session_id).unwrap_or_default();
         ids.insert(s, id);
     }
-    // Lines are formatted in parallel, CHUNK hits to a buffer, and written in order.
-    const CHUNK: usize = 4096;
     let json = ui.json;
     let out = ui.out();
-    let chunks = hits.len().div_ceil(CHUNK);
-    let per_round = rayon::current_num_threads().max(1) * 2;
-    let mut first = 0;
-    while first < chunks {
-        let last = (first + per_round).min(chunks);
-        let bufs: Vec<Result<Vec<u8>, CommandError>> = (first..last)
-            .into_par_iter()
-            .map(|c| {
-                let mut buf = Vec::with_capacity(CHUNK * 320);
-                let end = ((c + 1) * CHUNK).min(hits.len());
-                for i in c * CHUNK..end {
-                    let Some(h) = hits.get(i) else { break };
-                    let h = h?;
-                    let sid = ids.get(&h.session).map_or("", String::as_str);
-                    hit_line(&mut buf, sid, &h, json)?;
-                }
-                Ok(buf)
-            })
-            .collect();
-        for b in bufs {
-            out.write_all(&b?)?;
-        }
-        first = last;
+    let mut line = Vec::with_capacity(512);
+    for h in hits.iter() {
+        let h = h?;
+        let sid = ids.get(&h.session).map_or("", String::as_str);
+        line.clear();
+        hit_line(&mut line, sid, &h, json)?;
+        out.write_all(&line)?;
     }
     Ok(if hits.is_empty() {
         Outcome::Negative
