@@ -25,8 +25,13 @@
 //!   status of the last result in file order;
 //! - whether an entry is on the active path (leaf → root) is computed at query time, so appends
 //!   never rewrite old rows: the path is a few key ranges ("runs", see
-//!   [`crate::schema::RUN_STARTS`]), found with one small-table lookup per run, and each hit is
-//!   a binary//!   search in them.
+//!   [`crate::schema::RUN_STARTS`]), found with one small-table lookup per run
+//!   ([`Snapshot::path_runs`], bounded by the leaf's depth), and each hit is a binary search in
+//!   them.
+//!
+//! A query is range scans of `file_paths` (a glob's literal prefix bounds its scan, and the glob
+//! runs once per distinct path, not per row), then one stable sort of the hits by (entry key,
+//! op index): each path's rows already come in that order, so the sort merges a few runs.
 
 use std::collections::HashMap;
 
@@ -642,6 +647,8 @@ struct HitRow {
 pub struct FileHits {
     arena: Vec<u8>,
     rows: Vec<HitRow>,
+    /// Where the last pushed key's bytes sit in the arena.
+    last_key: Option<(usize, usize)>,
 }
 
 impl FileHits {
@@ -658,6 +665,23 @@ impl FileHits {
     /// The hits, in (entry key, op index) order.
     pub fn iter(&self) -> impl Iterator<Item = Result<FileHitRef<'_>, StoreError>> + '_ {
         self.rows.iter().map(|r| self.hit(r))
+    }
+
+    /// The `i`-th hit (in the order of [`FileHits::iter`]), `None` past the end.
+    pub fn get(&self, i: usize) -> Option<Result<FileHitRef<'_>, StoreError>> {
+        self.rows.get(i).map(|r| self.hit(r))
+    }
+
+    /// The sessions of the hits, each once, in the order of their first hit.
+    pub fn sessions(&self) -> Vec<SessionKey> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for r in &self.rows {
+            if out.last() != Some(&SessionKey(r.session)) && seen.insert(r.session) {
+                out.push(SessionKey(r.session));
+            }
+        }
+        out
     }
 
     fn hit(&self, r: &HitRow) -> Result<FileHitRef<'_>, StoreError> {
@@ -707,15 +731,24 @@ impl FileHits {
         {
             return true;
         }
-        let k0 = self.arena.len();
-        self.arena.extend_from_slice(key.as_bytes());
+        // A scan meets each path's rows together: its bytes are kept once.
+        let key_at = match self.last_key {
+            Some((k0, k1)) if self.arena.get(k0..k1) == Some(key.as_bytes()) => (k0, k1),
+            _ => {
+                let k0 = self.arena.len();
+                self.arena.extend_from_slice(key.as_bytes());
+                let at = (k0, self.arena.len());
+                self.last_key = Some(at);
+                at
+            }
+        };
         let v0 = self.arena.len();
         self.arena.extend_from_slice(value);
         self.rows.push(HitRow {
             entry,
             index,
             session,
-            key: (k0, v0),
+            key: key_at,
             value: (v0, self.arena.len()),
             active: false,
         });
@@ -869,13 +902,30 @@ impl Snapshot {
         f: &FileFilter,
         keep: impl Fn(&str) -> bool,
     ) -> Result<(), StoreError> {
+        // Rows come grouped by path (few paths, many rows each): `keep` runs once per path.
+        let mut last: Option<(String, bool)> = None;
         for row in self.file_paths.range((prefix, 0, 0)..)? {
             let (k, v) = row?;
             let (p, e, i) = k.value();
-            if !p.starts_with(prefix) {
-                break;
-            }
-            if keep(p) && !out.push(p, e, i, v.value(), f) {
+            let kept = match &mut last {
+                Some((lp, kept)) if lp.as_str() == p => *kept,
+                _ => {
+                    if !p.starts_with(prefix) {
+                        break;
+                    }
+                    let kept = keep(p);
+                    match &mut last {
+                        Some((lp, k)) => {
+                            lp.clear();
+                            lp.push_str(p);
+                            *k = kept;
+                        }
+                        None => last = Some((p.to_owned(), kept)),
+                    }
+                    kept
+                }
+            };
+            if kept && !out.push(p, e, i, v.value(), f) {
                 return Err(corrupt(FILE_PATHS_NAME, format!("{p:?} ({e}, {i})")));
             }
         }
@@ -885,15 +935,26 @@ impl Snapshot {
     /// Orders the hits, drops repeats (a hit found under both of its paths), marks the active
     /// ones and applies `active_only`.
     fn finish_hits(&self, hits: &mut FileHits, f: &FileFilter) -> Result<(), StoreError> {
-        hits.rows.sort_unstable_by_key(|r| (r.entry, r.index));
+        // Each path's rows are already in this order, so the rows are a few sorted runs, which
+        // the stable sort detects and merges.
+        hits.rows.sort_by_key(|r| (r.entry, r.index));
         hits.rows.dedup_by_key(|r| (r.entry, r.index));
         let mut runs: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
+        let mut last: Option<(u64, Vec<(u64, u64)>)> = None;
         for r in &mut hits.rows {
-            let path = match runs.entry(r.session) {
-                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(self.active_runs(SessionKey(r.session))?)
+            // A session's rows are mostly together: the last session's runs are at hand.
+            if last.as_ref().is_none_or(|(s, _)| *s != r.session) {
+                if let Some((s, p)) = last.take() {
+                    runs.insert(s, p);
                 }
+                let p = match runs.remove(&r.session) {
+                    Some(p) => p,
+                    None => self.active_runs(SessionKey(r.session))?,
+                };
+                last = Some((r.session, p));
+            }
+            let Some((_, path)) = &last else {
+                continue;
             };
             // The last run starting at or before the entry holds it, if any does.
             let n = path.partition_point(|&(start, _)| start <= r.entry);
@@ -907,24 +968,15 @@ impl Snapshot {
 
     /// The session's active path (leaf → root) as sorted, disjoint key ranges [start, end].
     fn active_runs(&self, s: SessionKey) -> Result<Vec<(u64, u64)>, StoreError> {
-        let mut out = Vec::new();
-        let Some(mut x) = self.leaf(s)?.map(|k| k.0) else {
-            return Ok(out);
+        let Some(leaf) = self.leaf(s)? else {
+            return Ok(Vec::new());
         };
-        loop {
-            let Some(row) = self.run_starts.range(..=x)?.next_back() else {
-                return Err(StoreError::Inconsistent(format!(
-                    "entry {x} has no run start"
-                )));
-            };
-            let (start, parent) = row?;
-            let start = start.value();
-            out.push((start, x));
-            match parent.value() {
-                p if p == EntryKey::NONE.0 => break,
-                p => x = p,
-            }
-        }
+        // Bounded by the leaf's depth: a damaged store cannot make it loop.
+        let mut out: Vec<(u64, u64)> = self
+            .path_runs(leaf)?
+            .into_iter()
+            .map(|(start, end)| (start.0, end.0))
+            .collect();
         out.sort_unstable();
         Ok(out)
     }

@@ -10,7 +10,7 @@ use std::io::Write;
 use pisess_engine::files::{FileHitRef, FileQuery};
 use pisess_engine::{FileFilter, FileOp, SessionKey};
 
-use crate::command_error::{CommandResult, Outcome};
+use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::session_arg::{open_session_read, open_store_read};
 use crate::ui::{Ui, safe};
 
@@ -86,63 +86,61 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
         }
     }
     let hits = snap.file_hits(&queries, &filter)?;
-    // Session ids, looked up once per session (hits come in key order, so mostly in runs).
+    // Session ids, looked up once per session.
     let mut ids: HashMap<SessionKey, String> = HashMap::new();
-    let mut last: Option<(SessionKey, String)> = None;
+    for s in hits.sessions() {
+        let id = snap.session(s)?.map(|r| r.session_id).unwrap_or_default();
+        ids.insert(s, id);
+    }
     let json = ui.json;
     let out = ui.out();
     let mut line = Vec::with_capacity(512);
     for h in hits.iter() {
         let h = h?;
-        let sid = match &last {
-            Some((k, id)) if *k == h.session => id,
-            _ => {
-                let id = match ids.get(&h.session) {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = snap
-                            .session(h.session)?
-                            .map(|r| r.session_id)
-                            .unwrap_or_default();
-                        ids.insert(h.session, id.clone());
-                        id
-                    }
-                };
-                &last.insert((h.session, id)).1
-            }
-        };
-        if json {
-            line.clear();
-            json_line(&mut line, sid, &h)?;
-            out.write_all(&line)?;
-        } else {
-            let err = match h.is_error {
-                Some(true) => " error",
-                _ => "",
-            };
-            let active = if h.active { "*" } else { " " };
-            writeln!(
-                out,
-                "{active} {} {:<8} {:<6} {} {}{err}  ({}…/{})",
-                safe(h.timestamp.unwrap_or("-")),
-                h.op.as_str(),
-                safe(h.tool_name),
-                safe(h.resolved),
-                if h.path == h.resolved {
-                    String::new()
-                } else {
-                    format!("[{}]", safe(h.path))
-                },
-                safe(&sid.chars().take(8).collect::<String>()),
-                safe(h.entry_id.unwrap_or("-")),
-            )?;
-        }
+        let sid = ids.get(&h.session).map_or("", String::as_str);
+        line.clear();
+        hit_line(&mut line, sid, &h, json)?;
+        out.write_all(&line)?;
     }
     Ok(if hits.is_empty() {
         Outcome::Negative
     } else {
         Outcome::Success
     })
+}
+
+/// One hit's line: a JSON Lines record, or the text form.
+fn hit_line(
+    out: &mut Vec<u8>,
+    sid: &str,
+    h: &FileHitRef<'_>,
+    json: bool,
+) -> Result<(), CommandError> {
+    if json {
+        json_line(out, sid, h)?;
+        return Ok(());
+    }
+    let err = match h.is_error {
+        Some(true) => " error",
+        _ => "",
+    };
+    let active = if h.active { "*" } else { " " };
+    writeln!(
+        out,
+        "{active} {} {:<8} {:<6} {} {}{err}  ({}…/{})",
+        safe(h.timestamp.unwrap_or("-")),
+        h.op.as_str(),
+        safe(h.tool_name),
+        safe(h.resolved),
+        if h.path == h.resolved {
+            String::new()
+        } else {
+            format!("[{}]", safe(h.path))
+        },
+        safe(&sid.chars().take(8).collect::<String>()),
+        safe(h.entry_id.unwrap_or("-")),
+    )?;
+    Ok(())
 }
 
 /// One hit as a JSON Lines record, written field by field in the order `serde_json::json!`
