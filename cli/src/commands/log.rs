@@ -100,25 +100,9 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
     };
     while done < pieces.len() {
         // Batches grow, so that `-n 10` decodes one block and a whole path runs in parallel.
-        // They are counted in blocks, the unit of work on the pool: a path that branches
-        // often is cut into many short pieces, and a batch of a few blocks' pieces left the
-        // second core idle.
-        let mut end = done;
-        let mut blocks = 0;
-        let mut last = None;
-        while let Some(p) = pieces.get(end) {
-            if blocks == 0 || p.block != last {
-                if blocks == batch {
-                    break;
-                }
-                blocks += 1;
-                last = p.block;
-            }
-            end += 1;
-        }
-        let todo = &pieces[done..end];
-        done = end;
-        batch = (batch * 2).min(BATCH_BLOCKS);
+        let todo = &pieces[done..(done + batch).min(pieces.len())];
+        done += todo.len();
+        batch = (batch * 2).min(16);
         let mut wanted: Vec<u64> = todo
             .iter()
             .filter_map(|p| p.block.map(|b| firsts[b]))
@@ -198,10 +182,6 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
     }
     Ok(Outcome::Success)
 }
-
-/// Blocks of a full batch: a few per core, so that decoding and rendering them keeps both
-/// cores busy between the writes.
-const BATCH_BLOCKS: usize = 8;
 
 /// Keys of a path that lie in one outline block, in the order `log` prints them.
 struct Piece {
