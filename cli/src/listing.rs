@@ -10,7 +10,7 @@
 //! - session text reaches the output only through [`push_safe`] (text output) or a JSON string
 //!   escaper (`--json`), as in the per-entry rendering.
 
-use std::io::{self, Write};
+use std::io::{self, IoSlice, Write};
 
 use pisess_engine::outline::{FactsRef, HOT_CHARS, OutlineRow, ParentId, Timestamp, write_iso};
 
@@ -259,9 +259,7 @@ pub fn write_log_line(
     out.extend_from_slice(time.as_bytes());
     out.push(b' ');
     push_safe(out, kind);
-    for _ in safe_chars(kind)..11 {
-        out.push(b' ');
-    }
+    out.extend_from_slice(&b"           "[..11usize.saturating_sub(safe_chars(kind))]);
     if let Some(m) = f.model {
         out.push(b' ');
         push_safe(out, m);
@@ -385,6 +383,20 @@ pub fn write_tree_line(
     push_clipped(out, &[kind, " ", f.summary], total, room);
     out.push(b'\n');
     true
+}
+
+/// Writes all of `slices` (with `writev` where the writer has it), in as few calls as it takes.
+pub fn write_all_vectored(w: &mut impl Write, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+    IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match w.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Writes `buf` out when it holds more than a few lines' worth, keeping it for reuse.

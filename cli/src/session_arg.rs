@@ -570,6 +570,12 @@ pub fn short_time(ts: Option<&str>) -> String {
 
 /// An id shortened for display (8 characters, pi's id length).
 pub fn short_id(id: &str) -> &str {
+    // pi's ids are ASCII: their first 8 bytes are their first 8 characters.
+    if let Some(head) = id.as_bytes().get(..8)
+        && head.is_ascii()
+    {
+        return &id[..8];
+    }
     match id.char_indices().nth(8) {
         Some((i, _)) => &id[..i],
         None => id,

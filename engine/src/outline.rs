@@ -568,17 +568,28 @@ struct Header {
     cold: std::ops::Range<usize>,
 }
 
-/// The row keys and times of a block from the start of its bytes; `Ok(None)` when `bytes`
-/// ends before the header does.
-#[allow(clippy::type_complexity)]
-fn header_keys(
+/// Appends the row keys of a block and their times ([`NO_MS`] when not canonical) to `keys` and
+/// `times`, from the start of its bytes; `Ok(false)` (nothing appended) when `bytes` ends
+/// before the header does.
+fn header_keys_into(
     first_key: u64,
     bytes: &[u8],
-) -> Result<Option<(Vec<u64>, Vec<Option<i64>>)>, OutlineError> {
-    match Header::parse_keys(first_key, bytes) {
-        Ok((keys, times, _, _)) => Ok(Some((keys, times))),
-        Err(OutlineError::Malformed("truncated")) => Ok(None),
-        Err(e) => Err(e),
+    keys: &mut Vec<u64>,
+    times: &mut Vec<i64>,
+) -> Result<bool, OutlineError> {
+    let (k, t) = (keys.len(), times.len());
+    match Header::parse_keys_into(first_key, bytes, keys, |ms| {
+        times.push(ms.unwrap_or(NO_MS));
+    }) {
+        Ok(_) => Ok(true),
+        Err(e) => {
+            keys.truncate(k);
+            times.truncate(t);
+            match e {
+                OutlineError::Malformed("truncated") => Ok(false),
+                e => Err(e),
+            }
+        }
     }
 }
 
@@ -589,6 +600,20 @@ impl Header {
         first_key: u64,
         value: &[u8],
     ) -> Result<(Vec<u64>, Vec<Option<i64>>, [usize; 4], usize), OutlineError> {
+        let mut keys = Vec::with_capacity(BLOCK_ROWS);
+        let mut times = Vec::with_capacity(BLOCK_ROWS);
+        let (lens, at) = Self::parse_keys_into(first_key, value, &mut keys, |t| times.push(t))?;
+        Ok((keys, times, lens, at))
+    }
+
+    /// [`Header::parse_keys`], appending the keys to `keys` and handing each time to `time`;
+    /// on an error, some keys may have been appended.
+    fn parse_keys_into(
+        first_key: u64,
+        value: &[u8],
+        keys: &mut Vec<u64>,
+        mut time: impl FnMut(Option<i64>),
+    ) -> Result<([usize; 4], usize), OutlineError> {
         let mut r = Reader::new(value);
         let n = r.varint()?;
         if n == 0 || n > BLOCK_ROWS as u64 {
@@ -599,7 +624,7 @@ impl Header {
         };
         let lens = [len()?, len()?, len()?, len()?];
         #[allow(clippy::cast_possible_truncation)]
-        let mut keys = Vec::with_capacity(n as usize);
+        keys.reserve(n as usize);
         let mut prev = first_key;
         for i in 0..n {
             let d = r.varint()?;
@@ -609,11 +634,9 @@ impl Header {
             prev = prev.checked_add(d).ok_or(OutlineError::Malformed("key"))?;
             keys.push(prev);
         }
-        #[allow(clippy::cast_possible_truncation)]
-        let mut times = Vec::with_capacity(n as usize);
         let mut ms = 0i64;
         for _ in 0..n {
-            times.push(match r.varint()? {
+            time(match r.varint()? {
                 0 => None,
                 v => {
                     ms = ms.wrapping_add(unzigzag(v - 1));
@@ -621,7 +644,7 @@ impl Header {
                 }
             });
         }
-        Ok((keys, times, lens, r.pos))
+        Ok((lens, r.pos))
     }
 
     fn parse(first_key: u64, value: &[u8]) -> Result<Self, OutlineError> {
@@ -1330,29 +1353,14 @@ impl Snapshot {
     /// the child of the key just before it); nothing is decompressed. Rows are read through
     /// [`SessionTree::reader`].
     pub fn session_tree(&self, s: SessionKey) -> Result<SessionTree, StoreError> {
-        // The keys are in each block's header, at the start of its first part.
-        #[allow(clippy::type_complexity)]
-        let mut heads: Vec<(u64, Option<(Vec<u64>, Vec<Option<i64>>)>)> = Vec::new();
+        // The keys are in each block's header, at the start of its first part: parsed
+        // straight into the node arrays (grown by doubling; a large `Vec` is moved by
+        // `mremap`, so only the pages finally used are touched).
+        let mut keys: Vec<u64> = Vec::new();
+        let mut times: Vec<i64> = Vec::new();
+        let mut starts = Vec::new();
+        let mut firsts = Vec::new();
         self.outline_heads(s, |first, part| {
-            let keys = header_keys(first, part).map_err(|e| corrupt(s, first, &e))?;
-            heads.push((first, keys));
-            Ok(())
-        })?;
-        // Sized once: a doubling Vec of a million keys is copied and unmapped again and again.
-        let cap = heads.len() * BLOCK_ROWS;
-        let mut keys: Vec<u64> = Vec::with_capacity(cap);
-        let mut times: Vec<i64> = Vec::with_capacity(cap);
-        let mut starts = Vec::with_capacity(heads.len());
-        let mut firsts = Vec::with_capacity(heads.len());
-        for (first, kt) in heads {
-            let (k, t) = match kt {
-                Some(kt) => kt,
-                None => {
-                    let h = Header::parse(first, &self.outline_bytes(s, first)?)
-                        .map_err(|e| corrupt(s, first, &e))?;
-                    (h.keys, h.times)
-                }
-            };
             if keys.last().is_some_and(|&l| l >= first) {
                 return Err(corrupt(
                     s,
@@ -1362,44 +1370,63 @@ impl Snapshot {
             }
             starts.push(keys.len());
             firsts.push(first);
-            keys.extend(k);
-            times.extend(t.into_iter().map(|t| t.unwrap_or(NO_MS)));
-        }
+            let whole = header_keys_into(first, part, &mut keys, &mut times)
+                .map_err(|e| corrupt(s, first, &e))?;
+            if !whole {
+                // A header longer than the first part: read the block whole.
+                let bytes = self.outline_bytes(s, first)?;
+                let h = Header::parse(first, &bytes).map_err(|e| corrupt(s, first, &e))?;
+                keys.extend(h.keys);
+                times.extend(h.times.into_iter().map(|t| t.unwrap_or(NO_MS)));
+            }
+            Ok(())
+        })?;
         let n = keys.len();
-        #[allow(clippy::cast_possible_truncation)]
-        let mut parent: Vec<u32> = (0..n).map(|i| i.wrapping_sub(1) as u32).collect();
-        let mut is_start = vec![false; n];
+        // A node that starts no run is the child of the node just before it; the run starts
+        // and the nodes are both in key order, so one merge finds the others' parents.
+        let mut parent: Vec<u32> = Vec::with_capacity(n);
         if n > 0 {
             let (lo, hi) = (keys[0], keys[n - 1]);
-            for row in self.run_starts.range(lo..=hi)? {
-                let (k, p) = row?;
-                let Ok(i) = keys.binary_search(&k.value()) else {
-                    continue;
-                };
-                is_start[i] = true;
-                let p = p.value();
-                parent[i] = if p == EntryKey::NONE.0 {
-                    u32::MAX
-                } else {
-                    let j = keys.binary_search(&p).map_err(|_| {
-                        StoreError::Inconsistent(format!(
-                            "entry {k}'s parent {p} is not a node of session {s}",
-                            k = k.value()
-                        ))
-                    })?;
-                    #[allow(clippy::cast_possible_truncation)]
-                    {
-                        j as u32
+            let mut starts_iter = self.run_starts.range(lo..=hi)?;
+            let mut next = starts_iter.next().transpose()?;
+            for i in 0..n {
+                let k = keys[i];
+                // Run starts of keys that are no node of this session are skipped.
+                while let Some((sk, _)) = &next
+                    && sk.value() < k
+                {
+                    next = starts_iter.next().transpose()?;
+                }
+                let p = match &next {
+                    Some((sk, p)) if sk.value() == k => {
+                        let p = p.value();
+                        if p == EntryKey::NONE.0 {
+                            u32::MAX
+                        } else {
+                            let j = keys.binary_search(&p).map_err(|_| {
+                                StoreError::Inconsistent(format!(
+                                    "entry {k}'s parent {p} is not a node of session {s}"
+                                ))
+                            })?;
+                            #[allow(clippy::cast_possible_truncation)]
+                            {
+                                j as u32
+                            }
+                        }
+                    }
+                    _ => {
+                        if i == 0 || keys[i - 1] + 1 != k {
+                            return Err(StoreError::Inconsistent(format!(
+                                "entry {k} of session {s} starts no run, but the key before it is no node"
+                            )));
+                        }
+                        #[allow(clippy::cast_possible_truncation)]
+                        {
+                            (i - 1) as u32
+                        }
                     }
                 };
-            }
-        }
-        for i in 0..n {
-            if !is_start[i] && (i == 0 || keys[i - 1] + 1 != keys[i]) {
-                return Err(StoreError::Inconsistent(format!(
-                    "entry {} of session {s} starts no run, but the key before it is no node",
-                    keys[i]
-                )));
+                parent.push(p);
             }
         }
         let mut count = vec![0u32; n + 1];
@@ -1482,6 +1509,14 @@ impl SessionTree {
 
     /// The block holding node `i` (blocks are numbered in key order), and the node's row in it.
     pub fn block_of(&self, i: usize) -> (usize, usize) {
+        // Every block but the last holds `BLOCK_ROWS` nodes (the module invariants); a store
+        // where that does not hold is searched.
+        let b = i / BLOCK_ROWS;
+        if self.starts.get(b) == Some(&(b * BLOCK_ROWS))
+            && self.starts.get(b + 1).is_none_or(|&s| s > i)
+        {
+            return (b, i - b * BLOCK_ROWS);
+        }
         let b = self.starts.partition_point(|&s| s <= i) - 1;
         (b, i - self.starts[b])
     }

@@ -8,7 +8,7 @@
 //! line from the node's outline row ([`crate::listing`]); a node the outline cannot show is
 //! decoded from its line, so the output is the per-entry rendering's, byte for byte.
 
-use std::io::Write;
+use std::io::{IoSlice, Write};
 
 use clap::ValueEnum;
 use pisess_engine::EntryKey;
@@ -180,20 +180,41 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
             .map(|(c, buf)| render_lines(&tree, &lines[c.clone()], &wanted, &blocks, &style, buf))
             .collect();
         for ((c, items), buf) in todo.iter().zip(items).zip(&bufs) {
+            // A line is its prefix (shared by the lines of a branch, up to hundreds of spaces
+            // deep in a session) and its rendered rest: both are handed to `writev` as they
+            // are, so the prefixes are never copied.
+            let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(2 * items.len() + 1);
             let mut from = 0;
             let mut upto = 0;
             for (item, line) in items.iter().zip(&lines[c.clone()]) {
                 match *item {
-                    Item::Shown(end) => upto = end,
+                    Item::Shown(end) => {
+                        let base = prefixes[line.prefix as usize].0.as_bytes();
+                        if !base.is_empty() {
+                            if upto > from {
+                                slices.push(IoSlice::new(&buf[from..upto]));
+                            }
+                            slices.push(IoSlice::new(base));
+                            from = upto;
+                        }
+                        upto = end;
+                    }
                     Item::Hidden => {}
                     Item::Decode => {
-                        ui.out().write_all(&buf[from..upto])?;
+                        if upto > from {
+                            slices.push(IoSlice::new(&buf[from..upto]));
+                        }
+                        listing::write_all_vectored(ui.out(), &mut slices)?;
+                        slices.clear();
                         from = upto;
                         decoded_line(ui, &session, &tree, line, &style)?;
                     }
                 }
             }
-            ui.out().write_all(&buf[from..upto])?;
+            if upto > from {
+                slices.push(IoSlice::new(&buf[from..upto]));
+            }
+            listing::write_all_vectored(ui.out(), &mut slices)?;
         }
     }
     if hidden > 0 {
@@ -364,13 +385,14 @@ fn render_lines(
             out.items.push(Item::Hidden);
             continue;
         }
-        let (base, chars) = &st.prefixes[l.prefix as usize];
+        // The prefix is written by the caller (see `cmd_tree`).
+        let chars = st.prefixes[l.prefix as usize].1;
         let connector = l.at.strings().0;
         let line_chars = chars + if connector.is_empty() { 0 } else { 2 };
         let written = listing::write_tree_line(
             out.bytes,
             st.color,
-            (base, connector),
+            ("", connector),
             line_chars,
             st.mark(nd),
             &row,
