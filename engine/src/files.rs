@@ -667,11 +667,6 @@ impl FileHits {
         self.rows.iter().map(|r| self.hit(r))
     }
 
-    /// The `i`-th hit (in the order of [`FileHits::iter`]), `None` past the end.
-    pub fn get(&self, i: usize) -> Option<Result<FileHitRef<'_>, StoreError>> {
-        self.rows.get(i).map(|r| self.hit(r))
-    }
-
     /// The sessions of the hits, each once, in the order of their first hit.
     pub fn sessions(&self) -> Vec<SessionKey> {
         let mut seen = std::collections::HashSet::new();
