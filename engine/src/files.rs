@@ -934,22 +934,21 @@ impl Snapshot {
         // the stable sort detects and merges.
         hits.rows.sort_by_key(|r| (r.entry, r.index));
         hits.rows.dedup_by_key(|r| (r.entry, r.index));
+        // Each session's active path once; a session's rows are mostly together, so the last
+        // session's runs are kept at hand instead of looked up per row.
         let mut runs: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
-        let mut last: Option<(u64, Vec<(u64, u64)>)> = None;
+        for s in hits.sessions() {
+            runs.insert(s.0, self.active_runs(s)?);
+        }
+        let mut last: Option<(u64, &[(u64, u64)])> = None;
         for r in &mut hits.rows {
-            // A session's rows are mostly together: the last session's runs are at hand.
-            if last.as_ref().is_none_or(|(s, _)| *s != r.session) {
-                if let Some((s, p)) = last.take() {
-                    runs.insert(s, p);
+            let path = match last {
+                Some((s, p)) if s == r.session => p,
+                _ => {
+                    let p = runs.get(&r.session).map_or(&[][..], Vec::as_slice);
+                    last = Some((r.session, p));
+                    p
                 }
-                let p = match runs.remove(&r.session) {
-                    Some(p) => p,
-                    None => self.active_runs(SessionKey(r.session))?,
-                };
-                last = Some((r.session, p));
-            }
-            let Some((_, path)) = &last else {
-                continue;
             };
             // The last run starting at or before the entry holds it, if any does.
             let n = path.partition_point(|&(start, _)| start <= r.entry);
