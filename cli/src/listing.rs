@@ -58,22 +58,37 @@ fn push_painted(out: &mut Vec<u8>, color: bool, style: &str, s: &str, make_safe:
     }
 }
 
+/// What became of one entry of a rendered listing (`log`'s pieces, `tree`'s chunks).
+pub enum Item {
+    /// Written: its bytes end at this offset.
+    Shown(usize),
+    /// Left out (by `log --type`, by `tree`'s filter).
+    Left,
+    /// The outline cannot show it: decode the line.
+    Decode,
+}
+
 /// Appends a number.
-pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+pub fn push_u64(out: &mut Vec<u8>, n: u64) {
     let mut b = [0u8; 20];
-    let mut i = b.len();
+    out.extend_from_slice(digits(n, &mut b));
+}
+
+/// The decimal digits of `n`, written at the end of `buf`.
+fn digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
     loop {
         i -= 1;
         #[allow(clippy::cast_possible_truncation)]
         {
-            b[i] = b'0' + (n % 10) as u8;
+            buf[i] = b'0' + (n % 10) as u8;
         }
         n /= 10;
         if n == 0 {
             break;
         }
     }
-    out.extend_from_slice(&b[i..]);
+    &buf[i..]
 }
 
 /// Characters of `s` once made safe ([`safe`]).
@@ -214,28 +229,19 @@ pub fn write_log_line(
         labels.get(row.id)
     };
     let label_chars = label.map_or(0, |l| 3 + safe_chars(l));
-    let mut tok = [0u8; 24];
-    let tok = {
-        let mut n = f.tokens;
-        let mut i = tok.len() - 1;
-        tok[i] = b't';
-        loop {
-            i -= 1;
-            #[allow(clippy::cast_possible_truncation)]
-            {
-                tok[i] = b'0' + (n % 10) as u8;
-            }
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        i -= 1;
-        tok[i] = b'~';
-        &tok[i..]
-    };
-    let used =
-        8 + 1 + time_chars + 1 + 11.max(kind_chars) + 2 + model_chars + label_chars + tok.len() + 2;
+    let mut tok = [0u8; 20];
+    let tok = digits(f.tokens, &mut tok);
+    // The tokens are printed `~Nt`.
+    let used = 8
+        + 1
+        + time_chars
+        + 1
+        + 11.max(kind_chars)
+        + 2
+        + model_chars
+        + label_chars
+        + (tok.len() + 2)
+        + 2;
     let room = width.saturating_sub(used).max(20);
     if !summary_suffices(f, 0, room) {
         return false;
@@ -271,9 +277,9 @@ pub fn write_log_line(
     }
     out.extend_from_slice(b"  ");
     push_clipped(out, &[f.summary], chars(f.summary), room);
-    out.extend_from_slice(b"  ");
+    out.extend_from_slice(b"  ~");
     out.extend_from_slice(tok);
-    out.push(b'\n');
+    out.extend_from_slice(b"t\n");
     true
 }
 

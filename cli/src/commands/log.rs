@@ -15,7 +15,7 @@ use pisess_engine::outline::OutlineBlock;
 use rayon::prelude::*;
 
 use crate::command_error::{CommandResult, Outcome};
-use crate::listing;
+use crate::listing::{self, Item};
 use crate::session_arg::{self as sa, open_session_read};
 use crate::ui::{Ui, safe};
 
@@ -154,7 +154,7 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
                         upto = end;
                         shown += 1;
                     }
-                    Item::Skipped => {}
+                    Item::Left => {}
                     Item::Decode => {
                         ui.out().write_all(&r.bytes[from..upto])?;
                         from = upto;
@@ -243,16 +243,6 @@ struct Style<'a> {
     labels: &'a sa::LabelMap,
 }
 
-/// One entry of a rendered piece.
-enum Item {
-    /// Written: its bytes end at this offset.
-    Shown(usize),
-    /// Left out by `--type`.
-    Skipped,
-    /// The outline cannot show it: decode the line.
-    Decode,
-}
-
 /// A piece's entries as bytes.
 struct Rendered {
     bytes: Vec<u8>,
@@ -294,7 +284,7 @@ fn render_piece(
             && f.entry_type() != t
             && f.role != Some(t)
         {
-            out.items.push(Item::Skipped);
+            out.items.push(Item::Left);
             continue;
         }
         let written = if style.json {

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 
 use crate::command_error::{CommandResult, Outcome};
-use crate::listing;
+use crate::listing::{self, Item};
 use crate::session_arg::{self as sa, Session, open_session_read};
 use crate::ui::{Ui, safe};
 
@@ -199,7 +199,7 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
                         }
                         upto = end;
                     }
-                    Item::Hidden => {}
+                    Item::Left => {}
                     Item::Decode => {
                         if upto > from {
                             slices.push(IoSlice::new(&buf[from..upto]));
@@ -340,16 +340,6 @@ impl LineStyle<'_> {
     }
 }
 
-/// One line of a rendered chunk.
-enum Item {
-    /// Written: its bytes end at this offset.
-    Shown(usize),
-    /// Left out by the filter.
-    Hidden,
-    /// The outline cannot show it: decode the line.
-    Decode,
-}
-
 /// Renders a chunk's lines into `bytes` (cleared first); says what became of each line.
 fn render_lines(
     tree: &SessionTree,
@@ -382,7 +372,7 @@ fn render_lines(
         };
         let label = st.labels.get(row.id);
         if !shown_fast(&f, st.filter, Some(nd) == st.leaf, label.is_some()) {
-            out.items.push(Item::Hidden);
+            out.items.push(Item::Left);
             continue;
         }
         // The prefix is written by the caller (see `cmd_tree`).
@@ -517,53 +507,46 @@ fn sorted_nodes(
 
 /// pi's /tree filter for one entry.
 fn shown(v: &Value, filter: Filter, is_leaf: bool, labelled: bool) -> bool {
-    let t = sa::entry_type(v);
-    if filter == Filter::All {
-        return true;
-    }
-    if t == "usage" {
-        return false;
-    }
-    if t == "message" && sa::role(v) == Some("assistant") && !is_leaf {
-        let m = &v["message"];
-        let has_text = !sa::message_text(m).trim().is_empty();
-        let stop = m.get("stopReason").and_then(Value::as_str);
-        let error = stop.is_some_and(|s| s != "stop" && s != "toolUse");
-        if !has_text && !error {
-            return false;
-        }
-    }
-    let settings = matches!(
-        t,
-        "label"
-            | "context_edit"
-            | "custom"
-            | "model_change"
-            | "thinking_level_change"
-            | "session_info"
-    );
-    match filter {
-        Filter::UserOnly => t == "message" && sa::role(v) == Some("user"),
-        Filter::NoTools => {
-            let tool_result = t == "message" && sa::role(v) == Some("toolResult");
-            !settings && !tool_result
-        }
-        Filter::Labeled => labelled,
-        Filter::All => true,
-        Filter::Default => !settings,
-    }
+    passes(
+        filter,
+        sa::entry_type(v),
+        sa::role(v),
+        is_leaf,
+        labelled,
+        || {
+            let m = &v["message"];
+            let has_text = !sa::message_text(m).trim().is_empty();
+            let stop = m.get("stopReason").and_then(Value::as_str);
+            let error = stop.is_some_and(|s| s != "stop" && s != "toolUse");
+            !has_text && !error
+        },
+    )
 }
 
 /// [`shown`] from a node's outline facts.
 fn shown_fast(f: &FactsRef<'_>, filter: Filter, is_leaf: bool, labelled: bool) -> bool {
-    let t = f.entry_type();
+    passes(filter, f.entry_type(), f.role, is_leaf, labelled, || {
+        f.tool_only
+    })
+}
+
+/// pi's /tree filter over an entry's type and role; `quiet_reply` says whether an assistant
+/// message has no text and did not fail (asked only for an assistant message off the leaf).
+fn passes(
+    filter: Filter,
+    t: &str,
+    role: Option<&str>,
+    is_leaf: bool,
+    labelled: bool,
+    quiet_reply: impl FnOnce() -> bool,
+) -> bool {
     if filter == Filter::All {
         return true;
     }
     if t == "usage" {
         return false;
     }
-    if t == "message" && f.role == Some("assistant") && !is_leaf && f.tool_only {
+    if t == "message" && role == Some("assistant") && !is_leaf && quiet_reply() {
         return false;
     }
     let settings = matches!(
@@ -576,9 +559,9 @@ fn shown_fast(f: &FactsRef<'_>, filter: Filter, is_leaf: bool, labelled: bool) -
             | "session_info"
     );
     match filter {
-        Filter::UserOnly => t == "message" && f.role == Some("user"),
+        Filter::UserOnly => t == "message" && role == Some("user"),
         Filter::NoTools => {
-            let tool_result = t == "message" && f.role == Some("toolResult");
+            let tool_result = t == "message" && role == Some("toolResult");
             !settings && !tool_result
         }
         Filter::Labeled => labelled,
