@@ -1048,7 +1048,11 @@ mod tests {
         // pi appends after us: undoing ours would cut pi's line, so the undo refuses.
         let mut pi = OpenOptions::new().append(true).open(&path).unwrap();
         pi.write_all(b"{\"pi\":3}\n").unwrap();
-        assert!(undo.restore().is_err());
+        let refused = undo.restore().unwrap_err().to_string();
+        assert!(
+            refused.contains("it changed after our write") && refused.contains("stays at byte 8"),
+            "{refused}"
+        );
         assert_eq!(
             fs::read(&path).unwrap(),
             b"{\"a\":1}\n{\"ours\":2}\n{\"pi\":3}\n"
