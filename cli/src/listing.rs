@@ -99,9 +99,13 @@ fn safe_chars(s: &str) -> usize {
 /// Whether `s` is printable ASCII (and tabs): [`safe`] leaves it as it is. Eight bytes at a
 /// time: a word passes when no byte is below 0x20, at or above 0x7f.
 fn plain(s: &str) -> bool {
+    plain_bytes(s.as_bytes())
+}
+
+/// [`plain`] of bytes.
+fn plain_bytes(b: &[u8]) -> bool {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
-    let b = s.as_bytes();
     let mut i = 0;
     while let Some(c) = b.get(i..i + 8) {
         let mut w = [0u8; 8];
@@ -145,12 +149,67 @@ fn take_chars(s: &str, n: usize) -> &str {
     }
 }
 
+/// Session text measured once: a line needs its length in characters, whether [`safe`] leaves
+/// it alone, and then its bytes, and each scan of a summary costs.
+#[derive(Clone, Copy)]
+struct Measured<'a> {
+    s: &'a str,
+    /// Characters of `s` (not of its safe form).
+    chars: usize,
+    /// [`plain`]: printable ASCII, so also one byte per character.
+    plain: bool,
+}
+
+impl<'a> Measured<'a> {
+    fn new(s: &'a str) -> Self {
+        let plain = plain(s);
+        Self {
+            s,
+            chars: if plain { s.len() } else { chars(s) },
+            plain,
+        }
+    }
+
+    /// `s` measured as far as a line clipped to `bound` characters needs: when its first
+    /// `bound + 1` bytes are plain, it is longer than `bound` characters whatever follows, and
+    /// a clip keeps at most `bound` of them, so only they are scanned (and kept).
+    fn upto(s: &'a str, bound: usize) -> Self {
+        match s.as_bytes().get(..=bound) {
+            Some(head) if plain_bytes(head) => Self {
+                // A plain prefix is ASCII: `bound + 1` is a character boundary.
+                s: &s[..=bound],
+                chars: bound + 1,
+                plain: true,
+            },
+            _ => Self::new(s),
+        }
+    }
+
+    /// Characters of `s` once made safe.
+    fn safe_chars(&self) -> usize {
+        if self.plain {
+            self.chars
+        } else {
+            chars(&safe(self.s))
+        }
+    }
+
+    /// Appends `s` made safe.
+    fn push(&self, out: &mut Vec<u8>) {
+        if self.plain {
+            out.extend_from_slice(self.s.as_bytes());
+        } else {
+            out.extend_from_slice(safe(self.s).as_bytes());
+        }
+    }
+}
+
 /// Appends the pieces' concatenation clipped to `max` characters ([`sa::clip`]), made safe;
 /// `total` is its length in characters.
-fn push_clipped(out: &mut Vec<u8>, pieces: &[&str], total: usize, max: usize) {
+fn push_clipped(out: &mut Vec<u8>, pieces: &[Measured<'_>], total: usize, max: usize) {
     if total <= max {
         for p in pieces {
-            push_safe(out, p);
+            p.push(out);
         }
         return;
     }
@@ -159,9 +218,16 @@ fn push_clipped(out: &mut Vec<u8>, pieces: &[&str], total: usize, max: usize) {
         if left == 0 {
             break;
         }
-        let t = take_chars(p, left);
-        push_safe(out, t);
-        left -= chars(t);
+        if p.plain {
+            // One byte per character.
+            let t = &p.s.as_bytes()[..left.min(p.s.len())];
+            out.extend_from_slice(t);
+            left -= t.len();
+        } else {
+            let t = take_chars(p.s, left);
+            push_safe(out, t);
+            left -= chars(t);
+        }
     }
     out.extend_from_slice("…".as_bytes());
 }
@@ -220,9 +286,11 @@ pub fn write_log_line(
     let mut tbuf = [0u8; 24];
     let time = short_time(&row.timestamp, &mut tbuf);
     let time_chars = chars(&time);
-    let kind = f.kind();
-    let kind_chars = chars(kind);
-    let model_chars = f.model.map_or(0, |m| 1 + safe_chars(m));
+    let kind = Measured::new(f.kind());
+    let kind_chars = kind.chars;
+    let kind_safe = kind.safe_chars();
+    let model = f.model.map(Measured::new);
+    let model_chars = model.map_or(0, |m| 1 + m.safe_chars());
     let label = if labels.is_empty() {
         None
     } else {
@@ -243,7 +311,9 @@ pub fn write_log_line(
         + (tok.len() + 2)
         + 2;
     let room = width.saturating_sub(used).max(20);
-    if !summary_suffices(f, 0, room) {
+    let summary = Measured::upto(f.summary, room);
+    // [`summary_suffices`], with the length counted once.
+    if !(f.summary_complete || room < summary.chars) {
         return false;
     }
     // `log --all`: (lanes before, the boundary's lane, the glyph and its space).
@@ -264,11 +334,11 @@ pub fn write_log_line(
     out.push(b' ');
     out.extend_from_slice(time.as_bytes());
     out.push(b' ');
-    push_safe(out, kind);
-    out.extend_from_slice(&b"           "[..11usize.saturating_sub(safe_chars(kind))]);
-    if let Some(m) = f.model {
+    kind.push(out);
+    out.extend_from_slice(&b"           "[..11usize.saturating_sub(kind_safe)]);
+    if let Some(m) = model {
         out.push(b' ');
-        push_safe(out, m);
+        m.push(out);
     }
     if let Some(l) = label {
         out.extend_from_slice(b" [");
@@ -276,7 +346,7 @@ pub fn write_log_line(
         out.push(b']');
     }
     out.extend_from_slice(b"  ");
-    push_clipped(out, &[f.summary], chars(f.summary), room);
+    push_clipped(out, &[summary], summary.chars, room);
     out.extend_from_slice(b"  ~");
     out.extend_from_slice(tok);
     out.extend_from_slice(b"t\n");
@@ -371,9 +441,10 @@ pub fn write_tree_line(
     let room = width
         .saturating_sub(prefix_chars + 12 + label_chars)
         .max(20);
-    let kind = f.kind();
-    let kind_chars = chars(kind);
-    if !summary_suffices(f, kind_chars + 1, room) {
+    let kind = Measured::new(f.kind());
+    let summary = Measured::upto(f.summary, room.saturating_sub(kind.chars + 1));
+    // [`summary_suffices`], with the lengths counted once.
+    if !(f.summary_complete || room < kind.chars + 1 + summary.chars) {
         return false;
     }
     out.extend_from_slice(prefix.0.as_bytes());
@@ -385,8 +456,13 @@ pub fn write_tree_line(
         out.extend_from_slice(l.as_bytes());
     }
     out.push(b' ');
-    let total = kind_chars + 1 + chars(f.summary);
-    push_clipped(out, &[kind, " ", f.summary], total, room);
+    let total = kind.chars + 1 + summary.chars;
+    let space = Measured {
+        s: " ",
+        chars: 1,
+        plain: true,
+    };
+    push_clipped(out, &[kind, space, summary], total, room);
     out.push(b'\n');
     true
 }
@@ -440,6 +516,29 @@ mod tests {
     }
 
     #[test]
+    fn a_text_measured_up_to_the_clip_clips_as_the_whole_text() {
+        for s in [
+            "",
+            "short",
+            "exactly ten",
+            "a plain summary that is longer than most bounds here",
+            "plain head, then \u{1b}[31m an escape",
+            "plain head, then é",
+            "é at the start of a long enough text",
+        ] {
+            for bound in 0..30 {
+                let whole = Measured::new(s);
+                let part = Measured::upto(s, bound);
+                assert_eq!(bound < whole.chars, bound < part.chars, "{s:?} {bound}");
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                push_clipped(&mut a, &[whole], whole.chars, bound);
+                push_clipped(&mut b, &[part], part.chars, bound);
+                assert_eq!(a, b, "{s:?} {bound}");
+            }
+        }
+    }
+
+    #[test]
     fn clipping_pieces_matches_clipping_their_concatenation() {
         for (pieces, max) in [
             (vec!["user", " ", "hello world"], 8),
@@ -447,10 +546,14 @@ mod tests {
             (vec!["a", " ", "b"], 3),
             (vec!["abc", " ", "d\u{1b}e"], 4),
             (vec!["abc", " ", "d\u{1b}e"], 20),
+            (vec!["tool", " ", "abcdefgh\u{1b}ij"], 8),
+            (vec!["tool", " ", "abcdefgh\u{1b}ij"], 12),
+            (vec!["tööl", " ", "abcdefghij"], 9),
         ] {
             let whole: String = pieces.concat();
             let mut out = Vec::new();
-            push_clipped(&mut out, &pieces, whole.chars().count(), max);
+            let measured: Vec<Measured<'_>> = pieces.iter().map(|p| Measured::new(p)).collect();
+            push_clipped(&mut out, &measured, whole.chars().count(), max);
             assert_eq!(
                 String::from_utf8(out).unwrap(),
                 safe(&sa::clip(&whole, max)),

@@ -221,7 +221,7 @@ fn verify_reports_damaged_indexes_and_repair_rebuilds_them_from_the_records() {
         "file_paths.v2",
         "tool_results.v2",
         "settings.v1",
-        "outline.v1",
+        "outline.v2",
     ] {
         assert!(
             out.contains(&format!("{table}: ")),

@@ -10,7 +10,7 @@
 //!   parent (derived from `parents.v1`, written and removed with it);
 //! - `settings.v1` holds exactly the `thinking_level_change` and `model_change` entries
 //!   (derived from each record's type, written and removed with it);
-//! - `outline.v1` holds, for every tree node, what its record implies
+//! - `outline.v2` holds, for every tree node, what its record implies
 //!   ([`crate::outline`]: derived from each record's line, written and removed with it).
 //!
 //! | table | key → value |
@@ -31,7 +31,7 @@
 //! | `file_paths.v2` | (path as written or resolved, entry key, op index) → the hit's fields ([`crate::files::PathValue`]) |
 //! | `tool_results.v2` | (session key, tool call id) → last result's status, the call's file operations |
 //! | `settings.v1` | (session key, entry key) → [`SETTING_THINKING`] or [`SETTING_MODEL`] |
-//! | `outline.v1` | (session key, first node key) → a block of 1,024 nodes' listing facts ([`crate::outline`]) |
+//! | `outline.v2` | (session key, first node key, part) → a block of 1,024 nodes' listing facts ([`crate::outline`]) |
 //!
 //! Schema 2 added `row_hashes`, `file_paths`, `tool_results` and the filled `file_ops.v2`;
 //! schema 3 stores long lines zstd-compressed (`entries.v2`, `EntryRecordV2`); schema 4 puts
@@ -40,7 +40,8 @@
 //! `run_starts.v1` (the active path is a few key ranges); schema 5 adds `settings.v1` (the
 //! context at a leaf finds the thinking level in force without reading the path up to it);
 //! schema 6 adds `outline.v1` (`log` and `tree` read each node's kind, model, summary and
-//! token estimate from it instead of decoding every line).
+//! token estimate from it instead of decoding every line); schema 7 makes its hot frame an LZ4
+//! block (`outline.v2`: `log` and `tree` decode it about 2.5 times faster).
 
 use redb::{TableDefinition, TypeName, Value};
 
@@ -48,7 +49,7 @@ use crate::ids::{EntryKey, Link};
 use crate::record::{EntryRecord, Rkyv, SessionRecord};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 6;
+pub const SCHEMA_VERSION: u64 = 7;
 
 /// `meta` key of the schema version.
 pub const META_SCHEMA: &str = "schema_version";
