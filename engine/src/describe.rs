@@ -487,7 +487,7 @@ fn raw_first_line<'a>(t: &RawStr<'a>) -> Option<Cow<'a, str>> {
 }
 
 fn memchr_backslash(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\\')
+    memchr::memchr(b'\\', b)
 }
 
 /// JavaScript's `length` of the string a raw JSON string literal decodes to, counted on the
@@ -495,21 +495,30 @@ fn memchr_backslash(b: &[u8]) -> Option<usize> {
 fn raw_len16(t: &RawStr<'_>) -> usize {
     let raw = t.raw_json().as_bytes();
     let inner = raw.get(1..raw.len().saturating_sub(1)).unwrap_or(&[]);
+    // Runs between escapes: an ASCII run is one unit a byte (checked many bytes at a time).
+    let run = |b: &[u8]| -> usize {
+        if b.is_ascii() {
+            b.len()
+        } else {
+            b.iter()
+                .map(|&c| usize::from(c & 0xC0 != 0x80) + usize::from(c >= 0xF0))
+                .sum()
+        }
+    };
     let mut n = 0usize;
     let mut i = 0;
     while i < inner.len() {
-        let b = inner[i];
-        if b == b'\\' {
-            n += 1;
-            i += if inner.get(i + 1) == Some(&b'u') {
+        let Some(off) = memchr::memchr(b'\\', &inner[i..]) else {
+            n += run(&inner[i..]);
+            break;
+        };
+        n += run(&inner[i..i + off]) + 1;
+        i += off
+            + if inner.get(i + off + 1) == Some(&b'u') {
                 6
             } else {
                 2
             };
-            continue;
-        }
-        n += usize::from(b & 0xC0 != 0x80) + usize::from(b >= 0xF0);
-        i += 1;
     }
     n
 }
@@ -595,7 +604,7 @@ pub fn canonical_len16(raw: &str) -> Option<usize> {
 fn canonical_string_end(b: &[u8], start: usize) -> Option<usize> {
     let mut i = start + 1;
     loop {
-        let off = b[i..].iter().position(|&c| c == b'"' || c == b'\\')?;
+        let off = memchr::memchr2(b'"', b'\\', &b[i..])?;
         i += off;
         if b[i] == b'"' {
             return Some(i + 1);
@@ -652,7 +661,7 @@ pub fn value_parse_safe(json: &str) -> bool {
             b'"' => {
                 i += 1;
                 loop {
-                    let Some(off) = b[i..].iter().position(|&c| c == b'"' || c == b'\\') else {
+                    let Some(off) = memchr::memchr2(b'"', b'\\', &b[i..]) else {
                         return false;
                     };
                     i += off;
