@@ -900,29 +900,35 @@ struct HitRow {
 pub struct FileHits {
     arena: String,
     rows: Vec<HitRow>,
+    /// The hits to report, as indexes into `rows`, in (entry key, op index) order.
+    order: Vec<u32>,
 }
 
 impl FileHits {
     /// Number of hits.
     pub fn len(&self) -> usize {
-        self.rows.len()
+        self.order.len()
     }
 
     /// Whether there is no hit.
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.order.is_empty()
     }
 
     /// The hits, in (entry key, op index) order.
     pub fn iter(&self) -> impl Iterator<Item = Result<FileHitRef<'_>, StoreError>> + '_ {
-        self.rows.iter().map(|r| self.hit(r))
+        self.ordered().map(|r| self.hit(r))
+    }
+
+    fn ordered(&self) -> impl Iterator<Item = &HitRow> + '_ {
+        self.order.iter().filter_map(|&n| self.rows.get(n as usize))
     }
 
     /// The sessions of the hits, each once, in the order of their first hit.
     pub fn sessions(&self) -> Vec<SessionKey> {
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
-        for r in &self.rows {
+        for r in self.ordered() {
             if out.last() != Some(&SessionKey(r.session)) && seen.insert(r.session) {
                 out.push(SessionKey(r.session));
             }
@@ -1330,10 +1336,18 @@ impl Snapshot {
     /// Orders the hits, drops repeats (a hit found under both of its paths), marks the active
     /// ones and applies `active_only`.
     fn finish_hits(&self, hits: &mut FileHits, f: &FileFilter) -> Result<(), StoreError> {
-        // Each path's hits are already about in this order, so the rows are a few sorted
-        // runs, which the stable sort detects and merges.
-        hits.rows.sort_by_key(|r| (r.entry, r.index));
-        hits.rows.dedup_by_key(|r| (r.entry, r.index));
+        // Each path's hits are already about in this order, so the keys are a few sorted
+        // runs, which the stable sort detects and merges; the rows themselves stay put.
+        let mut keys = Vec::with_capacity(hits.rows.len());
+        for (n, r) in hits.rows.iter().enumerate() {
+            let n = u32::try_from(n).map_err(|_| {
+                StoreError::Inconsistent("a file query found more than 2^32 hits".into())
+            })?;
+            keys.push((r.entry, r.index, n));
+        }
+        keys.sort();
+        keys.dedup_by_key(|k| (k.0, k.1));
+        hits.order = keys.into_iter().map(|k| k.2).collect();
         // Each session's active path once; a session's rows are mostly together, so the last
         // session's runs are kept at hand instead of looked up per row.
         let mut runs: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
@@ -1341,7 +1355,10 @@ impl Snapshot {
             runs.insert(s.0, self.active_runs(s)?);
         }
         let mut last: Option<(u64, &[(u64, u64)])> = None;
-        for r in &mut hits.rows {
+        for &n in &hits.order {
+            let Some(r) = hits.rows.get_mut(n as usize) else {
+                continue;
+            };
             let path = match last {
                 Some((s, p)) if s == r.session => p,
                 _ => {
@@ -1355,7 +1372,9 @@ impl Snapshot {
             r.active = n > 0 && path.get(n - 1).is_some_and(|&(_, end)| r.entry <= end);
         }
         if f.active_only {
-            hits.rows.retain(|r| r.active);
+            let rows = &hits.rows;
+            hits.order
+                .retain(|&n| rows.get(n as usize).is_some_and(|r| r.active));
         }
         Ok(())
     }
