@@ -1,6 +1,7 @@
 //! `pisess verify [--repair]` on a store whose indexes were damaged behind its back (rows of
-//! `entry_ids`, `parents`, `children`, `labels` and of the file index — `file_ops`,
-//! `file_paths`, `tool_results` — of `settings`, and of the outline that `log` and `tree` print
+//! `entry_ids`, `parents`, `children`, `labels` and of the file index — `file_hits`,
+//! `file_resolved`, `file_session_paths`, `tool_results` — of `settings`, and of the outline
+//! that `log` and `tree` print
 //! from, removed, altered or invented directly with redb): verify reports every damaged table,
 //! `--repair` rebuilds them from the records, a second verify passes, the store is again
 //! identical to the undamaged one (content digest of every table) and queries answer as
@@ -9,7 +10,9 @@
 use std::fs;
 use std::path::Path;
 
-use pisess_engine::files::{FILE_OPS, FILE_PATHS, TOOL_RESULTS};
+use pisess_engine::files::{
+    FILE_HITS, FILE_RESOLVED, FILE_SESSION_PATHS, TOOL_RESULTS, decode_block, encode_block,
+};
 use pisess_engine::outline::OUTLINE;
 use pisess_engine::schema::{CHILDREN, ENTRY_IDS, LABELS, PARENTS, SETTING_THINKING, SETTINGS};
 use pisess_engine::{EntryKey, Link, Store};
@@ -112,18 +115,39 @@ fn damage(path: &Path) {
         labels.remove((first[0].0, first[0].1.as_str())).unwrap();
         labels.insert((first[0].0, "deadbeef"), "invented").unwrap();
 
-        // The file index: a path row removed, an operation's path altered, a tool result
-        // removed and one invented.
-        let mut paths = tx.open_table(FILE_PATHS).unwrap();
-        let (p, e, i) = {
-            let row = paths.iter().unwrap().nth(3).unwrap().unwrap();
-            let (p, e, i) = row.0.value();
-            (p.to_owned(), e, i)
+        // The file index: a block removed, another's first hit given another status, a
+        // session's path invented, a resolved path removed, a tool result removed and one
+        // invented.
+        let mut hits = tx.open_table(FILE_HITS).unwrap();
+        let (p, s, c) = {
+            let row = hits.iter().unwrap().nth(3).unwrap().unwrap();
+            let (p, s, c) = row.0.value();
+            (p.to_owned(), s, c)
         };
-        paths.remove((p.as_str(), e, i)).unwrap();
-        let mut ops = tx.open_table(FILE_OPS).unwrap();
-        let k = ops.iter().unwrap().nth(5).unwrap().unwrap().0.value();
-        ops.insert(k, "src/not/what/was/written.rs").unwrap();
+        hits.remove((p.as_str(), s, c)).unwrap();
+        let ((p, s, c), mut block) = {
+            let row = hits.iter().unwrap().nth(5).unwrap().unwrap();
+            let (p, s, c) = row.0.value();
+            (
+                (p.to_owned(), s, c),
+                decode_block(row.1.value(), c).unwrap(),
+            )
+        };
+        block[0].status = (block[0].status + 1) % 3;
+        let mut bytes = Vec::new();
+        encode_block(&block, c, &mut bytes);
+        hits.insert((p.as_str(), s, c), bytes.as_slice()).unwrap();
+        let mut session_paths = tx.open_table(FILE_SESSION_PATHS).unwrap();
+        session_paths
+            .insert((s, "src/not/what/was/written.rs"), ())
+            .unwrap();
+        let mut resolved = tx.open_table(FILE_RESOLVED).unwrap();
+        let (r, s, p) = {
+            let row = resolved.iter().unwrap().next().unwrap().unwrap();
+            let (r, s, p) = row.0.value();
+            (r.to_owned(), s, p.to_owned())
+        };
+        resolved.remove((r.as_str(), s, p.as_str())).unwrap();
         let mut results = tx.open_table(TOOL_RESULTS).unwrap();
         let (s, t) = {
             let row = results.iter().unwrap().nth(2).unwrap().unwrap();
@@ -217,9 +241,10 @@ fn verify_reports_damaged_indexes_and_repair_rebuilds_them_from_the_records() {
         "parents.v1",
         "children.v1",
         "labels.v1",
-        "file_ops.v3",
-        "file_paths.v2",
-        "tool_results.v2",
+        "file_hits.v1",
+        "file_resolved.v1",
+        "file_session_paths.v1",
+        "tool_results.v3",
         "settings.v1",
         "outline.v2",
     ] {

@@ -13,27 +13,39 @@
 //! Invariants:
 //! - every row here is written in the same write transaction as the entries it indexes, and
 //!   removed with them ([`delete_session_ops`]);
-//! - each operation is one `file_ops` row keyed (entry key, op index) holding the path as
-//!   written; `file_paths` keys it by the path as written and by the path resolved against the
-//!   session `cwd` and normalised lexically ([`normalize`]: `.`, `..`, duplicate slashes; no
-//!   filesystem access; a session's `cwd` never changes while its rows exist), and each
-//!   `file_paths` value carries every field a hit reports ([`PathValue`]), so a query is one
-//!   range scan and never reads `file_ops` or `tool_results`;
-//! - a hit's result status lives in byte 0 of both of its `file_paths` values; it is set from
-//!   `tool_results` when the call is written and rewritten when a result for the call arrives
-//!   later (`tool_results` lists each call's operations for that), so it always equals the
-//!   status of the last result in file order;
+//! - the hits are stored densely: one `file_hits` value per (path as written, session, chunk)
+//!   holds every hit of that path in that session whose entry key lies in the chunk (the
+//!   [`CHUNK`] keys from a multiple of [`CHUNK`]), in (entry key, op index) order, as a block
+//!   ([`encode_block`]: varints, entry keys delta-coded, tool names stored once per block, ids
+//!   and timestamps front-coded against the previous hit). A block's bytes are a function of
+//!   its hits alone, whatever imports wrote them (an append adds to the chunk it falls in, so
+//!   an append to a long session adds or rewrites only the last chunks), so verify and repair
+//!   compare them byte for byte;
+//! - the resolved path (the path as written resolved against the session `cwd` and normalised
+//!   lexically, [`normalize`]: `.`, `..`, duplicate slashes; no filesystem access; a session's
+//!   `cwd` never changes while its rows exist) is not stored with the hits: a query computes it
+//!   once per (path, session), and `file_resolved` maps each resolved path that differs from
+//!   its path as written to (session, path as written), so a query on resolved paths finds the
+//!   blocks without any hit data stored twice; `file_session_paths` lists each session's paths
+//!   as written (for [`delete_session_ops`]);
+//! - a hit's result status is in its block; it is set from `tool_results` when the call is
+//!   written and rewritten when a result for the call arrives later (`tool_results` lists each
+//!   call's operations with their path for that), so it always equals the status of the last
+//!   result in file order;
 //! - whether an entry is on the active path (leaf → root) is computed at query time, so appends
-//!   never rewrite old rows: the path is a few key ranges ("runs", see
+//!   never rewrite old rows for it: the path is a few key ranges ("runs", see
 //!   [`crate::schema::RUN_STARTS`]), found with one small-table lookup per run
 //!   ([`Snapshot::path_runs`], bounded by the leaf's depth), and each hit is a binary search in
 //!   them.
 //!
-//! A query is range scans of `file_paths` (a glob's literal prefix bounds its scan, and the glob
-//! runs once per distinct path, not per row), then one stable sort of the hits by (entry key,
-//! op index): each path's rows already come in that order, so the sort merges a few runs.
+//! A query is range scans of `file_hits` (and of `file_resolved` for resolved paths): a glob's
+//! literal prefix bounds the scan, and the glob runs once per distinct path, not per hit; a
+//! path the query does not keep is skipped with a new range instead of read. Then one stable
+//! sort of the hits by (entry key, op index): each path's hits already come in about that order,
+//! so the sort merges a few runs.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
 
 use redb::{ReadableTable, TableDefinition};
 
@@ -42,20 +54,38 @@ use crate::graph::Snapshot;
 use crate::ids::{EntryKey, SessionKey};
 use crate::import::Writer;
 
-/// Name of the operations table.
-pub const FILE_OPS_NAME: &str = "file_ops.v3";
-/// Name of the path index.
-pub const FILE_PATHS_NAME: &str = "file_paths.v2";
-/// (entry key, op index) → the path as written.
-pub const FILE_OPS: TableDefinition<(u64, u32), &str> = TableDefinition::new(FILE_OPS_NAME);
-/// (path, entry key, op index) → the hit's fields, encoded as in [`PathValue`].
-pub const FILE_PATHS: TableDefinition<(&str, u64, u32), &[u8]> =
-    TableDefinition::new(FILE_PATHS_NAME);
+/// Name of the hit blocks table.
+pub const FILE_HITS_NAME: &str = "file_hits.v1";
+/// Name of the resolved-path table.
+pub const FILE_RESOLVED_NAME: &str = "file_resolved.v1";
+/// Name of the per-session path list.
+pub const FILE_SESSION_PATHS_NAME: &str = "file_session_paths.v1";
+/// Name of the tool results table.
+pub const TOOL_RESULTS_NAME: &str = "tool_results.v3";
+/// (path as written, session key, chunk start key) → the block of that path's hits in that
+/// session and chunk ([`encode_block`]).
+pub const FILE_HITS: TableDefinition<(&str, u64, u64), &[u8]> =
+    TableDefinition::new(FILE_HITS_NAME);
+/// (resolved path, session key, path as written) → (), for every (path, session) whose
+/// resolved path differs from the path as written.
+pub const FILE_RESOLVED: TableDefinition<(&str, u64, &str), ()> =
+    TableDefinition::new(FILE_RESOLVED_NAME);
+/// (session key, path as written) → (): the paths each session has hits for.
+pub const FILE_SESSION_PATHS: TableDefinition<(u64, &str), ()> =
+    TableDefinition::new(FILE_SESSION_PATHS_NAME);
 /// (session key, tool call id) → byte 0: the last result's status ([`RESULT_NONE`],
-/// [`RESULT_OK`], [`RESULT_ERROR`]), then the (entry key u64 LE, op index u32 LE) of every file
-/// operation of that call.
+/// [`RESULT_OK`], [`RESULT_ERROR`]), then for every file operation of that call its entry key
+/// (u64 LE), op index (u32 LE) and path as written (LEB128 length, bytes).
 pub const TOOL_RESULTS: TableDefinition<(u64, &str), &[u8]> =
-    TableDefinition::new("tool_results.v2");
+    TableDefinition::new(TOOL_RESULTS_NAME);
+
+/// Entry keys per `file_hits` chunk (a power of two).
+pub const CHUNK: u64 = 1 << 16;
+
+/// The first key of the chunk holding entry key `e`.
+pub fn chunk_of(e: u64) -> u64 {
+    e & !(CHUNK - 1)
+}
 
 /// No result for this tool call (yet).
 pub const RESULT_NONE: u8 = 0;
@@ -272,43 +302,6 @@ pub fn normalize(cwd: &str, path: &str) -> String {
     }
 }
 
-/// How a `file_paths` key was found: the path as written.
-const HOW_WRITTEN: u8 = 1;
-/// How a `file_paths` key was found: the path resolved against the session `cwd`.
-const HOW_RESOLVED: u8 = 2;
-/// How a `file_paths` key was found: both (the path as written is already resolved).
-const HOW_BOTH: u8 = 3;
-
-/// The value of a `file_paths` row: everything a hit reports, read straight from the row.
-///
-/// Layout: byte 0 the result status ([`RESULT_NONE`] / [`RESULT_OK`] / [`RESULT_ERROR`]; at a
-/// fixed offset so a later result rewrites one byte), byte 1 how the key was found (1 as
-/// written, 2 resolved, 3 both), byte 2 the operation, then the session key as a LEB128
-/// varint, then five strings, each a LEB128 varint (0 = none, else length + 1) and its bytes:
-/// entry id, tool call id, tool name, timestamp, and the *other* path (resolved for a key as
-/// written, as written for a resolved key, none when both are the key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PathValue<'a> {
-    /// The last result's status.
-    pub result: u8,
-    /// How the key was found.
-    pub how: u8,
-    /// What it did.
-    pub op: FileOp,
-    /// The session key.
-    pub session: u64,
-    /// The entry's id.
-    pub entry_id: Option<&'a str>,
-    /// The tool call's id.
-    pub tool_call_id: Option<&'a str>,
-    /// The tool's name, or the entry type for summary details.
-    pub tool_name: &'a str,
-    /// The entry's `timestamp` as written.
-    pub timestamp: Option<&'a str>,
-    /// The other path (see the layout).
-    pub other: Option<&'a str>,
-}
-
 fn put_varint(out: &mut Vec<u8>, mut n: u64) {
     while n >= 0x80 {
         out.push((n as u8) | 0x80);
@@ -334,80 +327,249 @@ fn take_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     }
 }
 
-fn put_str(out: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        None => put_varint(out, 0),
-        Some(s) => {
-            put_varint(out, s.len() as u64 + 1);
-            out.extend_from_slice(s.as_bytes());
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn take_bytes<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+    let len = usize::try_from(take_varint(b, pos)?).ok()?;
+    let end = pos.checked_add(len)?;
+    let s = b.get(*pos..end)?;
+    *pos = end;
+    Some(s)
+}
+
+fn take_str<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a str> {
+    std::str::from_utf8(take_bytes(b, pos)?).ok()
+}
+
+/// One hit as a block stores it (owned: what import buffers, and what a block decodes to).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockHit {
+    /// The entry (stored row).
+    pub entry: u64,
+    /// Index of the operation within the entry.
+    pub index: u32,
+    /// What it did.
+    pub op: FileOp,
+    /// The last result's status ([`RESULT_NONE`], [`RESULT_OK`], [`RESULT_ERROR`]).
+    pub status: u8,
+    /// The tool name, or `compaction` / `branch_summary`.
+    pub tool_name: String,
+    /// The entry's id.
+    pub entry_id: Option<String>,
+    /// The tool call id (none for summary details).
+    pub tool_call_id: Option<String>,
+    /// The entry's timestamp as written.
+    pub timestamp: Option<String>,
+}
+
+/// Encodes hits (in (entry key, op index) order, all in the chunk that starts at key `chunk`)
+/// as one `file_hits` block, appended to `out`.
+///
+/// Layout (every number a LEB128 varint, every string its length then its bytes): the number
+/// of distinct tool names and each name, in order of first use; then per hit: its entry key
+/// minus the previous hit's (the first hit's: minus `chunk`), its op index, one byte (the
+/// operation's code | the status << 3), the number of its tool name, and its entry id, tool
+/// call id and timestamp, each front-coded against the same field of the previous hit: 0 for
+/// none, else 1 + the length of the prefix it shares with the previous value (none counts as
+/// empty; the prefix ends at a character boundary), then the rest of the string.
+pub fn encode_block(hits: &[BlockHit], chunk: u64, out: &mut Vec<u8>) {
+    let mut names: Vec<&str> = Vec::new();
+    for h in hits {
+        if !names.contains(&h.tool_name.as_str()) {
+            names.push(&h.tool_name);
+        }
+    }
+    put_varint(out, names.len() as u64);
+    for n in &names {
+        put_bytes(out, n.as_bytes());
+    }
+    let mut last_entry = chunk;
+    let mut prev: [&str; 3] = [""; 3];
+    for h in hits {
+        put_varint(out, h.entry.wrapping_sub(last_entry));
+        last_entry = h.entry;
+        put_varint(out, u64::from(h.index));
+        out.push(h.op.code() | (h.status << 3));
+        let name = names.iter().position(|n| *n == h.tool_name).unwrap_or(0);
+        put_varint(out, name as u64);
+        let fields = [
+            h.entry_id.as_deref(),
+            h.tool_call_id.as_deref(),
+            h.timestamp.as_deref(),
+        ];
+        for (p, v) in prev.iter_mut().zip(fields) {
+            match v {
+                None => {
+                    put_varint(out, 0);
+                    *p = "";
+                }
+                Some(v) => {
+                    let mut n = p.bytes().zip(v.bytes()).take_while(|(a, b)| a == b).count();
+                    while !v.is_char_boundary(n) {
+                        n -= 1;
+                    }
+                    put_varint(out, n as u64 + 1);
+                    put_bytes(out, v.get(n..).unwrap_or_default().as_bytes());
+                    *p = v;
+                }
+            }
         }
     }
 }
 
-fn take_str<'a>(b: &'a [u8], pos: &mut usize) -> Option<Option<&'a str>> {
-    let n = take_varint(b, pos)?;
-    if n == 0 {
-        return Some(None);
-    }
-    let len = usize::try_from(n - 1).ok()?;
-    let end = pos.checked_add(len)?;
-    let s = std::str::from_utf8(b.get(*pos..end)?).ok()?;
-    *pos = end;
-    Some(Some(s))
+/// A block that does not decode.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Malformed;
+
+/// One hit read from a block, borrowed from its [`BlockReader`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HitView<'r> {
+    pub entry: u64,
+    pub index: u32,
+    pub op: FileOp,
+    pub status: u8,
+    /// The number of the tool name in [`BlockReader::names`].
+    pub name: usize,
+    /// Entry id, tool call id, timestamp.
+    pub strs: [Option<&'r str>; 3],
+    /// Whether each of `strs` equals the previous hit's.
+    pub same: [bool; 3],
 }
 
-impl<'a> PathValue<'a> {
-    /// Appends the encoded value to `out`.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&[self.result, self.how, self.op.code()]);
-        put_varint(out, self.session);
-        put_str(out, self.entry_id);
-        put_str(out, self.tool_call_id);
-        put_str(out, Some(self.tool_name));
-        put_str(out, self.timestamp);
-        put_str(out, self.other);
-    }
+/// Reads a block's hits in order (see [`encode_block`]).
+pub(crate) struct BlockReader<'b> {
+    b: &'b [u8],
+    pos: usize,
+    /// The block's tool names.
+    pub names: Vec<&'b str>,
+    entry: u64,
+    prev: [String; 3],
+    some: [bool; 3],
+}
 
-    /// Reads an encoded value (`None` when it is malformed).
-    pub fn decode(b: &'a [u8]) -> Option<Self> {
-        let (&result, &how, &op) = (b.first()?, b.get(1)?, b.get(2)?);
-        let mut pos = 3;
-        let session = take_varint(b, &mut pos)?;
-        Some(Self {
-            result,
-            how,
-            op: FileOp::from_code(op)?,
-            session,
-            entry_id: take_str(b, &mut pos)?,
-            tool_call_id: take_str(b, &mut pos)?,
-            tool_name: take_str(b, &mut pos)??,
-            timestamp: take_str(b, &mut pos)?,
-            other: take_str(b, &mut pos)?,
+impl<'b> BlockReader<'b> {
+    /// Reads the block's header.
+    pub(crate) fn new(b: &'b [u8], chunk: u64) -> Result<Self, Malformed> {
+        let mut pos = 0;
+        let n = take_varint(b, &mut pos).ok_or(Malformed)?;
+        let mut names = Vec::new();
+        // Each name takes at least one byte: a bad count ends at the end of the block.
+        for _ in 0..n {
+            names.push(take_str(b, &mut pos).ok_or(Malformed)?);
+        }
+        Ok(Self {
+            b,
+            pos,
+            names,
+            entry: chunk,
+            prev: Default::default(),
+            some: [false; 3],
         })
     }
 
-    /// (path as written, resolved path) of a hit found under `key`.
-    fn paths(&self, key: &'a str) -> (&'a str, &'a str) {
-        match (self.how, self.other) {
-            (HOW_WRITTEN, Some(o)) => (key, o),
-            (HOW_RESOLVED, Some(o)) => (o, key),
-            _ => (key, key),
+    /// The next hit, `None` at the end of the block.
+    pub(crate) fn next_hit(&mut self) -> Result<Option<HitView<'_>>, Malformed> {
+        if self.pos >= self.b.len() {
+            return Ok(None);
         }
+        let b = self.b;
+        let pos = &mut self.pos;
+        let delta = take_varint(b, pos).ok_or(Malformed)?;
+        self.entry = self.entry.wrapping_add(delta);
+        let index = u32::try_from(take_varint(b, pos).ok_or(Malformed)?).map_err(|_| Malformed)?;
+        let code = *b.get(*pos).ok_or(Malformed)?;
+        *pos += 1;
+        let op = FileOp::from_code(code & 7).ok_or(Malformed)?;
+        let status = code >> 3;
+        if status > RESULT_ERROR {
+            return Err(Malformed);
+        }
+        let name = usize::try_from(take_varint(b, pos).ok_or(Malformed)?).map_err(|_| Malformed)?;
+        if name >= self.names.len() {
+            return Err(Malformed);
+        }
+        let mut same = [false; 3];
+        for ((prev, some), same) in self.prev.iter_mut().zip(&mut self.some).zip(&mut same) {
+            let tag = take_varint(b, pos).ok_or(Malformed)?;
+            if tag == 0 {
+                *same = !*some;
+                prev.clear();
+                *some = false;
+                continue;
+            }
+            let shared = usize::try_from(tag - 1).map_err(|_| Malformed)?;
+            if shared > prev.len() || !prev.is_char_boundary(shared) {
+                return Err(Malformed);
+            }
+            let rest =
+                std::str::from_utf8(take_bytes(b, pos).ok_or(Malformed)?).map_err(|_| Malformed)?;
+            *same = *some && shared == prev.len() && rest.is_empty();
+            prev.truncate(shared);
+            prev.push_str(rest);
+            *some = true;
+        }
+        let [a, b2, c] = &self.prev;
+        let s = self.some;
+        Ok(Some(HitView {
+            entry: self.entry,
+            index,
+            op,
+            status,
+            name,
+            strs: [
+                s[0].then_some(a.as_str()),
+                s[1].then_some(b2.as_str()),
+                s[2].then_some(c.as_str()),
+            ],
+            same,
+        }))
     }
+}
 
-    /// The result status as reported (`None`: no result with this tool call id).
-    fn is_error(&self) -> Option<bool> {
-        match self.result {
-            RESULT_OK => Some(false),
-            RESULT_ERROR => Some(true),
-            _ => None,
-        }
+/// Every hit of a block, owned (`None` when it is malformed).
+pub fn decode_block(b: &[u8], chunk: u64) -> Option<Vec<BlockHit>> {
+    let mut r = BlockReader::new(b, chunk).ok()?;
+    let names: Vec<String> = r.names.iter().map(|n| (*n).to_owned()).collect();
+    let mut out = Vec::new();
+    while let Some(h) = r.next_hit().ok()? {
+        out.push(BlockHit {
+            entry: h.entry,
+            index: h.index,
+            op: h.op,
+            status: h.status,
+            tool_name: names.get(h.name)?.clone(),
+            entry_id: h.strs[0].map(str::to_owned),
+            tool_call_id: h.strs[1].map(str::to_owned),
+            timestamp: h.strs[2].map(str::to_owned),
+        });
     }
+    Some(out)
 }
 
 fn corrupt(table: &str, what: impl std::fmt::Display) -> StoreError {
     StoreError::Inconsistent(format!("malformed {table} value at {what}"))
 }
+
+/// One (path, session)'s hits not yet written to `file_hits`.
+#[derive(Debug)]
+struct PendingPair {
+    resolved: String,
+    chunks: BTreeMap<u64, Vec<BlockHit>>,
+}
+
+/// Hits written in this transaction and not yet in `file_hits` (path as written → session →
+/// the hits by chunk), so that a block is written once per import, not once per hit.
+#[derive(Debug, Default)]
+pub(crate) struct PendingHits {
+    paths: HashMap<String, BTreeMap<u64, PendingPair>>,
+    len: usize,
+}
+
+/// Pending hits past this many are written out (bounds an import's memory).
+const PENDING_MAX: usize = 1 << 16;
 
 impl Writer<'_> {
     /// Writes the operations of one stored row.
@@ -421,67 +583,98 @@ impl Writer<'_> {
         ops: EntryOps,
     ) -> Result<(), StoreError> {
         if let Some((id, err)) = ops.result {
-            self.record_result(s, cwd, &id, if err { RESULT_ERROR } else { RESULT_OK })?;
+            self.record_result(s, &id, if err { RESULT_ERROR } else { RESULT_OK })?;
         }
         let mut buf = Vec::new();
         for (i, op) in ops.ops.into_iter().enumerate() {
             let i = u32::try_from(i).unwrap_or(u32::MAX);
-            let resolved = normalize(cwd, &op.path);
-            let mut result = RESULT_NONE;
+            let mut status = RESULT_NONE;
             if let Some(t) = op.tool_call_id.as_deref() {
                 // The call's operations are listed under its id, so a later result finds them.
-                let mut v = match self.tool_results.get((s.0, t))? {
-                    Some(g) => g.value().to_vec(),
-                    None => vec![RESULT_NONE],
-                };
-                result = v.first().copied().unwrap_or(RESULT_NONE);
-                v.extend_from_slice(&key.to_le_bytes());
-                v.extend_from_slice(&i.to_le_bytes());
-                self.tool_results.insert((s.0, t), v.as_slice())?;
+                buf.clear();
+                match self.tool_results.get((s.0, t))? {
+                    Some(g) => buf.extend_from_slice(g.value()),
+                    None => buf.push(RESULT_NONE),
+                }
+                status = buf.first().copied().unwrap_or(RESULT_NONE);
+                buf.extend_from_slice(&key.to_le_bytes());
+                buf.extend_from_slice(&i.to_le_bytes());
+                put_bytes(&mut buf, op.path.as_bytes());
+                self.tool_results.insert((s.0, t), buf.as_slice())?;
             }
-            let mut value = PathValue {
-                result,
-                how: HOW_BOTH,
+            let pending = &mut self.file_pending;
+            let known = pending
+                .paths
+                .get(op.path.as_str())
+                .is_some_and(|m| m.contains_key(&s.0));
+            let resolved = (!known).then(|| normalize(cwd, &op.path));
+            let hit = BlockHit {
+                entry: key,
+                index: i,
                 op: op.op,
-                session: s.0,
-                entry_id,
-                tool_call_id: op.tool_call_id.as_deref(),
-                tool_name: &op.tool_name,
-                timestamp,
-                other: None,
+                status,
+                tool_name: op.tool_name,
+                entry_id: entry_id.map(str::to_owned),
+                tool_call_id: op.tool_call_id,
+                timestamp: timestamp.map(str::to_owned),
             };
-            if resolved == op.path {
-                buf.clear();
-                value.encode(&mut buf);
-                self.file_paths
-                    .insert((op.path.as_str(), key, i), buf.as_slice())?;
-            } else {
-                buf.clear();
-                value.how = HOW_WRITTEN;
-                value.other = Some(&resolved);
-                value.encode(&mut buf);
-                self.file_paths
-                    .insert((op.path.as_str(), key, i), buf.as_slice())?;
-                buf.clear();
-                value.how = HOW_RESOLVED;
-                value.other = Some(&op.path);
-                value.encode(&mut buf);
-                self.file_paths
-                    .insert((resolved.as_str(), key, i), buf.as_slice())?;
-            }
-            self.file_ops.insert((key, i), op.path.as_str())?;
+            pending
+                .paths
+                .entry(op.path)
+                .or_default()
+                .entry(s.0)
+                .or_insert_with(|| PendingPair {
+                    resolved: resolved.unwrap_or_default(),
+                    chunks: BTreeMap::new(),
+                })
+                .chunks
+                .entry(chunk_of(key))
+                .or_default()
+                .push(hit);
+            pending.len += 1;
+        }
+        if self.file_pending.len >= PENDING_MAX {
+            self.flush_file_hits()?;
         }
         Ok(())
     }
 
-    /// Records a tool result and rewrites the status byte of the call's operations.
-    fn record_result(
-        &mut self,
-        s: SessionKey,
-        cwd: &str,
-        id: &str,
-        status: u8,
-    ) -> Result<(), StoreError> {
+    /// Writes the pending hits into their blocks (merged with what the chunks already hold),
+    /// and their `file_session_paths` and `file_resolved` rows. Must run before the
+    /// transaction commits.
+    pub(crate) fn flush_file_hits(&mut self) -> Result<(), StoreError> {
+        let pending = std::mem::take(&mut self.file_pending);
+        let mut paths: Vec<_> = pending.paths.into_iter().collect();
+        paths.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut buf = Vec::new();
+        for (path, sessions) in paths {
+            let p = path.as_str();
+            for (s, pair) in sessions {
+                self.file_session_paths.insert((s, p), ())?;
+                if pair.resolved != path {
+                    self.file_resolved
+                        .insert((pair.resolved.as_str(), s, p), ())?;
+                }
+                for (c, mut hits) in pair.chunks {
+                    let old = self.file_hits.get((p, s, c))?.map(|g| g.value().to_vec());
+                    if let Some(old) = old {
+                        let mut all = decode_block(&old, c)
+                            .ok_or_else(|| corrupt(FILE_HITS_NAME, format!("{p:?} ({s}, {c})")))?;
+                        all.append(&mut hits);
+                        all.sort_by_key(|h| (h.entry, h.index));
+                        hits = all;
+                    }
+                    buf.clear();
+                    encode_block(&hits, c, &mut buf);
+                    self.file_hits.insert((p, s, c), buf.as_slice())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a tool result and rewrites the status of the call's operations.
+    fn record_result(&mut self, s: SessionKey, id: &str, status: u8) -> Result<(), StoreError> {
         let mut v = match self.tool_results.get((s.0, id))? {
             Some(g) => g.value().to_vec(),
             None => vec![RESULT_NONE],
@@ -489,31 +682,22 @@ impl Writer<'_> {
         if v.first() == Some(&status) {
             return Ok(());
         }
-        for op in v.get(1..).unwrap_or_default().chunks_exact(12) {
+        let bad = || corrupt(TOOL_RESULTS_NAME, format!("({s}, {id})"));
+        let mut pos = 1;
+        while pos < v.len() {
             let mut e = [0u8; 8];
             let mut i = [0u8; 4];
-            e.copy_from_slice(&op[..8]);
-            i.copy_from_slice(&op[8..]);
-            let (e, i) = (u64::from_le_bytes(e), u32::from_le_bytes(i));
-            let Some(path) = self.file_ops.get((e, i))?.map(|g| g.value().to_owned()) else {
-                return Err(StoreError::Inconsistent(format!(
-                    "tool result {id} names missing op ({e}, {i})"
-                )));
-            };
-            let resolved = normalize(cwd, &path);
-            for p in [path.as_str(), resolved.as_str()] {
-                let Some(mut pv) = self.file_paths.get((p, e, i))?.map(|g| g.value().to_vec())
-                else {
-                    continue;
-                };
-                if let Some(b) = pv.first_mut() {
-                    *b = status;
-                }
-                self.file_paths.insert((p, e, i), pv.as_slice())?;
-                if p == path && resolved == path {
-                    break;
-                }
-            }
+            e.copy_from_slice(v.get(pos..pos + 8).ok_or_else(bad)?);
+            i.copy_from_slice(v.get(pos + 8..pos + 12).ok_or_else(bad)?);
+            pos += 12;
+            let path = take_str(&v, &mut pos).ok_or_else(bad)?.to_owned();
+            self.set_status(
+                s,
+                &path,
+                u64::from_le_bytes(e),
+                u32::from_le_bytes(i),
+                status,
+            )?;
         }
         if let Some(b) = v.first_mut() {
             *b = status;
@@ -521,32 +705,83 @@ impl Writer<'_> {
         self.tool_results.insert((s.0, id), v.as_slice())?;
         Ok(())
     }
+
+    /// Sets the status of one hit, pending or in its block.
+    fn set_status(
+        &mut self,
+        s: SessionKey,
+        path: &str,
+        e: u64,
+        i: u32,
+        status: u8,
+    ) -> Result<(), StoreError> {
+        let c = chunk_of(e);
+        if let Some(hits) = self
+            .file_pending
+            .paths
+            .get_mut(path)
+            .and_then(|m| m.get_mut(&s.0))
+            .and_then(|p| p.chunks.get_mut(&c))
+            && let Ok(n) = hits.binary_search_by_key(&(e, i), |h| (h.entry, h.index))
+            && let Some(h) = hits.get_mut(n)
+        {
+            h.status = status;
+            return Ok(());
+        }
+        let missing = || {
+            StoreError::Inconsistent(format!(
+                "tool result of session {s} names missing op ({e}, {i}) of {path:?}"
+            ))
+        };
+        let old = self
+            .file_hits
+            .get((path, s.0, c))?
+            .map(|g| g.value().to_vec());
+        let old = old.ok_or_else(missing)?;
+        let mut hits = decode_block(&old, c)
+            .ok_or_else(|| corrupt(FILE_HITS_NAME, format!("{path:?} ({s}, {c})")))?;
+        let h = hits
+            .iter_mut()
+            .find(|h| (h.entry, h.index) == (e, i))
+            .ok_or_else(missing)?;
+        h.status = status;
+        let mut buf = Vec::new();
+        encode_block(&hits, c, &mut buf);
+        self.file_hits.insert((path, s.0, c), buf.as_slice())?;
+        Ok(())
+    }
 }
 
-/// Removes a session's operations and tool results (its rows are listed in `keys`; `cwd` is
-/// the session's, which resolved its paths).
+/// Removes a session's operations and tool results (`cwd` is the session's, which resolved
+/// its paths).
 pub(crate) fn delete_session_ops(
     w: &mut Writer<'_>,
     s: SessionKey,
     cwd: &str,
-    keys: &[u64],
 ) -> Result<(), StoreError> {
-    for &k in keys {
-        let mut paths = Vec::new();
-        for row in w.file_ops.range((k, 0)..=(k, u32::MAX))? {
-            let (key, v) = row?;
-            let i = key.value().1;
-            let p = v.value().to_owned();
-            paths.push((normalize(cwd, &p), i));
-            paths.push((p, i));
-        }
-        for (p, i) in &paths {
-            w.file_paths.remove((p.as_str(), k, *i))?;
-        }
-        if !paths.is_empty() {
-            w.file_ops.retain_in((k, 0)..=(k, u32::MAX), |_, _| false)?;
+    let pending = &mut w.file_pending;
+    for m in pending.paths.values_mut() {
+        if let Some(p) = m.remove(&s.0) {
+            pending.len = pending
+                .len
+                .saturating_sub(p.chunks.values().map(Vec::len).sum::<usize>());
         }
     }
+    let range = (s.0, "")..(s.0.saturating_add(1), "");
+    let mut paths = Vec::new();
+    for row in w.file_session_paths.range(range.clone())? {
+        paths.push(row?.0.value().1.to_owned());
+    }
+    for p in &paths {
+        let p = p.as_str();
+        w.file_hits
+            .retain_in((p, s.0, 0)..=(p, s.0, u64::MAX), |_, _| false)?;
+        let r = normalize(cwd, p);
+        if r != p {
+            w.file_resolved.remove((r.as_str(), s.0, p))?;
+        }
+    }
+    w.file_session_paths.retain_in(range, |_, _| false)?;
     w.tool_results
         .retain_in((s.0, "")..(s.0.saturating_add(1), ""), |_, _| false)?;
     Ok(())
@@ -630,48 +865,70 @@ impl FileHitRef<'_> {
     }
 }
 
-/// One found row: where its key and value bytes sit in [`FileHits::arena`].
+/// Where a string sits in [`FileHits::arena`] (`at == u32::MAX`: none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    at: u32,
+    len: u32,
+}
+
+const NO_SPAN: Span = Span {
+    at: u32::MAX,
+    len: 0,
+};
+
+/// One found hit: its fields, strings as spans of [`FileHits::arena`].
 #[derive(Debug, Clone, Copy)]
 struct HitRow {
     entry: u64,
-    index: u32,
     session: u64,
-    key: (usize, usize),
-    value: (usize, usize),
+    index: u32,
+    op: FileOp,
+    status: u8,
     active: bool,
+    path: Span,
+    resolved: Span,
+    tool_name: Span,
+    /// Entry id, tool call id, timestamp.
+    strs: [Span; 3],
 }
 
-/// The hits of a query, in (entry key, op index) order, each once: the `file_paths` rows'
-/// bytes copied into one buffer, decoded on iteration.
+/// The hits of a query, in (entry key, op index) order, each once: their strings copied into
+/// one buffer (a path, a resolved path or a tool name once per block, an id or timestamp once
+/// per run of equal values).
 #[derive(Debug, Default)]
 pub struct FileHits {
-    arena: Vec<u8>,
+    arena: String,
     rows: Vec<HitRow>,
-    /// Where the last pushed key's bytes sit in the arena.
-    last_key: Option<(usize, usize)>,
+    /// The hits to report, as indexes into `rows`, in (entry key, op index) order.
+    order: Vec<u32>,
 }
 
 impl FileHits {
     /// Number of hits.
     pub fn len(&self) -> usize {
-        self.rows.len()
+        self.order.len()
     }
 
     /// Whether there is no hit.
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.order.is_empty()
     }
 
     /// The hits, in (entry key, op index) order.
     pub fn iter(&self) -> impl Iterator<Item = Result<FileHitRef<'_>, StoreError>> + '_ {
-        self.rows.iter().map(|r| self.hit(r))
+        self.ordered().map(|r| self.hit(r))
+    }
+
+    fn ordered(&self) -> impl Iterator<Item = &HitRow> + '_ {
+        self.order.iter().filter_map(|&n| self.rows.get(n as usize))
     }
 
     /// The sessions of the hits, each once, in the order of their first hit.
     pub fn sessions(&self) -> Vec<SessionKey> {
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
-        for r in &self.rows {
+        for r in self.ordered() {
             if out.last() != Some(&SessionKey(r.session)) && seen.insert(r.session) {
                 out.push(SessionKey(r.session));
             }
@@ -679,31 +936,33 @@ impl FileHits {
         out
     }
 
+    fn get(&self, s: Span) -> Option<&str> {
+        if s.at == u32::MAX {
+            return None;
+        }
+        let at = s.at as usize;
+        self.arena.get(at..at + s.len as usize)
+    }
+
     fn hit(&self, r: &HitRow) -> Result<FileHitRef<'_>, StoreError> {
-        let bad = || corrupt(FILE_PATHS_NAME, format!("({}, {})", r.entry, r.index));
-        let key = self
-            .arena
-            .get(r.key.0..r.key.1)
-            .and_then(|b| std::str::from_utf8(b).ok())
-            .ok_or_else(bad)?;
-        let v = self
-            .arena
-            .get(r.value.0..r.value.1)
-            .and_then(PathValue::decode)
-            .ok_or_else(bad)?;
-        let (path, resolved) = v.paths(key);
+        let bad = || corrupt(FILE_HITS_NAME, format!("({}, {})", r.entry, r.index));
+        let [id, call, ts] = r.strs;
         Ok(FileHitRef {
-            session: SessionKey(v.session),
+            session: SessionKey(r.session),
             entry: EntryKey(r.entry),
             index: r.index,
-            entry_id: v.entry_id,
-            tool_call_id: v.tool_call_id,
-            tool_name: v.tool_name,
-            op: v.op,
-            path,
-            resolved,
-            timestamp: v.timestamp,
-            is_error: v.is_error(),
+            entry_id: self.get(id),
+            tool_call_id: self.get(call),
+            tool_name: self.get(r.tool_name).ok_or_else(bad)?,
+            op: r.op,
+            path: self.get(r.path).ok_or_else(bad)?,
+            resolved: self.get(r.resolved).ok_or_else(bad)?,
+            timestamp: self.get(ts),
+            is_error: match r.status {
+                RESULT_OK => Some(false),
+                RESULT_ERROR => Some(true),
+                _ => None,
+            },
             active: r.active,
         })
     }
@@ -713,41 +972,68 @@ impl FileHits {
         self.iter().map(|h| h.map(|h| h.to_owned_hit())).collect()
     }
 
-    fn push(&mut self, key: &str, entry: u64, index: u32, value: &[u8], f: &FileFilter) -> bool {
-        // Filter on the fixed header before copying anything.
-        let mut pos = 3;
-        let (Some(op), Some(session)) = (
-            value.get(2).copied().and_then(FileOp::from_code),
-            take_varint(value, &mut pos),
-        ) else {
-            return false;
-        };
-        if f.session.is_some_and(|s| s.0 != session) || (!f.ops.is_empty() && !f.ops.contains(&op))
-        {
-            return true;
+    /// Copies a string into the arena.
+    fn span(&mut self, s: &str) -> Result<Span, StoreError> {
+        let too_big = || StoreError::Inconsistent("a file query's strings pass 4 GiB".into());
+        let at = u32::try_from(self.arena.len()).map_err(|_| too_big())?;
+        let len = u32::try_from(s.len()).map_err(|_| too_big())?;
+        if at.checked_add(len).is_none_or(|end| end == u32::MAX) {
+            return Err(too_big());
         }
-        // A scan meets each path's rows together: its bytes are kept once.
-        let key_at = match self.last_key {
-            Some((k0, k1)) if self.arena.get(k0..k1) == Some(key.as_bytes()) => (k0, k1),
-            _ => {
-                let k0 = self.arena.len();
-                self.arena.extend_from_slice(key.as_bytes());
-                let at = (k0, self.arena.len());
-                self.last_key = Some(at);
-                at
+        self.arena.push_str(s);
+        Ok(Span { at, len })
+    }
+
+    /// Adds the hits of one block that pass the filter's operations.
+    fn push_block(
+        &mut self,
+        block: &[u8],
+        (p, session, chunk): (&str, u64, u64),
+        path: Span,
+        resolved: Span,
+        f: &FileFilter,
+    ) -> Result<(), StoreError> {
+        let bad = || corrupt(FILE_HITS_NAME, format!("{p:?} ({session}, {chunk})"));
+        let mut r = BlockReader::new(block, chunk).map_err(|_| bad())?;
+        let mut names = Vec::with_capacity(r.names.len());
+        for n in &r.names {
+            names.push(self.span(n)?);
+        }
+        let mut last = [NO_SPAN; 3];
+        loop {
+            let h = match r.next_hit() {
+                Ok(Some(h)) => h,
+                Ok(None) => break,
+                Err(Malformed) => return Err(bad()),
+            };
+            let mut strs = [NO_SPAN; 3];
+            for ((out, last), (s, same)) in
+                strs.iter_mut().zip(&last).zip(h.strs.iter().zip(h.same))
+            {
+                *out = match s {
+                    _ if same => *last,
+                    None => NO_SPAN,
+                    Some(s) => self.span(s)?,
+                };
             }
-        };
-        let v0 = self.arena.len();
-        self.arena.extend_from_slice(value);
-        self.rows.push(HitRow {
-            entry,
-            index,
-            session,
-            key: key_at,
-            value: (v0, self.arena.len()),
-            active: false,
-        });
-        true
+            last = strs;
+            if !f.ops.is_empty() && !f.ops.contains(&h.op) {
+                continue;
+            }
+            self.rows.push(HitRow {
+                entry: h.entry,
+                session,
+                index: h.index,
+                op: h.op,
+                status: h.status,
+                active: false,
+                path,
+                resolved,
+                tool_name: names.get(h.name).copied().ok_or_else(bad)?,
+                strs,
+            });
+        }
+        Ok(())
     }
 }
 
@@ -791,11 +1077,28 @@ pub enum FileQueryError {
     },
 }
 
+/// The cwd of each session a query met (looked up once per session).
+#[derive(Default)]
+struct Cwds(HashMap<u64, String>);
+
+impl Cwds {
+    fn get(&mut self, snap: &Snapshot, s: u64) -> Result<&str, StoreError> {
+        if let std::collections::hash_map::Entry::Vacant(v) = self.0.entry(s) {
+            v.insert(
+                snap.session(SessionKey(s))?
+                    .map(|r| r.cwd)
+                    .unwrap_or_default(),
+            );
+        }
+        Ok(self.0.get(&s).map_or("", String::as_str))
+    }
+}
+
 impl Snapshot {
     /// Hits whose path (as written or resolved) is exactly `path`.
     pub fn files_exact(&self, path: &str, f: &FileFilter) -> Result<Vec<FileHit>, StoreError> {
         let mut out = FileHits::default();
-        self.files_scan(&mut out, path, f, |p| p == path)?;
+        self.files_scan(&mut out, &mut Cwds::default(), path, f, |p| p == path)?;
         self.finish_hits(&mut out, f)?;
         out.to_vec()
     }
@@ -803,7 +1106,7 @@ impl Snapshot {
     /// Hits whose path is `folder` or lies under it (trailing slashes are ignored).
     pub fn files_under(&self, folder: &str, f: &FileFilter) -> Result<Vec<FileHit>, StoreError> {
         let mut out = FileHits::default();
-        self.scan_under(&mut out, folder, f)?;
+        self.scan_under(&mut out, &mut Cwds::default(), folder, f)?;
         self.finish_hits(&mut out, f)?;
         out.to_vec()
     }
@@ -821,10 +1124,11 @@ impl Snapshot {
         f: &FileFilter,
     ) -> Result<FileHits, FileQueryError> {
         let mut out = FileHits::default();
+        let mut cwds = Cwds::default();
         for q in queries {
             match *q {
-                FileQuery::Exact(p) => self.files_scan(&mut out, p, f, |k| k == p)?,
-                FileQuery::Under(p) => self.scan_under(&mut out, p, f)?,
+                FileQuery::Exact(p) => self.files_scan(&mut out, &mut cwds, p, f, |k| k == p)?,
+                FileQuery::Under(folder) => self.scan_under(&mut out, &mut cwds, folder, f)?,
                 FileQuery::Glob(glob) => {
                     let matcher = globset::GlobBuilder::new(glob)
                         .literal_separator(true)
@@ -834,11 +1138,11 @@ impl Snapshot {
                             source,
                         })?
                         .compile_matcher();
-                    // The glob's literal prefix bounds the range scan.
+                    // The glob's literal prefix bounds the range scans.
                     let literal = glob
                         .find(['*', '?', '[', '{', '\\'])
                         .map_or(glob, |i| &glob[..i]);
-                    self.files_scan(&mut out, literal, f, |p| matcher.is_match(p))?;
+                    self.files_scan(&mut out, &mut cwds, literal, f, |p| matcher.is_match(p))?;
                 }
             }
         }
@@ -852,21 +1156,20 @@ impl Snapshot {
             session: Some(s),
             ..FileFilter::default()
         };
+        let mut paths = Vec::new();
+        for row in self
+            .file_session_paths
+            .range((s.0, "")..(s.0.saturating_add(1), ""))?
+        {
+            paths.push(row?.0.value().1.to_owned());
+        }
         let mut out = FileHits::default();
-        for e in self.rows(s)? {
-            for row in self.file_ops.range((e.0, 0)..=(e.0, u32::MAX))? {
-                let (k, p) = row?;
-                let (e, i) = k.value();
-                let p = p.value();
-                let Some(v) = self.file_paths.get((p, e, i))? else {
-                    return Err(StoreError::Inconsistent(format!(
-                        "op ({e}, {i}) has no {FILE_PATHS_NAME} row"
-                    )));
-                };
-                if !out.push(p, e, i, v.value(), &filter) {
-                    return Err(corrupt(FILE_PATHS_NAME, format!("({e}, {i})")));
-                }
-            }
+        let mut cwds = Cwds::default();
+        for p in &paths {
+            let path = out.span(p)?;
+            let r = normalize(cwds.get(self, s.0)?, p);
+            let resolved = if r == *p { path } else { out.span(&r)? };
+            self.push_blocks(&mut out, p, s.0, path, resolved, &filter)?;
         }
         self.finish_hits(&mut out, &filter)?;
         out.to_vec()
@@ -875,6 +1178,7 @@ impl Snapshot {
     fn scan_under(
         &self,
         out: &mut FileHits,
+        cwds: &mut Cwds,
         folder: &str,
         f: &FileFilter,
     ) -> Result<(), StoreError> {
@@ -884,45 +1188,147 @@ impl Snapshot {
         } else {
             (trimmed, false)
         };
-        self.files_scan(out, prefix, f, |p| {
+        self.files_scan(out, cwds, prefix, f, |p| {
             root || p == prefix || p.as_bytes().get(prefix.len()) == Some(&b'/')
         })
     }
 
-    /// Rows of `file_paths` from `prefix` on, while their keys start with it and pass `keep`.
+    /// Adds every block of (path as written, session).
+    fn push_blocks(
+        &self,
+        out: &mut FileHits,
+        p: &str,
+        s: u64,
+        path: Span,
+        resolved: Span,
+        f: &FileFilter,
+    ) -> Result<(), StoreError> {
+        for row in self.file_hits.range((p, s, 0)..=(p, s, u64::MAX))? {
+            let (k, v) = row?;
+            let (_, _, c) = k.value();
+            out.push_block(v.value(), (p, s, c), path, resolved, f)?;
+        }
+        Ok(())
+    }
+
+    /// Hits whose path as written or resolved starts with `prefix` and passes `keep` (run once
+    /// per distinct path).
     fn files_scan(
         &self,
         out: &mut FileHits,
+        cwds: &mut Cwds,
         prefix: &str,
         f: &FileFilter,
         keep: impl Fn(&str) -> bool,
     ) -> Result<(), StoreError> {
-        // Rows come grouped by path (few paths, many rows each): `keep` runs once per path.
-        let mut last: Option<(String, bool)> = None;
-        for row in self.file_paths.range((prefix, 0, 0)..)? {
-            let (k, v) = row?;
-            let (p, e, i) = k.value();
-            let kept = match &mut last {
-                Some((lp, kept)) if lp.as_str() == p => *kept,
-                _ => {
+        self.scan_written(out, cwds, prefix, f, &keep)?;
+        self.scan_resolved(out, prefix, f, &keep)
+    }
+
+    /// The `file_hits` part of [`Self::files_scan`]: blocks come grouped by path; a path that is
+    /// not kept is stepped over with a new range, its blocks unread.
+    fn scan_written(
+        &self,
+        out: &mut FileHits,
+        cwds: &mut Cwds,
+        prefix: &str,
+        f: &FileFilter,
+        keep: &impl Fn(&str) -> bool,
+    ) -> Result<(), StoreError> {
+        let mut after: Option<String> = None;
+        loop {
+            let range = match &after {
+                None => self.file_hits.range::<(&str, u64, u64)>((prefix, 0, 0)..)?,
+                Some(p) => self.file_hits.range::<(&str, u64, u64)>((
+                    Bound::Excluded((p.as_str(), u64::MAX, u64::MAX)),
+                    Bound::Unbounded,
+                ))?,
+            };
+            let mut skip = None;
+            // The current path, its span, and the last session's resolved span.
+            let mut cur = String::new();
+            let mut spans: Option<(Span, Option<(u64, Span)>)> = None;
+            for row in range {
+                let (k, v) = row?;
+                let (p, s, c) = k.value();
+                if spans.is_none() || cur != p {
                     if !p.starts_with(prefix) {
+                        return Ok(());
+                    }
+                    if !keep(p) {
+                        skip = Some(p.to_owned());
                         break;
                     }
-                    let kept = keep(p);
-                    match &mut last {
-                        Some((lp, k)) => {
-                            lp.clear();
-                            lp.push_str(p);
-                            *k = kept;
-                        }
-                        None => last = Some((p.to_owned(), kept)),
+                    cur.clear();
+                    cur.push_str(p);
+                    spans = Some((out.span(p)?, None));
+                }
+                if f.session.is_some_and(|x| x.0 != s) {
+                    continue;
+                }
+                let Some((path, last)) = &mut spans else {
+                    continue;
+                };
+                let resolved = match *last {
+                    Some((ls, r)) if ls == s => r,
+                    _ => {
+                        let r = normalize(cwds.get(self, s)?, p);
+                        let r = if r == p { *path } else { out.span(&r)? };
+                        *last = Some((s, r));
+                        r
                     }
-                    kept
+                };
+                out.push_block(v.value(), (p, s, c), *path, resolved, f)?;
+            }
+            match skip {
+                Some(p) => after = Some(p),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// The `file_resolved` part of [`Self::files_scan`]: each kept resolved path's (session,
+    /// path as written) pairs, and their blocks.
+    fn scan_resolved(
+        &self,
+        out: &mut FileHits,
+        prefix: &str,
+        f: &FileFilter,
+        keep: &impl Fn(&str) -> bool,
+    ) -> Result<(), StoreError> {
+        // The current resolved path, whether it is kept, and its span once needed.
+        let mut cur = String::new();
+        let mut state: Option<(bool, Option<Span>)> = None;
+        for row in self
+            .file_resolved
+            .range::<(&str, u64, &str)>((prefix, 0, "")..)?
+        {
+            let (k, _) = row?;
+            let (r, s, p) = k.value();
+            if state.is_none() || cur != r {
+                if !r.starts_with(prefix) {
+                    break;
+                }
+                cur.clear();
+                cur.push_str(r);
+                state = Some((keep(r), None));
+            }
+            let Some((kept, span)) = &mut state else {
+                continue;
+            };
+            if !*kept || f.session.is_some_and(|x| x.0 != s) {
+                continue;
+            }
+            let resolved = match *span {
+                Some(x) => x,
+                None => {
+                    let x = out.span(r)?;
+                    *span = Some(x);
+                    x
                 }
             };
-            if kept && !out.push(p, e, i, v.value(), f) {
-                return Err(corrupt(FILE_PATHS_NAME, format!("{p:?} ({e}, {i})")));
-            }
+            let path = out.span(p)?;
+            self.push_blocks(out, p, s, path, resolved, f)?;
         }
         Ok(())
     }
@@ -930,10 +1336,18 @@ impl Snapshot {
     /// Orders the hits, drops repeats (a hit found under both of its paths), marks the active
     /// ones and applies `active_only`.
     fn finish_hits(&self, hits: &mut FileHits, f: &FileFilter) -> Result<(), StoreError> {
-        // Each path's rows are already in this order, so the rows are a few sorted runs, which
-        // the stable sort detects and merges.
-        hits.rows.sort_by_key(|r| (r.entry, r.index));
-        hits.rows.dedup_by_key(|r| (r.entry, r.index));
+        // Each path's hits are already about in this order, so the keys are a few sorted
+        // runs, which the stable sort detects and merges; the rows themselves stay put.
+        let mut keys = Vec::with_capacity(hits.rows.len());
+        for (n, r) in hits.rows.iter().enumerate() {
+            let n = u32::try_from(n).map_err(|_| {
+                StoreError::Inconsistent("a file query found more than 2^32 hits".into())
+            })?;
+            keys.push((r.entry, r.index, n));
+        }
+        keys.sort();
+        keys.dedup_by_key(|k| (k.0, k.1));
+        hits.order = keys.into_iter().map(|k| k.2).collect();
         // Each session's active path once; a session's rows are mostly together, so the last
         // session's runs are kept at hand instead of looked up per row.
         let mut runs: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
@@ -941,7 +1355,10 @@ impl Snapshot {
             runs.insert(s.0, self.active_runs(s)?);
         }
         let mut last: Option<(u64, &[(u64, u64)])> = None;
-        for r in &mut hits.rows {
+        for &n in &hits.order {
+            let Some(r) = hits.rows.get_mut(n as usize) else {
+                continue;
+            };
             let path = match last {
                 Some((s, p)) if s == r.session => p,
                 _ => {
@@ -955,7 +1372,9 @@ impl Snapshot {
             r.active = n > 0 && path.get(n - 1).is_some_and(|&(_, end)| r.entry <= end);
         }
         if f.active_only {
-            hits.rows.retain(|r| r.active);
+            let rows = &hits.rows;
+            hits.order
+                .retain(|&n| rows.get(n as usize).is_some_and(|r| r.active));
         }
         Ok(())
     }
@@ -978,7 +1397,64 @@ impl Snapshot {
 
 #[cfg(test)]
 mod tests {
-    use super::normalize;
+    use super::*;
+
+    fn hit(entry: u64, index: u32, name: &str, strs: [Option<&str>; 3]) -> BlockHit {
+        BlockHit {
+            entry,
+            index,
+            op: FileOp::of_tool(name),
+            status: (entry % 3) as u8,
+            tool_name: name.to_owned(),
+            entry_id: strs[0].map(str::to_owned),
+            tool_call_id: strs[1].map(str::to_owned),
+            timestamp: strs[2].map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn blocks_round_trip_and_reject_damage() {
+        let c = 3 * CHUNK;
+        let hits = vec![
+            hit(
+                c,
+                0,
+                "read",
+                [Some("ab12"), Some("call_1"), Some("2026-01-01T00:00:00Z")],
+            ),
+            hit(
+                c,
+                1,
+                "edit",
+                [Some("ab12"), Some("call_2"), Some("2026-01-01T00:00:00Z")],
+            ),
+            hit(c + 7, 0, "compaction", [Some("ab1é"), None, None]),
+            hit(c + 7, 1, "read", [Some("ab1è"), Some(""), Some("")]),
+            hit(
+                c + 900,
+                0,
+                "read",
+                [None, Some("call_😀"), Some("2026-01-01T00:00:01Z")],
+            ),
+            hit(c + 901, 0, "mystery", [Some("ab1è"), Some("call_😁"), None]),
+        ];
+        let mut b = Vec::new();
+        encode_block(&hits, c, &mut b);
+        assert_eq!(decode_block(&b, c), Some(hits.clone()));
+        // Equal ids and timestamps are a few bytes each.
+        assert!(b.len() < 200, "{}", b.len());
+        for n in 0..b.len() {
+            // A cut block is malformed or a shorter list of the same hits, never a panic.
+            if let Some(got) = decode_block(&b[..n], c) {
+                assert!(got.len() < hits.len() && hits.starts_with(&got));
+            }
+        }
+        for n in 0..b.len() {
+            let mut d = b.clone();
+            d[n] ^= 0xff;
+            let _ = decode_block(&d, c);
+        }
+    }
 
     #[test]
     fn normalises_lexically() {

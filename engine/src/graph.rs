@@ -53,8 +53,9 @@ pub struct Snapshot {
     pub(crate) row_hashes: ReadOnlyTable<u64, [u8; 32]>,
     pub(crate) run_starts: ReadOnlyTable<u64, u64>,
     pub(crate) settings: ReadOnlyTable<(u64, u64), u8>,
-    pub(crate) file_ops: ReadOnlyTable<(u64, u32), &'static str>,
-    pub(crate) file_paths: ReadOnlyTable<(&'static str, u64, u32), &'static [u8]>,
+    pub(crate) file_hits: ReadOnlyTable<(&'static str, u64, u64), &'static [u8]>,
+    pub(crate) file_resolved: ReadOnlyTable<(&'static str, u64, &'static str), ()>,
+    pub(crate) file_session_paths: ReadOnlyTable<(u64, &'static str), ()>,
     pub(crate) outline: ReadOnlyTable<(u64, u64, u32), &'static [u8]>,
 }
 
@@ -79,8 +80,9 @@ impl Snapshot {
             row_hashes: tx.open_table(schema::ROW_HASHES)?,
             run_starts: tx.open_table(schema::RUN_STARTS)?,
             settings: tx.open_table(schema::SETTINGS)?,
-            file_ops: tx.open_table(crate::files::FILE_OPS)?,
-            file_paths: tx.open_table(crate::files::FILE_PATHS)?,
+            file_hits: tx.open_table(crate::files::FILE_HITS)?,
+            file_resolved: tx.open_table(crate::files::FILE_RESOLVED)?,
+            file_session_paths: tx.open_table(crate::files::FILE_SESSION_PATHS)?,
             outline: tx.open_table(crate::outline::OUTLINE)?,
             _tx: tx,
         })

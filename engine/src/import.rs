@@ -1116,9 +1116,12 @@ pub(crate) struct Writer<'t> {
     run_starts: Table<'t, u64, u64>,
     settings: Table<'t, (u64, u64), u8>,
     outline: Table<'t, (u64, u64, u32), &'static [u8]>,
-    pub(crate) file_ops: Table<'t, (u64, u32), &'static str>,
-    pub(crate) file_paths: Table<'t, (&'static str, u64, u32), &'static [u8]>,
+    pub(crate) file_hits: Table<'t, (&'static str, u64, u64), &'static [u8]>,
+    pub(crate) file_resolved: Table<'t, (&'static str, u64, &'static str), ()>,
+    pub(crate) file_session_paths: Table<'t, (u64, &'static str), ()>,
     pub(crate) tool_results: Table<'t, (u64, &'static str), &'static [u8]>,
+    /// File hits not yet in their blocks ([`Writer::flush_file_hits`] writes them).
+    pub(crate) file_pending: crate::files::PendingHits,
     next_entry: u64,
     next_session: u64,
 }
@@ -1143,9 +1146,11 @@ impl<'t> Writer<'t> {
             run_starts: tx.open_table(schema::RUN_STARTS)?,
             settings: tx.open_table(schema::SETTINGS)?,
             outline: tx.open_table(OUTLINE)?,
-            file_ops: tx.open_table(crate::files::FILE_OPS)?,
-            file_paths: tx.open_table(crate::files::FILE_PATHS)?,
+            file_hits: tx.open_table(crate::files::FILE_HITS)?,
+            file_resolved: tx.open_table(crate::files::FILE_RESOLVED)?,
+            file_session_paths: tx.open_table(crate::files::FILE_SESSION_PATHS)?,
             tool_results: tx.open_table(crate::files::TOOL_RESULTS)?,
+            file_pending: crate::files::PendingHits::default(),
             next_entry,
             next_session,
         })
@@ -1179,7 +1184,7 @@ impl<'t> Writer<'t> {
         self.entry_ids.retain(|(sk, _), _| sk != s.0)?;
         self.labels.retain(|(sk, _), _| sk != s.0)?;
         self.session_ids.remove((old.session_id.as_str(), s.0))?;
-        crate::files::delete_session_ops(self, s, &old.cwd, &keys)?;
+        crate::files::delete_session_ops(self, s, &old.cwd)?;
         Ok(())
     }
 
@@ -1472,6 +1477,7 @@ impl<'t> Writer<'t> {
     }
 
     fn finish(&mut self, s: SessionKey, key: &str, rec: &SessionRecord) -> Result<(), StoreError> {
+        self.flush_file_hits()?;
         // A rewritten file may carry a new session id.
         let stale: Vec<String> = self
             .session_ids

@@ -14,12 +14,13 @@
 //!   deletes or changes a record (`entries`, `session_entries`, `sessions`, `row_hashes`);
 //! - nothing recurses: links are built with an explicit stack.
 //!
-//! The file-operation index (`file_ops`, `file_paths`, `tool_results`) is rebuilt the same
-//! way: the rows every stored record implies are written by import's own writer into a scratch
-//! in-memory store (session by session, rows in file order, as import wrote them), and the real
-//! tables are made equal to those, row by row.
+//! The file-operation index (`file_hits`, `file_resolved`, `file_session_paths`,
+//! `tool_results`) is rebuilt the same way: the rows every stored record implies are written by
+//! import's own writer into a scratch in-memory store (session by session, rows in file order,
+//! as import wrote them; a block's bytes depend on its hits only, not on how imports split
+//! them), and the real tables are made equal to those, row by row.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use redb::ReadableTable;
 
@@ -33,8 +34,9 @@ use crate::store::Store;
 /// The file-operation index rows the records imply (see the module docs).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct FileIndex {
-    pub(crate) ops: BTreeMap<(u64, u32), String>,
-    pub(crate) paths: BTreeMap<(String, u64, u32), Vec<u8>>,
+    pub(crate) hits: BTreeMap<(String, u64, u64), Vec<u8>>,
+    pub(crate) resolved: BTreeSet<(String, u64, String)>,
+    pub(crate) session_paths: BTreeSet<(u64, String)>,
     pub(crate) results: BTreeMap<(u64, String), Vec<u8>>,
 }
 
@@ -76,16 +78,23 @@ impl Snapshot {
                     }
                 }
             }
+            w.flush_file_hits()?;
         }
         let mut out = FileIndex::default();
-        for row in tx.open_table(crate::files::FILE_OPS)?.iter()? {
+        for row in tx.open_table(crate::files::FILE_HITS)?.iter()? {
             let (k, v) = row?;
-            out.ops.insert(k.value(), v.value().to_owned());
+            let (p, s, c) = k.value();
+            out.hits.insert((p.to_owned(), s, c), v.value().to_vec());
         }
-        for row in tx.open_table(crate::files::FILE_PATHS)?.iter()? {
-            let (k, v) = row?;
-            let (p, e, i) = k.value();
-            out.paths.insert((p.to_owned(), e, i), v.value().to_vec());
+        for row in tx.open_table(crate::files::FILE_RESOLVED)?.iter()? {
+            let row = row?;
+            let (r, s, p) = row.0.value();
+            out.resolved.insert((r.to_owned(), s, p.to_owned()));
+        }
+        for row in tx.open_table(crate::files::FILE_SESSION_PATHS)?.iter()? {
+            let row = row?;
+            let (s, p) = row.0.value();
+            out.session_paths.insert((s, p.to_owned()));
         }
         for row in tx.open_table(crate::files::TOOL_RESULTS)?.iter()? {
             let (k, v) = row?;
@@ -260,7 +269,7 @@ pub struct RepairReport {
 impl Store {
     /// Rebuilds `entry_ids`, `parents`, `children`, `labels`, `run_starts`, `settings`,
     /// `outline` and the file index
-    /// (`file_ops`, `file_paths`, `tool_results`) from the records,
+    /// (`file_hits`, `file_resolved`, `file_session_paths`, `tool_results`) from the records,
     /// in one write transaction (see the module docs). Records are never touched.
     pub fn repair(&mut self) -> Result<RepairReport, StoreError> {
         let snap = self.snapshot()?;
@@ -450,45 +459,67 @@ impl Store {
                     report.written += 1;
                 }
             }
-            let mut ops = tx.open_table(crate::files::FILE_OPS)?;
+            let mut hits = tx.open_table(crate::files::FILE_HITS)?;
             let mut stale = Vec::new();
-            for row in ops.iter()? {
+            for row in hits.iter()? {
                 let (k, v) = row?;
-                if files.ops.get(&k.value()).map(String::as_str) != Some(v.value()) {
-                    stale.push(k.value());
+                let (p, s, c) = k.value();
+                if files.hits.get(&(p.to_owned(), s, c)).map(Vec::as_slice) != Some(v.value()) {
+                    stale.push((p.to_owned(), s, c));
                 }
             }
-            for k in &stale {
-                ops.remove(*k)?;
+            for (p, s, c) in &stale {
+                hits.remove((p.as_str(), *s, *c))?;
                 report.removed += 1;
             }
-            for (k, p) in &files.ops {
-                if ops.get(*k)?.map(|v| v.value().to_owned()).as_ref() != Some(p) {
-                    ops.insert(*k, p.as_str())?;
-                    report.written += 1;
-                }
-            }
-            let mut paths = tx.open_table(crate::files::FILE_PATHS)?;
-            let mut stale = Vec::new();
-            for row in paths.iter()? {
-                let (k, v) = row?;
-                let (p, e, i) = k.value();
-                if files.paths.get(&(p.to_owned(), e, i)).map(Vec::as_slice) != Some(v.value()) {
-                    stale.push((p.to_owned(), e, i));
-                }
-            }
-            for (p, e, i) in &stale {
-                paths.remove((p.as_str(), *e, *i))?;
-                report.removed += 1;
-            }
-            for ((p, e, i), v) in &files.paths {
-                if paths
-                    .get((p.as_str(), *e, *i))?
+            for ((p, s, c), v) in &files.hits {
+                if hits
+                    .get((p.as_str(), *s, *c))?
                     .map(|g| g.value().to_vec())
                     .as_ref()
                     != Some(v)
                 {
-                    paths.insert((p.as_str(), *e, *i), v.as_slice())?;
+                    hits.insert((p.as_str(), *s, *c), v.as_slice())?;
+                    report.written += 1;
+                }
+            }
+            let mut resolved = tx.open_table(crate::files::FILE_RESOLVED)?;
+            let mut stale = Vec::new();
+            for row in resolved.iter()? {
+                let row = row?;
+                let (r, s, p) = row.0.value();
+                let k = (r.to_owned(), s, p.to_owned());
+                if !files.resolved.contains(&k) {
+                    stale.push(k);
+                }
+            }
+            for (r, s, p) in &stale {
+                resolved.remove((r.as_str(), *s, p.as_str()))?;
+                report.removed += 1;
+            }
+            for (r, s, p) in &files.resolved {
+                if resolved.get((r.as_str(), *s, p.as_str()))?.is_none() {
+                    resolved.insert((r.as_str(), *s, p.as_str()), ())?;
+                    report.written += 1;
+                }
+            }
+            let mut session_paths = tx.open_table(crate::files::FILE_SESSION_PATHS)?;
+            let mut stale = Vec::new();
+            for row in session_paths.iter()? {
+                let row = row?;
+                let (s, p) = row.0.value();
+                let k = (s, p.to_owned());
+                if !files.session_paths.contains(&k) {
+                    stale.push(k);
+                }
+            }
+            for (s, p) in &stale {
+                session_paths.remove((*s, p.as_str()))?;
+                report.removed += 1;
+            }
+            for (s, p) in &files.session_paths {
+                if session_paths.get((*s, p.as_str()))?.is_none() {
+                    session_paths.insert((*s, p.as_str()), ())?;
                     report.written += 1;
                 }
             }

@@ -27,9 +27,10 @@
 //! | `labels.v1` | (session key, target id) → label (resolved as pi: file order, last wins) |
 //! | `row_hashes.v1` | entry key → blake3 of the row's `raw` bytes (checked by `verify`) |
 //! | `run_starts.v1` | entry key → its parent key, for every entry whose parent is not the key just before it |
-//! | `file_ops.v3` | (entry key, op index) → the path as written |
-//! | `file_paths.v2` | (path as written or resolved, entry key, op index) → the hit's fields ([`crate::files::PathValue`]) |
-//! | `tool_results.v2` | (session key, tool call id) → last result's status, the call's file operations |
+//! | `file_hits.v1` | (path as written, session key, chunk start key) → a block of that path's hits in that session and chunk ([`crate::files::encode_block`]) |
+//! | `file_resolved.v1` | (resolved path, session key, path as written) → (), where the two paths differ |
+//! | `file_session_paths.v1` | (session key, path as written) → () |
+//! | `tool_results.v3` | (session key, tool call id) → last result's status, the call's file operations and their paths |
 //! | `settings.v1` | (session key, entry key) → [`SETTING_THINKING`] or [`SETTING_MODEL`] |
 //! | `outline.v2` | (session key, first node key, part) → a block of 1,024 nodes' listing facts ([`crate::outline`]) |
 //!
@@ -40,8 +41,12 @@
 //! `run_starts.v1` (the active path is a few key ranges); schema 5 adds `settings.v1` (the
 //! context at a leaf finds the thinking level in force without reading the path up to it);
 //! schema 6 adds `outline.v1` (`log` and `tree` read each node's kind, model, summary and
-//! token estimate from it instead of decoding every line); schema 7 makes its hot frame an LZ4
-//! block (`outline.v2`: `log` and `tree` decode it about 2.5 times faster).
+//! token estimate from it instead of decoding every line); schema 7 replaces `file_ops.v3` and
+//! `file_paths.v2` (one row per hit and path, the resolved path stored with the hit) by dense
+//! blocks of hits per (path, session, chunk) in `file_hits.v1`, with `file_resolved.v1` and
+//! `file_session_paths.v1` beside them, and `tool_results.v3` names each operation's path;
+//! schema 8 makes the outline's hot frame an LZ4 block (`outline.v2`: `log` and `tree` decode
+//! it about 2.5 times faster). (Both were built apart as "7"; a store from either is refused.)
 
 use redb::{TableDefinition, TypeName, Value};
 
@@ -49,7 +54,7 @@ use crate::ids::{EntryKey, Link};
 use crate::record::{EntryRecord, Rkyv, SessionRecord};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 7;
+pub const SCHEMA_VERSION: u64 = 8;
 
 /// `meta` key of the schema version.
 pub const META_SCHEMA: &str = "schema_version";

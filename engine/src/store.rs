@@ -319,8 +319,9 @@ impl Store {
             tx.open_table(schema::ROW_HASHES)?;
             tx.open_table(schema::RUN_STARTS)?;
             tx.open_table(schema::SETTINGS)?;
-            tx.open_table(crate::files::FILE_OPS)?;
-            tx.open_table(crate::files::FILE_PATHS)?;
+            tx.open_table(crate::files::FILE_HITS)?;
+            tx.open_table(crate::files::FILE_RESOLVED)?;
+            tx.open_table(crate::files::FILE_SESSION_PATHS)?;
             tx.open_table(crate::files::TOOL_RESULTS)?;
             tx.open_table(crate::outline::OUTLINE)?;
         }
@@ -368,8 +369,9 @@ impl Store {
         hash_table(&rtx, schema::ROW_HASHES, &mut h)?;
         hash_table(&rtx, schema::RUN_STARTS, &mut h)?;
         hash_table(&rtx, schema::SETTINGS, &mut h)?;
-        hash_table(&rtx, crate::files::FILE_OPS, &mut h)?;
-        hash_table(&rtx, crate::files::FILE_PATHS, &mut h)?;
+        hash_table(&rtx, crate::files::FILE_HITS, &mut h)?;
+        hash_table(&rtx, crate::files::FILE_RESOLVED, &mut h)?;
+        hash_table(&rtx, crate::files::FILE_SESSION_PATHS, &mut h)?;
         hash_table(&rtx, crate::files::TOOL_RESULTS, &mut h)?;
         hash_table(&rtx, crate::outline::OUTLINE, &mut h)?;
         Ok(*h.finalize().as_bytes())

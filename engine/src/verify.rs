@@ -15,15 +15,20 @@
 //! - `settings` holds exactly each session's `thinking_level_change` and `model_change` rows;
 //! - `outline` holds exactly the blocks each session's records imply
 //!   ([`Snapshot::expected_outline`]: every node's line described again, byte for byte);
-//! - every `file_paths` row decodes and points at an existing `file_ops` row, and the
-//!   file-operation index (`file_ops`, `file_paths`, `tool_results`) equals what the records
-//!   imply ([`Snapshot::expected_file_index`], import's writer replayed in a scratch store).
+//! - every `file_hits` block decodes and its (session, path) is listed in
+//!   `file_session_paths`, and the file-operation index (`file_hits`, `file_resolved`,
+//!   `file_session_paths`, `tool_results`) equals what the records imply
+//!   ([`Snapshot::expected_file_index`], import's writer replayed in a scratch store; blocks
+//!   compared byte for byte).
 //!
 //! Walks are loops over tables; nothing recurses.
 
 use redb::ReadableTable;
 
 use crate::error::StoreError;
+use crate::files::{
+    FILE_HITS_NAME, FILE_RESOLVED_NAME, FILE_SESSION_PATHS_NAME, TOOL_RESULTS_NAME,
+};
 use crate::graph::Snapshot;
 use crate::outline::OUTLINE_NAME;
 use crate::store::Store;
@@ -243,17 +248,21 @@ impl Snapshot {
                 add(r, "run_starts.v1", format!("{k} has no link"));
             }
         }
-        for row in self.file_paths.iter()? {
+        for row in self.file_hits.iter()? {
             let (k, v) = row?;
-            let (p, e, i) = k.value();
-            if self.file_ops.get((e, i))?.is_none() {
-                add(r, "file_paths.v2", format!("{p} → ({e}, {i}): no such op"));
-            }
-            if crate::files::PathValue::decode(v.value()).is_none() {
+            let (p, s, c) = k.value();
+            if self.file_session_paths.get((s, p))?.is_none() {
                 add(
                     r,
-                    "file_paths.v2",
-                    format!("{p} → ({e}, {i}): malformed value"),
+                    FILE_HITS_NAME,
+                    format!("{p} ({s}, {c}): the session does not list the path"),
+                );
+            }
+            if crate::files::decode_block(v.value(), c).is_none() {
+                add(
+                    r,
+                    FILE_HITS_NAME,
+                    format!("{p} ({s}, {c}): malformed block"),
                 );
             }
         }
@@ -272,43 +281,63 @@ impl Snapshot {
         };
         let want = self.expected_file_index()?;
         let mut matched = 0usize;
-        for row in self.file_ops.iter()? {
+        for row in self.file_hits.iter()? {
             let (k, v) = row?;
-            let (e, i) = k.value();
-            if want.ops.get(&(e, i)).map(String::as_str) == Some(v.value()) {
+            let (p, s, c) = k.value();
+            if want.hits.get(&(p.to_owned(), s, c)).map(Vec::as_slice) == Some(v.value()) {
                 matched += 1;
             } else {
                 add(
-                    crate::files::FILE_OPS_NAME,
-                    format!("({e}, {i}) → {:?}: not what the records imply", v.value()),
+                    FILE_HITS_NAME,
+                    format!("{p} ({s}, {c}): not what the records imply"),
                 );
             }
         }
-        if matched < want.ops.len() {
-            let n = want.ops.len() - matched;
+        if matched < want.hits.len() {
+            let n = want.hits.len() - matched;
             add(
-                crate::files::FILE_OPS_NAME,
-                format!("{n} operation(s) the records imply are missing"),
+                FILE_HITS_NAME,
+                format!("{n} block(s) the records imply are missing"),
             );
         }
         let mut matched = 0usize;
-        for row in self.file_paths.iter()? {
-            let (k, v) = row?;
-            let (p, e, i) = k.value();
-            if want.paths.get(&(p.to_owned(), e, i)).map(Vec::as_slice) == Some(v.value()) {
+        for row in self.file_resolved.iter()? {
+            let row = row?;
+            let (rp, s, p) = row.0.value();
+            if want.resolved.contains(&(rp.to_owned(), s, p.to_owned())) {
                 matched += 1;
             } else {
                 add(
-                    crate::files::FILE_PATHS_NAME,
-                    format!("{p} → ({e}, {i}): not what the records imply"),
+                    FILE_RESOLVED_NAME,
+                    format!("{rp} ({s}, {p}): not what the records imply"),
                 );
             }
         }
-        if matched < want.paths.len() {
-            let n = want.paths.len() - matched;
+        if matched < want.resolved.len() {
+            let n = want.resolved.len() - matched;
             add(
-                crate::files::FILE_PATHS_NAME,
-                format!("{n} path row(s) the records imply are missing"),
+                FILE_RESOLVED_NAME,
+                format!("{n} resolved path row(s) the records imply are missing"),
+            );
+        }
+        let mut matched = 0usize;
+        for row in self.file_session_paths.iter()? {
+            let row = row?;
+            let (s, p) = row.0.value();
+            if want.session_paths.contains(&(s, p.to_owned())) {
+                matched += 1;
+            } else {
+                add(
+                    FILE_SESSION_PATHS_NAME,
+                    format!("({s}, {p}): not what the records imply"),
+                );
+            }
+        }
+        if matched < want.session_paths.len() {
+            let n = want.session_paths.len() - matched;
+            add(
+                FILE_SESSION_PATHS_NAME,
+                format!("{n} session path row(s) the records imply are missing"),
             );
         }
         let results = self._tx.open_table(crate::files::TOOL_RESULTS)?;
@@ -320,7 +349,7 @@ impl Snapshot {
                 matched += 1;
             } else {
                 add(
-                    "tool_results.v2",
+                    TOOL_RESULTS_NAME,
                     format!("({s}, {t}): not what the records imply"),
                 );
             }
@@ -328,7 +357,7 @@ impl Snapshot {
         if matched < want.results.len() {
             let n = want.results.len() - matched;
             add(
-                "tool_results.v2",
+                TOOL_RESULTS_NAME,
                 format!("{n} tool result row(s) the records imply are missing"),
             );
         }

@@ -94,14 +94,18 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
     }
     let json = ui.json;
     let out = ui.out();
-    let mut line = Vec::with_capacity(512);
+    // Lines are gathered into large writes (a glob can print tens of megabytes).
+    let mut buf = Vec::with_capacity(1 << 18);
     for h in hits.iter() {
         let h = h?;
         let sid = ids.get(&h.session).map_or("", String::as_str);
-        line.clear();
-        hit_line(&mut line, sid, &h, json)?;
-        out.write_all(&line)?;
+        hit_line(&mut buf, sid, &h, json)?;
+        if buf.len() >= 1 << 18 {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
     }
+    out.write_all(&buf)?;
     Ok(if hits.is_empty() {
         Outcome::Negative
     } else {
