@@ -160,19 +160,15 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
             .collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let mut raw = Vec::with_capacity(wanted.len());
-        for &b in &wanted {
-            raw.push(
-                session
-                    .snap
-                    .outline_bytes(tree.session(), tree.block_first(b))?,
-            );
-        }
+        // Each block read and decoded on the pool (the snapshot is shared by its threads).
         let s = tree.session();
+        let snap = &session.snap;
         let blocks: Vec<OutlineBlock> = wanted
             .par_iter()
-            .zip(raw.par_iter())
-            .map(|(&b, bytes)| OutlineBlock::decode_stored(s, tree.block_first(b), bytes, cold))
+            .map(|&b| {
+                let bytes = snap.outline_bytes(s, tree.block_first(b))?;
+                OutlineBlock::decode_stored(s, tree.block_first(b), &bytes, cold)
+            })
             .collect::<Result<_, _>>()?;
         let items: Vec<Vec<Item>> = todo
             .par_iter()
