@@ -4,9 +4,10 @@
 //!
 //! `pisess-bench-run [--timeout SECONDS] [--] PROGRAM [ARGS...]`
 //!
-//! The child is started with `posix_spawn` (Rust's `Command` uses it when, as here, nothing has
-//! to run between fork and exec; glibc implements it with `clone(CLONE_VM | CLONE_VFORK)`, so
-//! no page tables are copied) in a process group of its own, stdin inherited, stdout to
+//! The program is looked up in `$PATH` first, outside the measurement. The child is started
+//! with `posix_spawn` (Rust's `Command` uses it when, as here, nothing has to run between fork
+//! and exec; glibc implements it with `clone(CLONE_VM | CLONE_VFORK)`, so no page tables are
+//! copied) in a process group of its own, stdin inherited, stdout to
 //! `/dev/null`, stderr inherited. The wall time is `clock_gettime(CLOCK_MONOTONIC)` (`Instant`)
 //! taken just before the spawn and just after `wait4` reaps the child; CPU (user + sys) and peak
 //! RSS (`ru_maxrss`) are `wait4`'s rusage of that child, which covers its waited-for descendants
@@ -53,6 +54,27 @@ fn wait4(pid: libc::pid_t) -> std::io::Result<Reaped> {
     }
 }
 
+/// `program` as `posix_spawnp` would find it through `$PATH`, looked up before the clock starts
+/// (otherwise a bare name such as `cat` pays for a failed `execve` per earlier `$PATH` entry
+/// inside the measured time, and a subject given by its full path does not).
+fn resolve(program: &std::ffi::OsStr) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = std::path::Path::new(program);
+    if p.components().count() != 1 {
+        return p.to_path_buf();
+    }
+    std::env::var_os("PATH")
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(program))
+                .find(|c| {
+                    std::fs::metadata(c)
+                        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                })
+        })
+        .unwrap_or_else(|| p.to_path_buf())
+}
+
 fn tv_ns(tv: libc::timeval) -> i128 {
     i128::from(tv.tv_sec) * 1_000_000_000 + i128::from(tv.tv_usec) * 1_000
 }
@@ -80,11 +102,13 @@ fn run() -> anyhow::Result<()> {
     let Some(program) = args.next() else {
         bail!("usage: pisess-bench-run [--timeout SECONDS] [--] PROGRAM [ARGS...]");
     };
-    let mut cmd = Command::new(&program);
+    let mut cmd = Command::new(resolve(&program));
     cmd.args(args)
         .stdin(Stdio::inherit())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
+    // argv[0] stays the name given, as a shell would pass it.
+    std::os::unix::process::CommandExt::arg0(&mut cmd, &program);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
 
     // The watchdog exists before the clock starts; it learns the child's pid, then either hears
