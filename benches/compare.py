@@ -1,18 +1,30 @@
 """The timing half of benches/compare.sh (run it through that script, which builds and makes
 the inputs). Every scenario runs its subjects interleaved (A B C A B C ...) after one untimed
-warm-up each; wall time, CPU (user+sys) and peak RSS (ru_maxrss) come from wait4() of the child,
-which is what /usr/bin/time -v reports. Ratios are of medians. Slow subjects (warm-up over 1 s)
-get SLOW_RUNS runs instead of RUNS; the reference on the big session gets ONE run bounded by
-ORACLE_TIMEOUT, and a timeout is reported as a lower bound (">=")."""
+warm-up each. Ratios are of medians. Slow subjects (warm-up over 1 s) get SLOW_RUNS runs
+instead of RUNS; the reference on the big session gets ONE run bounded by ORACLE_TIMEOUT, and a
+timeout is reported as a lower bound (">=").
+
+What is timed, for every command of every scenario, subject and baseline alike: one child
+process started by pisess-bench-run (benches/src/bin/pisess-bench-run.rs), which this script
+calls and whose own start-up is outside the measurement. The runner reads CLOCK_MONOTONIC,
+posix_spawns the command (stdout to /dev/null, stderr captured here), reaps it with wait4()
+and reads the clock again: the wall time is spawn to reap, i.e. the command's exec, start-up,
+work and exit, with no shell, Python fork or /usr/bin/time around it (those added ~1-1.5 ms
+to both sides, most of a 3 ms subject). A command given as a string runs as `sh -c STRING`, so
+its time includes that shell (used where a pipeline or redirection is the baseline itself).
+CPU (user+sys) and peak RSS (ru_maxrss, what /usr/bin/time -v reports as "Maximum resident
+set size") are wait4()'s rusage of that child and its waited-for descendants; ru_maxrss is at
+least the runner's own small resident set (~1 MiB), as with GNU time. The exceptions measure
+less than a process, and say so where used: the parse floor and the `parse` scenario use
+pisess-bench-parse's in-process timer (process start excluded), and the oracle's `load
+--timing` run subtracts the oracle's own compute and serialisation phases."""
 
 import glob
 import json
 import os
 import re
-import signal
 import statistics
 import subprocess
-import time
 
 E = os.environ
 BIN, WORK, CORPUS = E["BIN"], E["WORK"], E["CORPUS"]
@@ -26,6 +38,7 @@ SKIP = set(s.strip() for s in E.get("SKIP", "").split(",") if s.strip())
 PISESS = os.path.join(BIN, "pisess")
 PARSE = os.path.join(BIN, "pisess-bench-parse")
 READ = os.path.join(BIN, "pisess-bench-read")
+RUNNER = os.path.join(BIN, "pisess-bench-run")  # times one child (see the docstring)
 BIGDIR = E["BIGDIR"]  # COPIES copies of the corpus (~1 GB): issue 3's folder for re-import and files
 COPIES = int(E["COPIES"])
 FILES = sorted(glob.glob(os.path.join(CORPUS, "*.jsonl")))
@@ -48,43 +61,34 @@ class Failed(Exception):
         self.code, self.wall, self.detail = code, wall, detail
 
 
-def run(cmd, env=None, ok=(0,), timeout=None, stdout=subprocess.DEVNULL, fail_ok=False):
-    """One child: (wall s, cpu s, peak RSS KiB). Raises Timeout after `timeout` s."""
+def run_full(cmd, env=None, timeout=None):
+    """One child through pisess-bench-run: (wall s, cpu s, peak RSS KiB, exit code, stderr).
+    Raises Timeout after `timeout` s (the child's process group is killed)."""
     e = dict(os.environ)
     e.update(env or {})
     if isinstance(cmd, str):
         cmd = ["sh", "-c", cmd]
-    # Peak RSS from GNU time (wait4's ru_maxrss of our own child would include the forked
-    # Python before exec); wall and CPU from wait4 of time itself (it adds ~1 ms to both sides).
-    memf = os.path.join(WORK, "time.out")
-    cmd = ["/usr/bin/time", "-f", "%M", "-o", memf] + list(cmd)
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, env=e, stdout=stdout, stderr=subprocess.PIPE,
-                         start_new_session=True)
-    deadline = None if timeout is None else t0 + timeout
-    while True:
-        pid, status, ru = os.wait4(p.pid, os.WNOHANG if deadline else 0)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            os.killpg(p.pid, signal.SIGKILL)
-            os.wait4(p.pid, 0)
-            p.stderr.close()
-            raise Timeout()
-        time.sleep(0.05)
-    wall = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
-    err = p.stderr.read()
-    p.stderr.close()
-    if p.returncode not in ok and fail_ok:
-        raise Failed(p.returncode, wall, err.decode(errors="replace")[-300:].strip())
-    if p.returncode not in ok:
-        raise SystemExit(f"command failed ({p.returncode}): {cmd}\n{err.decode(errors='replace')[-2000:]}")
-    try:
-        rss = int(open(memf).read().split()[-1])
-    except (OSError, ValueError, IndexError):
-        rss = 0
-    return wall, ru.ru_utime + ru.ru_stime, rss
+    argv = [RUNNER] + (["--timeout", repr(float(timeout))] if timeout else []) + ["--"] + list(cmd)
+    p = subprocess.run(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err = p.stderr.decode(errors="replace")
+    m = re.fullmatch(r"wall_ns=(\d+) cpu_ns=(\d+) maxrss_kib=(\d+) exit=(\d+) timed_out=([01])\n",
+                     p.stdout.decode(errors="replace"))
+    if p.returncode != 0 or not m:
+        raise SystemExit(f"pisess-bench-run failed ({p.returncode}) on {cmd}\n{err[-2000:]}")
+    if m.group(5) == "1":
+        raise Timeout()
+    return int(m.group(1)) / 1e9, int(m.group(2)) / 1e9, int(m.group(3)), int(m.group(4)), err
+
+
+def run(cmd, env=None, ok=(0,), timeout=None, fail_ok=False):
+    """One child, timed by pisess-bench-run: (wall s, cpu s, peak RSS KiB). Raises Timeout
+    after `timeout` s (the child's process group is killed)."""
+    wall, cpu, rss, code, err = run_full(cmd, env, timeout)
+    if code not in ok and fail_ok:
+        raise Failed(code, wall, err[-300:].strip())
+    if code not in ok:
+        raise SystemExit(f"command failed ({code}): {cmd}\n{err[-2000:]}")
+    return wall, cpu, rss
 
 
 class M:
@@ -212,7 +216,6 @@ def floor_files(files):
         wall = cpu = 0.0
         rss = 0
         for path in files:
-            t0 = time.perf_counter()
             out = subprocess.run([PARSE, "--file", path, "--runs", "1", "--only", "value/file"],
                                  capture_output=True, text=True, check=True).stdout
             mm = re.search(r"wall ([0-9.]+) ms, cpu ([0-9.]+) ms", out)
@@ -291,7 +294,9 @@ if not skip(f"reimport: {len(bfiles)} files, {bbytes:,} bytes ({COPIES} copies o
          size / bbytes <= 1.1)
     re_, cat = bench([
         ("pisess import (unchanged 1 GB folder)", pisess("import", BIGDIR, store=BSTORE)),
-        ("cat */*.jsonl > /dev/null", lambda: run(f"cat {BIGDIR}/*/*.jsonl > /dev/null")),
+        # cat itself with the 160 paths (expanded here, not by a shell), stdout /dev/null like
+        # every subject's: both sides are one process started and reaped the same way.
+        ("cat */*.jsonl > /dev/null", lambda: run(["cat", *bfiles])),
     ], runs=max(RUNS, 7))
     row("re-import unchanged 1 GB", re_, cat, ">= 50x vs cat", lambda r: r >= 50)
 
@@ -433,20 +438,22 @@ def oracle_load(path):
     the process's wall time minus the oracle's own compute and serialisation phases: node's
     start, the library's import and pi's `SessionManager.open`."""
     m = M("oracle load, big (1 run: start + import + pi's open)")
-    t0 = time.perf_counter()
-    p = subprocess.run([ORACLE, "load", path, "--timing"], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
-    wall = time.perf_counter() - t0
-    t = re.search(r"open=(\d+)ms compute=(-?\d+)ms serialize\+write=(\d+)ms", p.stderr)
+    try:
+        wall, _, _, code, err = run_full([ORACLE, "load", path, "--timing"], timeout=TIMEOUT)
+    except Timeout:
+        m.timeout = TIMEOUT
+        m.show()
+        return m
+    t = re.search(r"open=(\d+)ms compute=(-?\d+)ms serialize\+write=(\d+)ms", err)
     if not t:
-        m.timeout, m.failed = wall, f"failed (exit {p.returncode}, no timing line)"
+        m.timeout, m.failed = wall, f"failed (exit {code}, no timing line)"
         m.show()
         return m
     rest = (max(0.0, float(t.group(2))) + float(t.group(3))) / 1e3
     m.wall, m.cpu, m.rss = [wall - rest], [float("nan")], []
-    print(f"  oracle load --timing: exit {p.returncode}, {wall:.1f} s wall; pi's SessionManager.open "
+    print(f"  oracle load --timing: exit {code}, {wall:.1f} s wall; pi's SessionManager.open "
           f"{float(t.group(1)) / 1e3:.1f} s; the oracle's compute + serialisation {rest:.1f} s "
-          f"(subtracted); {p.stderr.strip().splitlines()[-1][:200]}")
+          f"(subtracted); {err.strip().splitlines()[-1][:200]}")
     m.show()
     return m
 

@@ -34,9 +34,11 @@
 #              1 MB appended to it vs a fresh 1 MB session (issue 3: <= 2x). The oracle gets ONE
 #              run with ORACLE_TIMEOUT; if it does not finish, the ratio is printed as ">= X".
 #
-# Times are wall-clock, of the whole process (start included); CPU = user+sys from wait4() of the
-# child; peak memory = GNU time's %M ("Maximum resident set size" of `/usr/bin/time -v`; for a
-# pipeline, its largest process). Every command runs under /usr/bin/time (~1 ms, both sides).
+# Times are wall-clock, of the whole process (start included), measured by
+# pisess-bench-run (benches/src/bin): clock read, posix_spawn, wait4, clock read, so no shell,
+# Python fork or /usr/bin/time is in the time (compare.py's docstring says exactly what is
+# timed); CPU = user+sys and peak memory = ru_maxrss ("Maximum resident set size", as
+# `/usr/bin/time -v` reports it; for a pipeline, its largest process) from that wait4().
 # Ratios use medians. A reference that times out gives a lower bound (">="); one that fails
 # gives no bound ("~", never counted as met).
 # The store is imported (untimed, but the time is printed) before the query scenarios: pisess

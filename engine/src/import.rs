@@ -339,23 +339,23 @@ impl Store {
                 a.mtime_ns.to_native(),
             )))
         };
-        let mut seen = std::collections::HashSet::new();
+        // The catalogue keys of the files, for the gone check below (borrowed from the scan's
+        // canonical paths: no copy per file).
+        let mut seen: Vec<std::borrow::Cow<'_, str>> = Vec::new();
         let mut report = ImportReport::default();
         for f in files {
             // The directory scan's size and mtime when it has them (a plain file under a
             // folder), else a `stat` of the path.
-            let stated;
-            let (canon, size, mtime) = match (&f.canon, f.stat) {
-                (Some(c), Some((size, mtime))) => (c.as_path(), size, mtime),
+            let (key, size, mtime) = match (&f.canon, f.stat) {
+                (Some(c), Some((size, mtime))) => (c.to_string_lossy(), size, mtime),
                 _ => {
                     let Ok((c, size, mtime)) = stat(&f.path, f.canon.as_deref()) else {
                         return Ok(None);
                     };
-                    stated = c;
-                    (stated.as_path(), size, mtime)
+                    let key = std::borrow::Cow::Owned(c.to_string_lossy().into_owned());
+                    (key, size, mtime)
                 }
             };
-            let key = canon.to_string_lossy();
             let Some(s) = sources.get(key.as_ref())?.map(|v| v.value()) else {
                 return Ok(None);
             };
@@ -373,21 +373,43 @@ impl Store {
                 error: None,
             });
             if !folders.is_empty() {
-                seen.insert(key.into_owned());
+                seen.push(key);
             }
         }
-        if !folders.is_empty() {
-            for row in sources.iter()? {
-                let (path, s) = row?;
-                let path = path.value();
-                if seen.contains(path)
-                    || !folders.iter().any(|f| Path::new(path).starts_with(f))
-                    || Path::new(path).exists()
-                {
-                    continue;
+        seen.sort_unstable();
+        // A session whose file was under one of the folders and has disappeared must be marked
+        // gone (so the import is not a no-op). Only the part of the catalogue that can hold
+        // such files is read.
+        let disappeared = |path: &str, s: u64| -> Result<bool, StoreError> {
+            if seen.binary_search_by(|k| k.as_ref().cmp(path)).is_ok()
+                || !folders.iter().any(|f| Path::new(path).starts_with(f))
+                || Path::new(path).exists()
+            {
+                return Ok(false);
+            }
+            Ok(matches!(session_gone(s)?, Some((false, _, _))))
+        };
+        match folders
+            .iter()
+            .map(|f| keys_under(f))
+            .collect::<Option<Vec<_>>>()
+        {
+            Some(ranges) => {
+                for (lo, hi) in &ranges {
+                    for row in sources.range(lo.as_str()..hi.as_str())? {
+                        let (path, s) = row?;
+                        if disappeared(path.value(), s.value())? {
+                            return Ok(None);
+                        }
+                    }
                 }
-                if matches!(session_gone(s.value())?, Some((false, _, _))) {
-                    return Ok(None);
+            }
+            None => {
+                for row in sources.iter()? {
+                    let (path, s) = row?;
+                    if disappeared(path.value(), s.value())? {
+                        return Ok(None);
+                    }
                 }
             }
         }
@@ -1545,6 +1567,26 @@ fn size_mtime(md: &std::fs::Metadata) -> (u64, i64) {
     (md.len(), mtime)
 }
 
+/// The range of catalogue keys (canonical paths as strings) that can be `folder` itself or lie
+/// below it: from the folder's path to that path followed by `0`, the character after `/` (a
+/// canonical path below `/a/b` is `/a/b/...`, and `/a/b/...` < `/a/b0`). `None` when the folder
+/// is not absolute (then no canonical path lies below it by this rule, and the caller reads the
+/// whole table to decide exactly as before). The range may also hold siblings such as `/a/b-2`;
+/// callers still test `Path::starts_with`, so the range only narrows what is read.
+fn keys_under(folder: &Path) -> Option<(String, String)> {
+    if !folder.is_absolute() {
+        return None;
+    }
+    let lo = folder
+        .components()
+        .collect::<PathBuf>()
+        .to_string_lossy()
+        .into_owned();
+    let mut hi = lo.strip_suffix('/').unwrap_or(&lo).to_owned();
+    hi.push('0');
+    Some((lo, hi))
+}
+
 /// blake3 of the first and last [`WINDOW`] bytes of the first `len` bytes of a file.
 fn window_hashes(path: &Path, len: u64) -> std::io::Result<([u8; 32], [u8; 32])> {
     let mut f = File::open(path)?;
@@ -1577,9 +1619,10 @@ struct Found {
     stat: Option<(u64, i64)>,
 }
 
-/// A directory-scan item of [`files_under`]: a folder still to read, or a file.
+/// A directory-scan item of [`files_under`]: a folder still to read (with its canonical path
+/// when known), or a file.
 enum Scan {
-    Dir(PathBuf),
+    Dir(PathBuf, Option<PathBuf>),
     File(Found),
 }
 
@@ -1587,38 +1630,57 @@ enum Scan {
 /// path. Each folder's entries are sorted by name and visited in that order, which is the
 /// order of `Path`'s own comparison (component by component, bytes within one): sorting
 /// names in one folder is much cheaper than comparing whole paths afterwards.
+///
+/// This is most of the work of re-importing an unchanged folder, so each entry costs one
+/// `statx` and as few allocations as the paths need: the name used for sorting is a slice of
+/// the entry's path, and a file's canonical path is its folder's canonical path joined with
+/// its name (the same path `canon_dir` joined with the file's path below `dir`).
 fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
+    use std::os::unix::ffi::OsStrExt;
     let mut out = Vec::new();
-    let mut stack = vec![Scan::Dir(dir.to_path_buf())];
-    let mut here: Vec<(std::ffi::OsString, Scan)> = Vec::new();
+    let mut stack = vec![Scan::Dir(
+        dir.to_path_buf(),
+        canon_dir.map(Path::to_path_buf),
+    )];
+    // (where the entry's name starts in its path, the entry)
+    let mut here: Vec<(usize, Scan)> = Vec::new();
+    fn name_of((at, s): &(usize, Scan)) -> &[u8] {
+        let p = match s {
+            Scan::Dir(p, _) => p,
+            Scan::File(f) => &f.path,
+        };
+        p.as_os_str().as_bytes().get(*at..).unwrap_or_default()
+    }
     while let Some(item) = stack.pop() {
-        let d = match item {
+        let (d, canon_d) = match item {
             Scan::File(f) => {
                 out.push(f);
                 continue;
             }
-            Scan::Dir(d) => d,
+            Scan::Dir(d, c) => (d, c),
         };
         let Ok(rd) = std::fs::read_dir(&d) else {
             continue;
         };
         for e in rd.flatten() {
             let Ok(ft) = e.file_type() else { continue };
-            let name = e.file_name();
+            let p = e.path();
+            let Some(name) = p.file_name() else { continue };
+            let at = p.as_os_str().len() - name.len();
             if ft.is_dir() {
-                here.push((name, Scan::Dir(e.path())));
-            } else if Path::new(&name).extension().is_some_and(|x| x == "jsonl") {
-                let p = e.path();
+                let c = canon_d.as_ref().map(|c| c.join(name));
+                here.push((at, Scan::Dir(p, c)));
+            } else if Path::new(name).extension().is_some_and(|x| x == "jsonl") {
                 let (canon, stat) = if ft.is_symlink() {
                     (None, None)
                 } else {
                     (
-                        canon_dir.and_then(|c| p.strip_prefix(dir).ok().map(|rel| c.join(rel))),
+                        canon_d.as_ref().map(|c| c.join(name)),
                         e.metadata().ok().map(|md| size_mtime(&md)),
                     )
                 };
                 here.push((
-                    name,
+                    at,
                     Scan::File(Found {
                         path: p,
                         canon,
@@ -1627,7 +1689,7 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
                 ));
             }
         }
-        here.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        here.sort_unstable_by(|a, b| name_of(a).cmp(name_of(b)));
         stack.extend(here.drain(..).rev().map(|(_, s)| s));
     }
     out

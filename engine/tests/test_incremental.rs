@@ -89,6 +89,78 @@ fn unchanged_files_are_not_read_and_importing_twice_changes_nothing() {
     assert_eq!(store.content_digest().unwrap(), digest);
 }
 
+/// The gone check of an unchanged import reads only the catalogue keys that can lie under the
+/// imported folder: `a`'s range holds `a/...` but also siblings such as `a-2` and `a.b` (`-` and
+/// `.` sort before `/`), while `a0` sorts just after it. Whatever disappears in a sibling is
+/// not this import's business; whatever disappears below `a`, however deep, is.
+#[test]
+fn an_import_marks_gone_only_what_disappeared_under_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("s");
+    let tiny = corpus_file("03-small-100.jsonl");
+    let files = [
+        "a/sub/x.jsonl",
+        "a/y.jsonl",
+        "a-2/x.jsonl",
+        "a.b/x.jsonl",
+        "a0/x.jsonl",
+    ];
+    for f in files {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::copy(&tiny, &p).unwrap();
+    }
+    let path = dir.path().join("store.redb");
+    let store = Store::open(&path).unwrap();
+    let r = store
+        .import(
+            std::slice::from_ref(&root),
+            &Default::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(r.count(Outcome::New), files.len());
+    store.close().unwrap();
+
+    // Siblings gone: importing `a` is still a no-op, decided on a read-only store.
+    for f in ["a-2/x.jsonl", "a.b/x.jsonl", "a0/x.jsonl"] {
+        std::fs::remove_file(root.join(f)).unwrap();
+    }
+    let a = [root.join("a")];
+    let ro = Store::open_read_only(&path).unwrap();
+    assert!(!ro.is_writable());
+    let r = ro.import(&a, &Default::default(), &mut |_| {}).unwrap();
+    assert_eq!((r.count(Outcome::Unchanged), r.gone), (2, 0));
+
+    // A file two levels below `a` gone: the read-only store refuses (the import must write)...
+    std::fs::remove_file(root.join("a/sub/x.jsonl")).unwrap();
+    assert!(matches!(
+        ro.import(&a, &Default::default(), &mut |_| {}),
+        Err(pisess_engine::StoreError::ReadOnly { .. })
+    ));
+    // ...and a writable one marks exactly that session gone.
+    let store = ro.into_writable().unwrap();
+    let r = store.import(&a, &Default::default(), &mut |_| {}).unwrap();
+    assert_eq!((r.count(Outcome::Unchanged), r.gone), (1, 1));
+    // The whole tree: the three siblings are gone too, and then nothing is left to mark.
+    let r = store
+        .import(
+            std::slice::from_ref(&root),
+            &Default::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!((r.count(Outcome::Unchanged), r.gone), (1, 3));
+    let r = store
+        .import(
+            std::slice::from_ref(&root),
+            &Default::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!((r.count(Outcome::Unchanged), r.gone), (1, 0));
+}
+
 #[test]
 fn appended_lines_are_the_only_lines_read() {
     let dir = tempfile::tempdir().unwrap();
