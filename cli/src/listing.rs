@@ -17,12 +17,12 @@ use pisess_engine::outline::{FactsRef, HOT_CHARS, OutlineRow, ParentId, Timestam
 use crate::session_arg as sa;
 use crate::ui::{Ui, safe};
 
-/// Whether a stored summary (`f.summary`, its first characters when not complete) gives the
-/// same text as the whole summary when the line clips it to `room` characters after `before`
-/// characters: the whole text is then longer than `room`, and the cut falls inside what is
-/// stored.
-pub fn summary_suffices(f: &FactsRef<'_>, before: usize, room: usize) -> bool {
-    f.summary_complete || room < before + chars(f.summary)
+/// Whether a stored summary (`f.summary`, its first characters when not complete; `summary`
+/// is it measured, [`Measured::upto`] the clip) gives the same text as the whole summary when
+/// the line clips it to `room` characters after `before` characters: the whole text is then
+/// longer than `room`, and the cut falls inside what is stored.
+fn summary_suffices(f: &FactsRef<'_>, summary: &Measured<'_>, before: usize, room: usize) -> bool {
+    f.summary_complete || room < before + summary.chars
 }
 
 /// Whether lines of `width` columns can need more of a summary than a block's hot frame holds
@@ -312,8 +312,7 @@ pub fn write_log_line(
         + 2;
     let room = width.saturating_sub(used).max(20);
     let summary = Measured::upto(f.summary, room);
-    // [`summary_suffices`], with the length counted once.
-    if !(f.summary_complete || room < summary.chars) {
+    if !summary_suffices(f, &summary, 0, room) {
         return false;
     }
     // `log --all`: (lanes before, the boundary's lane, the glyph and its space).
@@ -443,8 +442,7 @@ pub fn write_tree_line(
         .max(20);
     let kind = Measured::new(f.kind());
     let summary = Measured::upto(f.summary, room.saturating_sub(kind.chars + 1));
-    // [`summary_suffices`], with the lengths counted once.
-    if !(f.summary_complete || room < kind.chars + 1 + summary.chars) {
+    if !summary_suffices(f, &summary, kind.chars + 1, room) {
         return false;
     }
     out.extend_from_slice(prefix.0.as_bytes());

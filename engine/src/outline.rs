@@ -557,7 +557,7 @@ pub enum OutlineError {
     #[error("outline block compression")]
     Zstd(#[source] std::io::Error),
     /// The hot frame's LZ4 block is damaged.
-    #[error("outline block compression")]
+    #[error("outline block: the hot frame's LZ4 data is damaged")]
     Lz4(#[source] lz4_flex::block::DecompressError),
 }
 
@@ -2022,5 +2022,36 @@ mod tests {
         for cut in [0, 3, bytes.len() / 2, bytes.len() - 1] {
             assert!(OutlineBlock::decode(10, &bytes[..cut], true).is_err());
         }
+        // A hot frame's plain length that lies: a little (LZ4 decodes fewer bytes, or runs out
+        // of room) or hugely (refused before anything is allocated).
+        let mut r = Reader::new(&bytes);
+        let lens: Vec<u64> = (0..5).map(|_| r.varint().unwrap()).collect();
+        let with_hot_plain = |plain: u64| {
+            let mut out = Vec::new();
+            put_varint(&mut out, lens[0]);
+            put_varint(&mut out, plain);
+            for &l in &lens[2..] {
+                put_varint(&mut out, l);
+            }
+            out.extend_from_slice(&bytes[r.pos..]);
+            out
+        };
+        let msg = |plain: u64| match OutlineBlock::decode(10, &with_hot_plain(plain), false) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a hot frame of {plain} plain bytes was accepted"),
+        };
+        assert_eq!(
+            msg(lens[1] + 1),
+            "malformed outline block (hot frame length)"
+        );
+        assert_eq!(
+            msg(u64::MAX / 2),
+            "malformed outline block (hot frame length)"
+        );
+        assert_eq!(
+            msg(lens[1] - 1),
+            "outline block: the hot frame's LZ4 data is damaged"
+        );
+        assert!(OutlineBlock::decode(10, &with_hot_plain(lens[1]), false).is_ok());
     }
 }

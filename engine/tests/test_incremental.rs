@@ -111,14 +111,12 @@ fn an_import_marks_gone_only_what_disappeared_under_its_folder() {
         std::fs::copy(&tiny, &p).unwrap();
     }
     let path = dir.path().join("store.redb");
+    let import = |store: &Store, paths: &[std::path::PathBuf]| {
+        store.import(paths, &Default::default(), &mut |_| {})
+    };
+    let whole = [root.clone()];
     let store = Store::open(&path).unwrap();
-    let r = store
-        .import(
-            std::slice::from_ref(&root),
-            &Default::default(),
-            &mut |_| {},
-        )
-        .unwrap();
+    let r = import(&store, &whole).unwrap();
     assert_eq!(r.count(Outcome::New), files.len());
     store.close().unwrap();
 
@@ -129,35 +127,23 @@ fn an_import_marks_gone_only_what_disappeared_under_its_folder() {
     let a = [root.join("a")];
     let ro = Store::open_read_only(&path).unwrap();
     assert!(!ro.is_writable());
-    let r = ro.import(&a, &Default::default(), &mut |_| {}).unwrap();
+    let r = import(&ro, &a).unwrap();
     assert_eq!((r.count(Outcome::Unchanged), r.gone), (2, 0));
 
     // A file two levels below `a` gone: the read-only store refuses (the import must write)...
     std::fs::remove_file(root.join("a/sub/x.jsonl")).unwrap();
     assert!(matches!(
-        ro.import(&a, &Default::default(), &mut |_| {}),
+        import(&ro, &a),
         Err(pisess_engine::StoreError::ReadOnly { .. })
     ));
     // ...and a writable one marks exactly that session gone.
     let store = ro.into_writable().unwrap();
-    let r = store.import(&a, &Default::default(), &mut |_| {}).unwrap();
+    let r = import(&store, &a).unwrap();
     assert_eq!((r.count(Outcome::Unchanged), r.gone), (1, 1));
     // The whole tree: the three siblings are gone too, and then nothing is left to mark.
-    let r = store
-        .import(
-            std::slice::from_ref(&root),
-            &Default::default(),
-            &mut |_| {},
-        )
-        .unwrap();
+    let r = import(&store, &whole).unwrap();
     assert_eq!((r.count(Outcome::Unchanged), r.gone), (1, 3));
-    let r = store
-        .import(
-            std::slice::from_ref(&root),
-            &Default::default(),
-            &mut |_| {},
-        )
-        .unwrap();
+    let r = import(&store, &whole).unwrap();
     assert_eq!((r.count(Outcome::Unchanged), r.gone), (1, 0));
 }
 
