@@ -652,11 +652,21 @@ impl Header {
     }
 
     fn parse(first_key: u64, value: &[u8]) -> Result<Self, OutlineError> {
+        let h = Self::parse_prefix(first_key, value)?;
+        if h.cold.end != value.len() {
+            return Err(OutlineError::Malformed("frame lengths"));
+        }
+        Ok(h)
+    }
+
+    /// [`Header::parse`] of the first bytes of a block (at least its header): the frames'
+    /// ranges are not checked against the block's length.
+    fn parse_prefix(first_key: u64, value: &[u8]) -> Result<Self, OutlineError> {
         let (keys, times, [hot_plain, hot_z, cold_plain, cold_z], at) =
             Self::parse_keys(first_key, value)?;
         let hot = at..at.saturating_add(hot_z);
         let cold = hot.end..hot.end.saturating_add(cold_z);
-        if cold.end != value.len() || (cold_plain == 0) != (cold_z == 0) {
+        if (cold_plain == 0) != (cold_z == 0) {
             return Err(OutlineError::Malformed("frame lengths"));
         }
         Ok(Self {
@@ -676,9 +686,12 @@ impl Header {
         if self.hot_plain > frame.len().saturating_mul(255) {
             return Err(OutlineError::Malformed("hot frame length"));
         }
-        let mut plain = vec![0u8; self.hot_plain];
-        let n = lz4_flex::block::decompress_into(frame, &mut plain).map_err(OutlineError::Lz4)?;
-        if n != plain.len() {
+        // lz4_flex's bounds-checked fast decoder (not `unchecked-decode`; 0.11.7 has the fix
+        // for RUSTSEC-2026-0041, reads of uninitialised output on bad offsets) writes into
+        // fresh capacity, without zeroing the buffer first.
+        let mut plain =
+            lz4_flex::block::decompress(frame, self.hot_plain).map_err(OutlineError::Lz4)?;
+        if plain.len() != self.hot_plain {
             return Err(OutlineError::Malformed("hot frame length"));
         }
         let tail: [u8; 4] = plain
@@ -948,7 +961,15 @@ impl OutlineBlock {
     /// Decodes a stored block whose first node is `first_key`; with `cold`, its long summaries
     /// whole (up to [`SUMMARY_CHARS`]), else up to [`HOT_CHARS`] characters.
     pub fn decode(first_key: u64, value: &[u8], cold: bool) -> Result<Self, OutlineError> {
-        let h = Header::parse(first_key, value)?;
+        Self::decode_parsed(Header::parse(first_key, value)?, value, cold)
+    }
+
+    /// [`OutlineBlock::decode`] with the header parsed; without `cold`, `value` may end after
+    /// the hot frame.
+    fn decode_parsed(h: Header, value: &[u8], cold: bool) -> Result<Self, OutlineError> {
+        if value.len() < h.hot.end || (cold && value.len() < h.cold.end) {
+            return Err(OutlineError::Malformed("frame lengths"));
+        }
         let (arena, fields) = h.hot(value)?;
         let mut r = Reader::new(&fields);
         let mut walk = Walk::default();
@@ -1194,6 +1215,48 @@ impl Snapshot {
             out.extend_from_slice(v.value());
         }
         Ok(out)
+    }
+
+    /// Session `s`'s block whose first node is `first`, decoded ([`OutlineBlock::decode`]).
+    /// Without `cold`, only the parts up to the end of the hot frame are read: the header
+    /// (in the first part) says where it ends.
+    pub fn outline_block(
+        &self,
+        s: SessionKey,
+        first: u64,
+        cold: bool,
+    ) -> Result<OutlineBlock, StoreError> {
+        if cold {
+            let bytes = self.outline_bytes(s, first)?;
+            return OutlineBlock::decode_stored(s, first, &bytes, true);
+        }
+        let mut out = Vec::with_capacity(16 * PART_BYTES);
+        let mut header: Option<Header> = None;
+        for (i, row) in self
+            .outline
+            .range((s.0, first, 0)..=(s.0, first, u32::MAX))?
+            .enumerate()
+        {
+            let (k, v) = row?;
+            if k.value().2 as usize != i {
+                return Err(corrupt(s, first, &OutlineError::Malformed("missing part")));
+            }
+            out.extend_from_slice(v.value());
+            if header.is_none() {
+                // A header cut by the end of the part (not written so) is read on from the
+                // next part.
+                match Header::parse_prefix(first, &out) {
+                    Ok(h) => header = Some(h),
+                    Err(OutlineError::Malformed("truncated")) => continue,
+                    Err(e) => return Err(corrupt(s, first, &e)),
+                }
+            }
+            if header.as_ref().is_some_and(|h| out.len() >= h.hot.end) {
+                break;
+            }
+        }
+        let h = header.ok_or_else(|| corrupt(s, first, &OutlineError::Malformed("truncated")))?;
+        OutlineBlock::decode_parsed(h, &out, false).map_err(|e| corrupt(s, first, &e))
     }
 
     /// Every stored block of session `s`: (first node key, bytes), in key order.

@@ -295,3 +295,76 @@ fn the_tree_and_the_path_runs_agree_with_the_links() {
         assert_eq!(*on, want.contains(&tree.key(i)));
     }
 }
+
+/// `outline_block` without the cold frame reads a block only up to the end of its hot frame;
+/// what it decodes must be what decoding the whole stored block gives, and a block cut inside
+/// its hot frame must be an error, not a shorter block.
+#[test]
+fn a_block_read_up_to_its_hot_frame_decodes_as_the_whole_block() {
+    use pisess_engine::outline::{OUTLINE, OutlineBlock};
+    use redb::{ReadableDatabase, ReadableTable};
+    let dir = tempfile::tempdir().unwrap();
+    let src = common::corpus().join("15-large-50000.jsonl");
+    let path = dir.path().join("o.redb");
+    let store = Store::open(&path).unwrap();
+    store.import_file(&src).unwrap();
+    let snap = store.snapshot().unwrap();
+    let s = snap.session_by_path(&src).unwrap().unwrap();
+    let firsts = snap.outline_firsts(s).unwrap();
+    assert!(firsts.len() > 10, "{}", firsts.len());
+    let mut multi_part = 0;
+    for &f in &firsts {
+        let bytes = snap.outline_bytes(s, f).unwrap();
+        if bytes.len() > pisess_engine::outline::FIRST_PART_BYTES {
+            multi_part += 1;
+        }
+        for cold in [false, true] {
+            let whole = OutlineBlock::decode_stored(s, f, &bytes, cold).unwrap();
+            let read = snap.outline_block(s, f, cold).unwrap();
+            assert_eq!(read.len(), whole.len(), "block {f}");
+            for i in 0..whole.len() {
+                assert_eq!(
+                    format!("{:?}", read.row(i)),
+                    format!("{:?}", whole.row(i)),
+                    "block {f}, row {i}, cold {cold}"
+                );
+            }
+        }
+    }
+    assert!(
+        multi_part > 0,
+        "no block spans parts: the test shows nothing"
+    );
+    drop(snap);
+    drop(store);
+
+    // Cut the second part of a block that has more than two (its hot frame goes on after it).
+    let db = redb::Database::open(&path).unwrap();
+    let (first, parts) = {
+        let r = db.begin_read().unwrap();
+        let t = r.open_table(OUTLINE).unwrap();
+        let mut best = (0u64, 0u32);
+        for row in t.iter().unwrap() {
+            let (k, _) = row.unwrap();
+            let (_, f, part) = k.value();
+            if part + 1 > best.1 {
+                best = (f, part + 1);
+            }
+        }
+        best
+    };
+    assert!(parts > 2, "{parts}");
+    let w = db.begin_write().unwrap();
+    {
+        let mut t = w.open_table(OUTLINE).unwrap();
+        let key = (s.0, first, 1u32);
+        let cut = t.get(key).unwrap().unwrap().value()[..100].to_vec();
+        t.insert(key, cut.as_slice()).unwrap();
+    }
+    w.commit().unwrap();
+    drop(db);
+    let store = Store::open(&path).unwrap();
+    let snap = store.snapshot().unwrap();
+    let err = snap.outline_block(s, first, false).unwrap_err().to_string();
+    assert!(err.contains("cannot be read"), "{err}");
+}

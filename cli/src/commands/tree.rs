@@ -165,10 +165,7 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
         let snap = &session.snap;
         let blocks: Vec<OutlineBlock> = wanted
             .par_iter()
-            .map(|&b| {
-                let bytes = snap.outline_bytes(s, tree.block_first(b))?;
-                OutlineBlock::decode_stored(s, tree.block_first(b), &bytes, cold)
-            })
+            .map(|&b| snap.outline_block(s, tree.block_first(b), cold))
             .collect::<Result<_, _>>()?;
         let items: Vec<Vec<Item>> = todo
             .par_iter()
