@@ -84,9 +84,16 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
         kind: args.kind.as_deref(),
         labels: &labels,
     };
-    let mut shown = 0usize;
+    // Batches grow, so that `-n 10` decodes one block and a whole path runs in parallel.
+    let mut batches = Vec::new();
     let mut done = 0usize;
     let mut batch = 1usize;
+    while done < pieces.len() {
+        let upto = (done + batch).min(pieces.len());
+        batches.push(done..upto);
+        done = upto;
+        batch = (batch * 2).min(16);
+    }
     // Output buffers are recycled: a batch's worth of fresh memory each time cost page faults.
     let pool: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
     let take = || {
@@ -98,89 +105,106 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
         b.clear();
         b
     };
-    while done < pieces.len() {
-        // Batches grow, so that `-n 10` decodes one block and a whole path runs in parallel.
-        let todo = &pieces[done..(done + batch).min(pieces.len())];
-        done += todo.len();
-        batch = (batch * 2).min(16);
-        let mut wanted: Vec<u64> = todo
-            .iter()
-            .filter_map(|p| p.block.map(|b| firsts[b]))
-            .collect();
-        wanted.sort_unstable();
-        wanted.dedup();
-        // JSON prints whole summaries, wide lines long ones: read the blocks' cold frames too.
-        let cold = ui.json || listing::needs_cold(width);
-        let mut raw = Vec::with_capacity(wanted.len());
-        for &f in &wanted {
-            raw.push((f, session.snap.outline_bytes(session.key, f)?));
-        }
-        // One task per block: decode it, then render its pieces while it is in the cache.
-        let s = session.key;
-        let done_blocks: Vec<Vec<(usize, Rendered)>> = raw
-            .par_iter()
-            .map(
-                |(f, bytes)| -> Result<_, crate::command_error::CommandError> {
-                    let block = OutlineBlock::decode_stored(s, *f, bytes, cold)?;
+    // JSON prints whole summaries, wide lines long ones: read the blocks' cold frames too.
+    let cold = ui.json || listing::needs_cold(width);
+    let s = session.key;
+    let snap = &session.snap;
+    // One batch: one task per block (read it, decode it, render its pieces while it is in the
+    // cache), then the pieces no block holds.
+    let render_batch =
+        |todo: &[Piece]| -> Result<Vec<Rendered>, crate::command_error::CommandError> {
+            let mut wanted: Vec<u64> = todo
+                .iter()
+                .filter_map(|p| p.block.map(|b| firsts[b]))
+                .collect();
+            wanted.sort_unstable();
+            wanted.dedup();
+            let done_blocks: Vec<Vec<(usize, Rendered)>> = wanted
+                .par_iter()
+                .map(|&f| -> Result<_, crate::command_error::CommandError> {
+                    let block = snap.outline_block(s, f, cold)?;
                     let mut out = Vec::new();
                     for (j, p) in todo.iter().enumerate() {
-                        if p.block.map(|b| firsts[b]) == Some(*f) {
+                        if p.block.map(|b| firsts[b]) == Some(f) {
                             out.push((j, render_piece(p, Some(&block), &style, take())?));
                         }
                     }
                     Ok(out)
-                },
-            )
-            .collect::<Result<_, _>>()?;
-        let mut rendered: Vec<Option<Rendered>> = todo.iter().map(|_| None).collect();
-        for (j, r) in done_blocks.into_iter().flatten() {
-            rendered[j] = Some(r);
-        }
-        for (p, r) in todo.iter().zip(rendered) {
-            let r = match r {
-                Some(r) => r,
-                None => render_piece(p, None, &style, take())?,
-            };
-            // Bytes rendered but not yet written: consecutive entries go out in one write.
-            let mut from = 0;
-            let mut upto = 0;
-            for (item, k) in r.items.iter().zip(p.keys()) {
-                if args.max_count.is_some_and(|n| shown >= n) {
-                    ui.out().write_all(&r.bytes[from..upto])?;
-                    return Ok(Outcome::Success);
+                })
+                .collect::<Result<_, _>>()?;
+            let mut rendered: Vec<Option<Rendered>> = todo.iter().map(|_| None).collect();
+            for (j, r) in done_blocks.into_iter().flatten() {
+                rendered[j] = Some(r);
+            }
+            todo.iter()
+                .zip(rendered)
+                .map(|(p, r)| match r {
+                    Some(r) => Ok(r),
+                    None => Ok(render_piece(p, None, &style, take())?),
+                })
+                .collect()
+        };
+    // The next batch is rendered while this thread writes the last one (a channel of one keeps
+    // it at most one batch ahead; `-n N` returning early drops the receiver, which stops it).
+    std::thread::scope(|scope| -> CommandResult {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let batches_ref = &batches;
+        let pieces_ref = &pieces;
+        let render_batch = &render_batch;
+        scope.spawn(move || {
+            for range in batches_ref {
+                let r = render_batch(&pieces_ref[range.clone()]);
+                let failed = r.is_err();
+                if tx.send(r).is_err() || failed {
+                    break;
                 }
-                match *item {
-                    Item::Shown(end) => {
-                        upto = end;
-                        shown += 1;
-                    }
-                    Item::Left => {}
-                    Item::Decode => {
+            }
+        });
+        let mut shown = 0usize;
+        for (range, rendered) in batches.iter().zip(rx.iter()) {
+            let rendered = rendered?;
+            for (p, r) in pieces[range.clone()].iter().zip(rendered) {
+                // Bytes rendered but not yet written: consecutive entries go out in one write.
+                let mut from = 0;
+                let mut upto = 0;
+                for (item, k) in r.items.iter().zip(p.keys()) {
+                    if args.max_count.is_some_and(|n| shown >= n) {
                         ui.out().write_all(&r.bytes[from..upto])?;
-                        from = upto;
-                        let v = session.value(EntryKey(k))?;
-                        if let Some(t) = &args.kind
-                            && sa::entry_type(&v) != t
-                            && sa::role(&v) != Some(t.as_str())
-                        {
-                            continue;
+                        return Ok(Outcome::Success);
+                    }
+                    match *item {
+                        Item::Shown(end) => {
+                            upto = end;
+                            shown += 1;
                         }
-                        shown += 1;
-                        if ui.json {
-                            ui.json_line(&entry_json(&v, &labels))?;
-                        } else {
-                            write_line(ui, &v, &labels, width)?;
+                        Item::Left => {}
+                        Item::Decode => {
+                            ui.out().write_all(&r.bytes[from..upto])?;
+                            from = upto;
+                            let v = session.value(EntryKey(k))?;
+                            if let Some(t) = &args.kind
+                                && sa::entry_type(&v) != t
+                                && sa::role(&v) != Some(t.as_str())
+                            {
+                                continue;
+                            }
+                            shown += 1;
+                            if ui.json {
+                                ui.json_line(&entry_json(&v, &labels))?;
+                            } else {
+                                write_line(ui, &v, &labels, width)?;
+                            }
                         }
                     }
                 }
-            }
-            ui.out().write_all(&r.bytes[from..upto])?;
-            if let Ok(mut p) = pool.lock() {
-                p.push(r.bytes);
+                ui.out().write_all(&r.bytes[from..upto])?;
+                if let Ok(mut p) = pool.lock() {
+                    p.push(r.bytes);
+                }
             }
         }
-    }
-    Ok(Outcome::Success)
+        Ok(Outcome::Success)
+    })
 }
 
 /// Keys of a path that lie in one outline block, in the order `log` prints them.
