@@ -1203,6 +1203,21 @@ impl Snapshot {
     /// for [`OutlineBlock::decode_stored`].
     pub fn outline_bytes(&self, s: SessionKey, first: u64) -> Result<Vec<u8>, StoreError> {
         let mut out = Vec::with_capacity(16 * PART_BYTES);
+        self.outline_parts(s, first, |part| {
+            out.extend_from_slice(part);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// Hands the parts of session `s`'s block `first` to `each` in order, until it returns
+    /// `false`; a missing part is an error.
+    fn outline_parts(
+        &self,
+        s: SessionKey,
+        first: u64,
+        mut each: impl FnMut(&[u8]) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
         for (i, row) in self
             .outline
             .range((s.0, first, 0)..=(s.0, first, u32::MAX))?
@@ -1212,9 +1227,11 @@ impl Snapshot {
             if k.value().2 as usize != i {
                 return Err(corrupt(s, first, &OutlineError::Malformed("missing part")));
             }
-            out.extend_from_slice(v.value());
+            if !each(v.value())? {
+                break;
+            }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Session `s`'s block whose first node is `first`, decoded ([`OutlineBlock::decode`]).
@@ -1232,29 +1249,19 @@ impl Snapshot {
         }
         let mut out = Vec::with_capacity(16 * PART_BYTES);
         let mut header: Option<Header> = None;
-        for (i, row) in self
-            .outline
-            .range((s.0, first, 0)..=(s.0, first, u32::MAX))?
-            .enumerate()
-        {
-            let (k, v) = row?;
-            if k.value().2 as usize != i {
-                return Err(corrupt(s, first, &OutlineError::Malformed("missing part")));
-            }
-            out.extend_from_slice(v.value());
+        self.outline_parts(s, first, |part| {
+            out.extend_from_slice(part);
             if header.is_none() {
                 // A header cut by the end of the part (not written so) is read on from the
                 // next part.
                 match Header::parse_prefix(first, &out) {
                     Ok(h) => header = Some(h),
-                    Err(OutlineError::Malformed("truncated")) => continue,
+                    Err(OutlineError::Malformed("truncated")) => return Ok(true),
                     Err(e) => return Err(corrupt(s, first, &e)),
                 }
             }
-            if header.as_ref().is_some_and(|h| out.len() >= h.hot.end) {
-                break;
-            }
-        }
+            Ok(header.as_ref().is_none_or(|h| out.len() < h.hot.end))
+        })?;
         let h = header.ok_or_else(|| corrupt(s, first, &OutlineError::Malformed("truncated")))?;
         OutlineBlock::decode_parsed(h, &out, false).map_err(|e| corrupt(s, first, &e))
     }
