@@ -42,12 +42,7 @@ impl Snapshot {
             return Err(ExportError::NoSession(s));
         }
         let mut n = 0u64;
-        for row in self
-            .session_entries
-            .range((s.0, 0)..=(s.0, u64::MAX))
-            .map_err(StoreError::from)?
-        {
-            let key = row.map_err(StoreError::from)?.1.value();
+        for key in self.row_runs(s)?.into_iter().flatten() {
             let v = self
                 .entries
                 .get(key)

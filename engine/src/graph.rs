@@ -45,12 +45,11 @@ pub struct Snapshot {
     pub(crate) sessions: ReadOnlyTable<u64, Rkyv<SessionRecord>>,
     pub(crate) session_ids: ReadOnlyTable<(&'static str, u64), ()>,
     pub(crate) entries: ReadOnlyTable<u64, Rkyv<EntryRecord>>,
-    pub(crate) session_entries: ReadOnlyTable<(u64, u64), u64>,
+    pub(crate) session_runs: ReadOnlyTable<(u64, u64), (u64, u64)>,
     pub(crate) entry_ids: ReadOnlyTable<(u64, &'static str), u64>,
     pub(crate) parents: ReadOnlyTable<u64, Link>,
     pub(crate) children: ReadOnlyTable<(u64, u64), ()>,
     pub(crate) labels: ReadOnlyTable<(u64, &'static str), &'static str>,
-    pub(crate) row_hashes: ReadOnlyTable<u64, [u8; 32]>,
     pub(crate) run_starts: ReadOnlyTable<u64, u64>,
     pub(crate) settings: ReadOnlyTable<(u64, u64), u8>,
     pub(crate) file_hits: ReadOnlyTable<(&'static str, u64, u64), &'static [u8]>,
@@ -72,12 +71,11 @@ impl Snapshot {
             sessions: tx.open_table(schema::SESSIONS)?,
             session_ids: tx.open_table(schema::SESSION_IDS)?,
             entries: tx.open_table(schema::ENTRIES)?,
-            session_entries: tx.open_table(schema::SESSION_ENTRIES)?,
+            session_runs: tx.open_table(schema::SESSION_RUNS)?,
             entry_ids: tx.open_table(schema::ENTRY_IDS)?,
             parents: tx.open_table(schema::PARENTS)?,
             children: tx.open_table(schema::CHILDREN)?,
             labels: tx.open_table(schema::LABELS)?,
-            row_hashes: tx.open_table(schema::ROW_HASHES)?,
             run_starts: tx.open_table(schema::RUN_STARTS)?,
             settings: tx.open_table(schema::SETTINGS)?,
             file_hits: tx.open_table(crate::files::FILE_HITS)?,
@@ -146,8 +144,22 @@ impl Snapshot {
     /// A session's rows in file order (every physical line; see [`EntryRecord`]).
     pub fn rows(&self, s: SessionKey) -> Result<Vec<EntryKey>, StoreError> {
         let mut out = Vec::new();
-        for row in self.session_entries.range((s.0, 0)..=(s.0, u64::MAX))? {
-            out.push(EntryKey(row?.1.value()));
+        for run in self.row_runs(s)? {
+            out.extend(run.map(EntryKey));
+        }
+        Ok(out)
+    }
+
+    /// A session's rows in file order as runs of consecutive entry keys
+    /// ([`schema::SESSION_RUNS`]).
+    pub fn row_runs(&self, s: SessionKey) -> Result<Vec<std::ops::Range<u64>>, StoreError> {
+        let mut out = Vec::new();
+        for row in self.session_runs.range((s.0, 0)..=(s.0, u64::MAX))? {
+            let (first, n) = row?.1.value();
+            let end = first.checked_add(n).ok_or_else(|| {
+                StoreError::Inconsistent(format!("session {s}: a run of {n} rows from {first}"))
+            })?;
+            out.push(first..end);
         }
         Ok(out)
     }

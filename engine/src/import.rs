@@ -11,7 +11,8 @@
 //! - one file is one write transaction: a crash leaves the file either fully imported (as of
 //!   the bytes read) or not at all, and the next import completes it;
 //! - every physical line is stored with its exact bytes (see [`crate::record::EntryRecord`]), so
-//!   export gives back the file; rows get ascending entry keys in file order;
+//!   export gives back the file; rows get ascending entry keys in file order, consecutive
+//!   within one import, which `session_runs` records as one run;
 //! - parents are resolved as pi's id index does (a later duplicate id wins); parent chains that
 //!   form a cycle are cut (the entry closing the cycle becomes a root, counted in
 //!   `SessionRecord::cycle_cuts`) so depth is always finite;
@@ -764,6 +765,9 @@ impl Store {
         }
         w.flush_outline(&mut st)?;
         w.link(&mut st)?;
+        if let Some(run) = st.run {
+            w.add_run(s, run)?;
+        }
         // Finish the session record.
         let (head, tail) = match window_hashes(canon, size) {
             Ok(h) => h,
@@ -794,13 +798,13 @@ impl Store {
     }
 }
 
-/// A row's serialised record and the blake3 of its plain bytes.
-type Encoded = (Vec<u8>, [u8; 32]);
+/// A row's serialised record.
+type Encoded = Vec<u8>;
 
 /// A chunk's rows, ready to write.
 struct Prepared {
     rows: Vec<Draft>,
-    /// Each row's serialised record and the blake3 of its plain bytes.
+    /// Each row's serialised record.
     encoded: Vec<Encoded>,
     /// Physical lines in the chunk.
     lines: u64,
@@ -854,9 +858,8 @@ fn prepare_chunk(
 fn encode_rows(rows: &mut [Draft]) -> Result<Vec<Encoded>, StoreError> {
     rows.par_iter_mut()
         .map(|r| {
-            let hash = *blake3::hash(&r.rec.raw).as_bytes();
-            r.rec.pack();
-            Ok((encode(&r.rec)?, hash))
+            r.rec.seal();
+            encode(&r.rec)
         })
         .collect()
 }
@@ -873,6 +876,8 @@ struct FileState<'p> {
     entries_added: u64,
     /// The first entry key written by this import (older keys are old rows).
     first_new_key: Option<u64>,
+    /// The run of rows this import adds: (sequence of its first row, first key, rows).
+    run: Option<(u64, u64, u64)>,
     nodes: Vec<Node>,
     append: bool,
     /// The source's version when the rows come from its migrated copy.
@@ -893,6 +898,7 @@ impl<'p> FileState<'p> {
             bytes_read: 0,
             entries_added: 0,
             first_new_key: None,
+            run: None,
             nodes: Vec::new(),
             append: start > 0,
             migrated_from: None,
@@ -1129,12 +1135,11 @@ pub(crate) struct Writer<'t> {
     sessions: Table<'t, u64, Rkyv<SessionRecord>>,
     session_ids: Table<'t, (&'static str, u64), ()>,
     entries: Table<'t, u64, Rkyv<EntryRecord>>,
-    session_entries: Table<'t, (u64, u64), u64>,
+    session_runs: Table<'t, (u64, u64), (u64, u64)>,
     entry_ids: Table<'t, (u64, &'static str), u64>,
     parents: Table<'t, u64, Link>,
     children: Table<'t, (u64, u64), ()>,
     labels: Table<'t, (u64, &'static str), &'static str>,
-    row_hashes: Table<'t, u64, [u8; 32]>,
     run_starts: Table<'t, u64, u64>,
     settings: Table<'t, (u64, u64), u8>,
     outline: Table<'t, (u64, u64, u32), &'static [u8]>,
@@ -1159,12 +1164,11 @@ impl<'t> Writer<'t> {
             sessions: tx.open_table(schema::SESSIONS)?,
             session_ids: tx.open_table(schema::SESSION_IDS)?,
             entries: tx.open_table(schema::ENTRIES)?,
-            session_entries: tx.open_table(schema::SESSION_ENTRIES)?,
+            session_runs: tx.open_table(schema::SESSION_RUNS)?,
             entry_ids: tx.open_table(schema::ENTRY_IDS)?,
             parents: tx.open_table(schema::PARENTS)?,
             children: tx.open_table(schema::CHILDREN)?,
             labels: tx.open_table(schema::LABELS)?,
-            row_hashes: tx.open_table(schema::ROW_HASHES)?,
             run_starts: tx.open_table(schema::RUN_STARTS)?,
             settings: tx.open_table(schema::SETTINGS)?,
             outline: tx.open_table(OUTLINE)?,
@@ -1181,12 +1185,12 @@ impl<'t> Writer<'t> {
     /// Removes every row of a session (before reading its file again).
     fn delete_session(&mut self, s: SessionKey, old: &SessionRecord) -> Result<(), StoreError> {
         let mut keys = Vec::new();
-        for row in self.session_entries.range((s.0, 0)..=(s.0, u64::MAX))? {
-            keys.push(row?.1.value());
+        for row in self.session_runs.range((s.0, 0)..=(s.0, u64::MAX))? {
+            let (first, n) = row?.1.value();
+            keys.extend(first..first.saturating_add(n));
         }
         for k in &keys {
             self.entries.remove(*k)?;
-            self.row_hashes.remove(*k)?;
             let link = self.parents.remove(*k)?.map(|l| l.value());
             if let Some(l) = link {
                 if let Some(p) = l.parent() {
@@ -1197,7 +1201,7 @@ impl<'t> Writer<'t> {
                 }
             }
         }
-        self.session_entries
+        self.session_runs
             .retain_in((s.0, 0)..=(s.0, u64::MAX), |_, _| false)?;
         self.settings
             .retain_in((s.0, 0)..=(s.0, u64::MAX), |_, _| false)?;
@@ -1238,13 +1242,16 @@ impl<'t> Writer<'t> {
         encoded: &[Encoded],
     ) -> Result<Result<(), Conflict>, StoreError> {
         let s = st.s.0;
-        for (mut row, (bytes, hash)) in rows.into_iter().zip(encoded) {
+        for (mut row, bytes) in rows.into_iter().zip(encoded) {
             let key = self.next_entry;
             self.next_entry += 1;
             let first_new = *st.first_new_key.get_or_insert(key);
             self.entries.insert(key, RecordRef::new(bytes))?;
-            self.row_hashes.insert(key, hash)?;
-            self.session_entries.insert((s, st.rec.rows), key)?;
+            // This import's keys are consecutive: its rows are one run.
+            match &mut st.run {
+                Some((_, _, n)) => *n += 1,
+                None => st.run = Some((st.rec.rows, key, 1)),
+            }
             st.rec.rows += 1;
             let ops = std::mem::take(&mut row.facts.ops);
             if !ops.ops.is_empty() || ops.result.is_some() {
@@ -1278,7 +1285,7 @@ impl<'t> Writer<'t> {
                         return Ok(Err(Conflict));
                     }
                 }
-                self.entry_ids.insert((s, id.as_str()), key)?;
+                // `entry_ids` is written by `link`, in id order.
                 let node = node.unwrap_or_default();
                 self.push_outline(
                     st,
@@ -1323,6 +1330,38 @@ impl<'t> Writer<'t> {
             }
         }
         Ok(Ok(()))
+    }
+
+    /// Records a run of rows (sequence of its first row, first key, rows) of session `s`,
+    /// extending the session's last run when it continues it: runs are maximal, so the table
+    /// is the same however the file was read in pieces.
+    fn add_run(
+        &mut self,
+        s: SessionKey,
+        (seq, first, n): (u64, u64, u64),
+    ) -> Result<(), StoreError> {
+        let last = match self
+            .session_runs
+            .range((s.0, 0)..=(s.0, u64::MAX))?
+            .next_back()
+        {
+            Some(row) => {
+                let (k, v) = row?;
+                Some((k.value().1, v.value()))
+            }
+            None => None,
+        };
+        match last {
+            Some((lseq, (lfirst, ln)))
+                if lseq.checked_add(ln) == Some(seq) && lfirst.checked_add(ln) == Some(first) =>
+            {
+                self.session_runs.insert((s.0, lseq), (lfirst, ln + n))?;
+            }
+            _ => {
+                self.session_runs.insert((s.0, seq), (first, n))?;
+            }
+        }
+        Ok(())
     }
 
     /// Adds a node to the session's open outline block, writing the block when it is full.
@@ -1372,7 +1411,8 @@ impl<'t> Writer<'t> {
         Ok((!b.is_full()).then_some(b))
     }
 
-    /// Resolves the parents of this import's nodes and writes `parents` and `children`.
+    /// Resolves the parents of this import's nodes and writes `entry_ids`, `parents` and
+    /// `children`.
     fn link(&mut self, st: &mut FileState<'_>) -> Result<(), StoreError> {
         let s = st.s.0;
         let nodes = std::mem::take(&mut st.nodes);
@@ -1483,6 +1523,20 @@ impl<'t> Writer<'t> {
                 stack.pop();
             }
         }
+        // The id index, in key order (a B-tree fills its pages best that way): each id once,
+        // with its last node in file order (pi's index: a later duplicate wins).
+        let mut order: Vec<usize> = (0..nodes.len()).collect();
+        order.sort_unstable_by(|&a, &b| {
+            (nodes[a].id.as_str(), nodes[a].key).cmp(&(nodes[b].id.as_str(), nodes[b].key))
+        });
+        for (i, &a) in order.iter().enumerate() {
+            let id = nodes[a].id.as_str();
+            if order.get(i + 1).is_some_and(|&b| nodes[b].id == id) {
+                continue;
+            }
+            self.entry_ids.insert((s, id), nodes[a].key)?;
+        }
+        drop(order);
         for (n, l) in nodes.iter().zip(&links) {
             let l = l.ok_or_else(|| StoreError::Inconsistent("unlinked node".into()))?;
             self.parents.insert(n.key, l)?;

@@ -4,6 +4,7 @@
 //! - every archived type here has alignment 1 (the workspace pins rkyv's `unaligned` format),
 //!   so [`RecordRef::archived`] validates and reads straight out of a redb page;
 //! - records are only ever read through checked `rkyv::access` (never `access_unchecked`);
+//! - an imported row carries the blake3 of its plain line bytes ([`EntryRecord::hash`]);
 //! - a row's line bytes (`raw`) are stored as written or zstd-compressed ([`Codec`]); every
 //!   reader goes through [`ArchivedEntryRecord::raw_bytes`] / [`ArchivedEntryRecord::json_text`]
 //!   (or gets an unpacked owned record from [`decode_entry`]), never reads `raw` directly;
@@ -182,10 +183,13 @@ pub struct EntryRecord {
     pub role: Option<String>,
     /// The entry's `timestamp` as written.
     pub timestamp: Option<String>,
+    /// blake3 of the plain `raw` bytes, set at import ([`Self::seal`]); `verify` hashes the
+    /// bytes again and compares.
+    pub hash: [u8; 32],
 }
 
 impl Record for EntryRecord {
-    const TYPE_NAME: &'static str = "pisess::EntryRecordV2";
+    const TYPE_NAME: &'static str = "pisess::EntryRecordV3";
 }
 
 impl EntryRecord {
@@ -205,7 +209,16 @@ impl EntryRecord {
             type_name: None,
             role: None,
             timestamp: None,
+            hash: [0; 32],
         }
+    }
+
+    /// Records the hash of the plain `raw` bytes, then compresses them ([`Self::pack`]).
+    pub fn seal(&mut self) {
+        if self.codec == Codec::Plain {
+            self.hash = *blake3::hash(&self.raw).as_bytes();
+        }
+        self.pack();
     }
 
     /// Compresses a plain `raw` when that makes it smaller.

@@ -11,7 +11,7 @@
 //! - `outline` blocks are derived from each session's records
 //!   ([`Snapshot::expected_outline`]) and rewritten where they differ;
 //! - repair runs in one write transaction and touches only those index tables: it never
-//!   deletes or changes a record (`entries`, `session_entries`, `sessions`, `row_hashes`);
+//!   deletes or changes a record (`entries`, `session_runs`, `sessions`);
 //! - nothing recurses: links are built with an explicit stack.
 //!
 //! The file-operation index (`file_hits`, `file_resolved`, `file_session_paths`,

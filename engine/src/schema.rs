@@ -1,7 +1,7 @@
 //! Every redb table of the store, and the schema version.
 //!
 //! Invariants:
-//! - table names and record type names carry a version (`entries.v2`, `pisess::EntryRecordV2`);
+//! - table names and record type names carry a version (`entries.v3`, `pisess::EntryRecordV3`);
 //!   only `meta` is unversioned, because it holds the schema version itself;
 //! - every index row is written in the same write transaction as the rows it indexes, so a
 //!   committed store never has an index that disagrees with its data;
@@ -19,13 +19,12 @@
 //! | `sources.v1` | canonical file path → session key |
 //! | `sessions.v1` | session key → [`SessionRecord`] |
 //! | `session_ids.v1` | (session id, session key) → () |
-//! | `entries.v2` | entry key → [`EntryRecord`] (one per stored row; long lines zstd-compressed) |
-//! | `session_entries.v1` | (session key, row sequence) → entry key (file order) |
+//! | `entries.v3` | entry key → [`EntryRecord`] (one per stored row; long lines zstd-compressed; the blake3 of its line, checked by `verify`) |
+//! | `session_runs.v1` | (session key, sequence of the run's first row) → (first entry key, rows): the session's rows in file order, as runs of consecutive entry keys (one per import of the file) |
 //! | `entry_ids.v1` | (session key, entry id) → entry key (a later duplicate id wins, as in pi) |
 //! | `parents.v1` | entry key → [`Link`] (parent, skip pointer, depth; 20 bytes) |
 //! | `children.v1` | (parent key, child key) → () (children in file order) |
 //! | `labels.v1` | (session key, target id) → label (resolved as pi: file order, last wins) |
-//! | `row_hashes.v1` | entry key → blake3 of the row's `raw` bytes (checked by `verify`) |
 //! | `run_starts.v1` | entry key → its parent key, for every entry whose parent is not the key just before it |
 //! | `file_hits.v1` | (path as written, session key, chunk start key) → a block of that path's hits in that session and chunk ([`crate::files::encode_block`]) |
 //! | `file_resolved.v1` | (resolved path, session key, path as written) → (), where the two paths differ |
@@ -47,6 +46,9 @@
 //! `file_session_paths.v1` beside them, and `tool_results.v3` names each operation's path;
 //! schema 8 makes the outline's hot frame an LZ4 block (`outline.v2`: `log` and `tree` decode
 //! it about 2.5 times faster). (Both were built apart as "7"; a store from either is refused.)
+//! Schema 9 makes an import write fewer rows: a row's hash moves into its record
+//! (`entries.v3`, `EntryRecordV3`; `row_hashes.v1` is gone) and `session_entries.v1` (one row
+//! per line) becomes `session_runs.v1` (one row per import of a file).
 
 use redb::{TableDefinition, TypeName, Value};
 
@@ -54,7 +56,7 @@ use crate::ids::{EntryKey, Link};
 use crate::record::{EntryRecord, Rkyv, SessionRecord};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 8;
+pub const SCHEMA_VERSION: u64 = 9;
 
 /// `meta` key of the schema version.
 pub const META_SCHEMA: &str = "schema_version";
@@ -66,7 +68,7 @@ pub const META_NEXT_SESSION: &str = "next_session";
 /// Name of the sessions table (for error messages).
 pub const SESSIONS_NAME: &str = "sessions.v1";
 /// Name of the entries table (for error messages).
-pub const ENTRIES_NAME: &str = "entries.v2";
+pub const ENTRIES_NAME: &str = "entries.v3";
 
 /// Store-wide settings and counters.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
@@ -78,9 +80,13 @@ pub const SESSIONS: TableDefinition<u64, Rkyv<SessionRecord>> = TableDefinition:
 pub const SESSION_IDS: TableDefinition<(&str, u64), ()> = TableDefinition::new("session_ids.v1");
 /// Entry key → stored row.
 pub const ENTRIES: TableDefinition<u64, Rkyv<EntryRecord>> = TableDefinition::new(ENTRIES_NAME);
-/// (session, row sequence) → entry key.
-pub const SESSION_ENTRIES: TableDefinition<(u64, u64), u64> =
-    TableDefinition::new("session_entries.v1");
+/// (session, sequence of a run's first row) → (the run's first entry key, its rows): the rows
+/// of a session in file order are the runs in key order, each the entry keys `first..first +
+/// rows`. One import of a file gives its rows consecutive keys, so it writes one run (or
+/// extends the last one: runs are maximal, the same whether the file was read at once or in
+/// appends).
+pub const SESSION_RUNS: TableDefinition<(u64, u64), (u64, u64)> =
+    TableDefinition::new("session_runs.v1");
 /// (session, entry id) → entry key.
 pub const ENTRY_IDS: TableDefinition<(u64, &str), u64> = TableDefinition::new("entry_ids.v1");
 /// Entry key → parent, skip pointer, depth.
@@ -111,8 +117,6 @@ pub fn setting_of(type_name: Option<&str>) -> Option<u8> {
     }
 }
 
-/// Entry key → blake3 of the row's raw bytes.
-pub const ROW_HASHES: TableDefinition<u64, [u8; 32]> = TableDefinition::new("row_hashes.v1");
 /// (session, target id) → label.
 pub const LABELS: TableDefinition<(u64, &str), &str> = TableDefinition::new("labels.v1");
 

@@ -311,12 +311,11 @@ impl Store {
             tx.open_table(schema::SESSIONS)?;
             tx.open_table(schema::SESSION_IDS)?;
             tx.open_table(schema::ENTRIES)?;
-            tx.open_table(schema::SESSION_ENTRIES)?;
+            tx.open_table(schema::SESSION_RUNS)?;
             tx.open_table(schema::ENTRY_IDS)?;
             tx.open_table(schema::PARENTS)?;
             tx.open_table(schema::CHILDREN)?;
             tx.open_table(schema::LABELS)?;
-            tx.open_table(schema::ROW_HASHES)?;
             tx.open_table(schema::RUN_STARTS)?;
             tx.open_table(schema::SETTINGS)?;
             tx.open_table(crate::files::FILE_HITS)?;
@@ -361,12 +360,11 @@ impl Store {
         hash_table(&rtx, schema::SESSIONS, &mut h)?;
         hash_table(&rtx, schema::SESSION_IDS, &mut h)?;
         hash_table(&rtx, schema::ENTRIES, &mut h)?;
-        hash_table(&rtx, schema::SESSION_ENTRIES, &mut h)?;
+        hash_table(&rtx, schema::SESSION_RUNS, &mut h)?;
         hash_table(&rtx, schema::ENTRY_IDS, &mut h)?;
         hash_table(&rtx, schema::PARENTS, &mut h)?;
         hash_table(&rtx, schema::CHILDREN, &mut h)?;
         hash_table(&rtx, schema::LABELS, &mut h)?;
-        hash_table(&rtx, schema::ROW_HASHES, &mut h)?;
         hash_table(&rtx, schema::RUN_STARTS, &mut h)?;
         hash_table(&rtx, schema::SETTINGS, &mut h)?;
         hash_table(&rtx, crate::files::FILE_HITS, &mut h)?;
