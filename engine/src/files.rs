@@ -40,9 +40,14 @@
 //!
 //! A query is range scans of `file_hits` (and of `file_resolved` for resolved paths): a glob's
 //! literal prefix bounds the scan, and the glob runs once per distinct path, not per hit; a
-//! path the query does not keep is skipped with a new range instead of read. Then one stable
-//! sort of the hits by (entry key, op index): each path's hits already come in about that order,
-//! so the sort merges a few runs.
+//! path the query does not keep is skipped with a new range instead of read. The scan only
+//! collects the blocks ([`FileScan`]); then either
+//! - [`FileScan::collect`] decodes them all and sorts the hits by (entry key, op index) (each
+//!   path's hits already come in about that order, so the stable sort merges a few runs); or
+//! - [`FileScan::stream`] renders them without holding the output: a hit lies in its entry's
+//!   chunk, so the blocks are grouped by chunk, and each chunk is decoded, sorted and rendered
+//!   on its own (chunks in parallel on the rayon pool, into a bounded set of reused buffers),
+//!   its output written after the previous chunk's. Both give the same hits in the same order.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -937,11 +942,7 @@ impl FileHits {
     }
 
     fn get(&self, s: Span) -> Option<&str> {
-        if s.at == u32::MAX {
-            return None;
-        }
-        let at = s.at as usize;
-        self.arena.get(at..at + s.len as usize)
+        get_span(&self.arena, s)
     }
 
     fn hit(&self, r: &HitRow) -> Result<FileHitRef<'_>, StoreError> {
@@ -974,14 +975,7 @@ impl FileHits {
 
     /// Copies a string into the arena.
     fn span(&mut self, s: &str) -> Result<Span, StoreError> {
-        let too_big = || StoreError::Inconsistent("a file query's strings pass 4 GiB".into());
-        let at = u32::try_from(self.arena.len()).map_err(|_| too_big())?;
-        let len = u32::try_from(s.len()).map_err(|_| too_big())?;
-        if at.checked_add(len).is_none_or(|end| end == u32::MAX) {
-            return Err(too_big());
-        }
-        self.arena.push_str(s);
-        Ok(Span { at, len })
+        push_span(&mut self.arena, s)
     }
 
     /// Adds the hits of one block that pass the filter's operations.
@@ -1066,6 +1060,9 @@ pub enum FileQueryError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The output could not be written.
+    #[error("cannot write the output")]
+    Write(#[source] std::io::Error),
     /// The glob does not parse.
     #[error("invalid glob {glob:?}")]
     Glob {
@@ -1094,21 +1091,633 @@ impl Cwds {
     }
 }
 
+/// A block a query's scan found (its hits are decoded later).
+struct FoundBlock {
+    chunk: u64,
+    session: u64,
+    /// The path as written: its number in [`FileScan::paths`].
+    path: u32,
+    /// The resolved path's number when the scan found it in `file_resolved` (otherwise it is
+    /// computed from the session's cwd).
+    resolved: Option<u32>,
+    value: redb::AccessGuard<'static, &'static [u8]>,
+}
+
+/// The blocks of a query's hits, found by its range scans and not yet decoded:
+/// [`FileScan::collect`] gathers the hits, [`FileScan::stream`] renders them in order.
+pub struct FileScan<'s> {
+    snap: &'s Snapshot,
+    filter: FileFilter,
+    /// The paths (as written or resolved) the blocks name.
+    paths: Vec<String>,
+    blocks: Vec<FoundBlock>,
+}
+
+/// How [`FileScan::stream`] renders hits.
+pub trait RenderHit: Sync {
+    /// Appends the part of a hit's output that depends on its paths only (as written and
+    /// resolved): made once per block, and given to [`Self::hit`] for each of its hits.
+    fn paths(&self, path: &str, resolved: &str, out: &mut Vec<u8>);
+    /// Appends a hit's output (`paths`: what [`Self::paths`] made for its paths).
+    fn hit(&self, h: &FileHitRef<'_>, paths: &[u8], out: &mut Vec<u8>);
+}
+
+/// The sizes [`FileScan::stream_with`] works with.
+#[derive(Debug, Clone)]
+pub struct StreamOptions {
+    /// Below this many bytes of blocks, the hits are decoded on the calling thread.
+    pub inline_below: usize,
+    /// Bytes of output a worker gathers before handing them to the writer.
+    pub buffer: usize,
+    /// Output buffers that may be filled and not yet written: beyond them, a worker ahead of
+    /// the writer waits (the worker on the chunk being written never does).
+    pub buffers: usize,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        Self {
+            inline_below: 1 << 18,
+            buffer: 1 << 18,
+            buffers: 32,
+        }
+    }
+}
+
+/// What [`FileScan::stream`] knows of a session: its cwd and its active path's key ranges.
+struct SessionFacts {
+    cwd: String,
+    runs: Vec<(u64, u64)>,
+}
+
+/// What every [`FileScan::stream`] job reads.
+#[derive(Clone, Copy)]
+struct JobContext<'c> {
+    facts: &'c [(u64, SessionFacts)],
+    emit: &'c dyn RenderHit,
+    /// Output bytes gathered before they are handed on.
+    buffer: usize,
+}
+
+/// A hit of a [`FileScan::stream`] job, its strings as spans of the job's arena.
+#[derive(Clone, Copy)]
+struct JobRow<'a> {
+    entry: u64,
+    session: u64,
+    index: u32,
+    op: FileOp,
+    status: u8,
+    /// The number of the tool name in [`Scratch::names`].
+    name: u32,
+    path: &'a str,
+    /// [`NO_SPAN`]: the path as written.
+    resolved: Span,
+    /// The block's [`RenderHit::paths`] output, in [`Scratch::paths`].
+    paths: Span,
+    /// Entry id, tool call id, timestamp.
+    strs: [Span; 3],
+}
+
+/// A [`FileScan::stream`] worker's buffers, reused from job to job.
+#[derive(Default)]
+struct Scratch<'a> {
+    arena: String,
+    /// Each block's [`RenderHit::paths`] output.
+    paths: Vec<u8>,
+    names: Vec<&'a str>,
+    rows: Vec<JobRow<'a>>,
+    keys: Vec<(u64, u32, u32)>,
+    packed: Vec<u64>,
+    /// The rows to render, in order.
+    order: Vec<u32>,
+}
+
+/// A message from a [`FileScan::stream`] worker to the writer.
+enum Note {
+    /// Output of a job, in order.
+    Out(usize, Vec<u8>),
+    /// A job is complete, with this many hits.
+    Done(usize, usize),
+    Failed(StoreError),
+}
+
+/// The flow control of [`FileScan::stream`].
+struct Flow {
+    /// Jobs completely written.
+    written: usize,
+    /// Buffers handed out and not yet given back.
+    lent: usize,
+    free: Vec<Vec<u8>>,
+    stop: bool,
+}
+
+/// Copies a string into an arena.
+fn push_span(arena: &mut String, s: &str) -> Result<Span, StoreError> {
+    let too_big = || StoreError::Inconsistent("a file query's strings pass 4 GiB".into());
+    let at = u32::try_from(arena.len()).map_err(|_| too_big())?;
+    let len = u32::try_from(s.len()).map_err(|_| too_big())?;
+    if at.checked_add(len).is_none_or(|end| end == u32::MAX) {
+        return Err(too_big());
+    }
+    arena.push_str(s);
+    Ok(Span { at, len })
+}
+
+fn get_span(arena: &str, s: Span) -> Option<&str> {
+    if s.at == u32::MAX {
+        return None;
+    }
+    let at = s.at as usize;
+    arena.get(at..at + s.len as usize)
+}
+
+impl<'s> FileScan<'s> {
+    fn new(snap: &'s Snapshot, f: &FileFilter) -> Self {
+        Self {
+            snap,
+            filter: f.clone(),
+            paths: Vec::new(),
+            blocks: Vec::new(),
+        }
+    }
+
+    fn intern(&mut self, p: &str) -> Result<u32, StoreError> {
+        let n = u32::try_from(self.paths.len())
+            .map_err(|_| StoreError::Inconsistent("a file query met over 2^32 paths".into()))?;
+        self.paths.push(p.to_owned());
+        Ok(n)
+    }
+
+    fn path(&self, n: u32) -> Result<&str, StoreError> {
+        self.paths
+            .get(n as usize)
+            .map(String::as_str)
+            .ok_or_else(|| StoreError::Inconsistent("a file query lost a path".into()))
+    }
+
+    /// The sessions of the found blocks, each once, in key order.
+    pub fn sessions(&self) -> Vec<SessionKey> {
+        let mut out: Vec<u64> = self.blocks.iter().map(|b| b.session).collect();
+        out.sort_unstable();
+        out.dedup();
+        out.into_iter().map(SessionKey).collect()
+    }
+
+    /// Decodes every block: the hits, each once, in (entry key, op index) order.
+    pub fn collect(self) -> Result<FileHits, StoreError> {
+        let mut out = FileHits::default();
+        let mut cwds = Cwds::default();
+        // The last block's (path, session) and their spans.
+        let mut last: Option<(u32, u64, Span, Span)> = None;
+        for b in &self.blocks {
+            let p = self.path(b.path)?;
+            let (path, resolved) = match last {
+                Some((lp, ls, x, r)) if lp == b.path && ls == b.session => (x, r),
+                _ => {
+                    let x = out.span(p)?;
+                    let r = match b.resolved {
+                        Some(r) => out.span(self.path(r)?)?,
+                        None => {
+                            let r = normalize(cwds.get(self.snap, b.session)?, p);
+                            if r == p { x } else { out.span(&r)? }
+                        }
+                    };
+                    last = Some((b.path, b.session, x, r));
+                    (x, r)
+                }
+            };
+            out.push_block(
+                b.value.value(),
+                (p, b.session, b.chunk),
+                path,
+                resolved,
+                &self.filter,
+            )?;
+        }
+        self.snap.finish_hits(&mut out, &self.filter)?;
+        Ok(out)
+    }
+
+    /// Renders every hit, each once, in (entry key, op index) order: `emit` appends each hit's
+    /// output to a buffer, `sink` receives the output in order, in large pieces. Returns the
+    /// number of hits.
+    ///
+    /// The blocks are decoded, ordered and rendered one chunk ([`CHUNK`] entry keys) at a time
+    /// (a hit lies in its entry's chunk, so the chunks' outputs follow each other), chunks in
+    /// parallel on the rayon pool; the output is written by the calling thread.
+    pub fn stream(
+        &self,
+        emit: &dyn RenderHit,
+        sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> Result<usize, FileQueryError> {
+        self.stream_with(emit, sink, &StreamOptions::default())
+    }
+
+    /// [`Self::stream`] with its sizes chosen (tests use small ones to exercise the parallel
+    /// path on little data).
+    pub fn stream_with(
+        &self,
+        emit: &dyn RenderHit,
+        sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+        opt: &StreamOptions,
+    ) -> Result<usize, FileQueryError> {
+        use rayon::prelude::*;
+        // Jobs: the blocks by chunk.
+        let mut order: Vec<u32> = (0..self.blocks.len())
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+            .collect();
+        order.sort_by_key(|&n| self.blocks.get(n as usize).map_or(u64::MAX, |b| b.chunk));
+        let jobs: Vec<&[u32]> = order
+            .chunk_by(|&a, &b| {
+                self.blocks.get(a as usize).map(|x| x.chunk)
+                    == self.blocks.get(b as usize).map(|x| x.chunk)
+            })
+            .collect();
+        let bytes: usize = self.blocks.iter().map(|b| b.value.value().len()).sum();
+        let inline = bytes < opt.inline_below || rayon::current_num_threads() < 2;
+        let sessions = self.sessions();
+        let facts = |s: &SessionKey| -> Result<(u64, SessionFacts), StoreError> {
+            let cwd = self.snap.session(*s)?.map(|r| r.cwd).unwrap_or_default();
+            Ok((
+                s.0,
+                SessionFacts {
+                    cwd,
+                    runs: self.snap.active_runs(*s)?,
+                },
+            ))
+        };
+        let facts: Vec<(u64, SessionFacts)> = if inline {
+            sessions.iter().map(facts).collect::<Result<_, _>>()?
+        } else {
+            sessions.par_iter().map(facts).collect::<Result<_, _>>()?
+        };
+        let cx = JobContext {
+            facts: &facts,
+            emit,
+            buffer: opt.buffer,
+        };
+        if inline {
+            let mut st = Scratch::default();
+            let mut buf = Vec::new();
+            let mut total = 0;
+            let mut failed = None;
+            for job in &jobs {
+                let mut flush = |b: &mut Vec<u8>| match sink(b) {
+                    Ok(()) => {
+                        b.clear();
+                        true
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
+                };
+                match self.render_job(job, &cx, &mut st, &mut buf, &mut flush)? {
+                    Some(n) => total += n,
+                    None => break,
+                }
+            }
+            if let Some(e) = failed {
+                return Err(FileQueryError::Write(e));
+            }
+            sink(&buf).map_err(FileQueryError::Write)?;
+            return Ok(total);
+        }
+        let flow = std::sync::Mutex::new(Flow {
+            written: 0,
+            lent: 0,
+            free: Vec::new(),
+            stop: false,
+        });
+        let wake = std::sync::Condvar::new();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (tx, rx) = std::sync::mpsc::channel::<Note>();
+        let workers = rayon::current_num_threads().min(jobs.len());
+        // A buffer for job `j`, `None` once the writer has stopped.
+        let lend = |j: usize| -> Option<Vec<u8>> {
+            let mut g = flow.lock().ok()?;
+            loop {
+                if g.stop {
+                    return None;
+                }
+                if let Some(b) = g.free.pop() {
+                    g.lent += 1;
+                    return Some(b);
+                }
+                if j == g.written || g.lent < opt.buffers {
+                    g.lent += 1;
+                    return Some(Vec::with_capacity(opt.buffer + (opt.buffer >> 3)));
+                }
+                g = wake.wait(g).ok()?;
+            }
+        };
+        let work = |tx: std::sync::mpsc::Sender<Note>| {
+            let mut st = Scratch::default();
+            loop {
+                let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(job) = jobs.get(j) else {
+                    return;
+                };
+                let Some(mut buf) = lend(j) else {
+                    return;
+                };
+                let mut flush = |b: &mut Vec<u8>| {
+                    let Some(fresh) = lend(j) else {
+                        return false;
+                    };
+                    tx.send(Note::Out(j, std::mem::replace(b, fresh))).is_ok()
+                };
+                match self.render_job(job, &cx, &mut st, &mut buf, &mut flush) {
+                    Ok(Some(n)) => {
+                        if tx.send(Note::Out(j, buf)).is_err() || tx.send(Note::Done(j, n)).is_err()
+                        {
+                            return;
+                        }
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        let _ = tx.send(Note::Failed(e));
+                        return;
+                    }
+                }
+            }
+        };
+        let mut result: Result<usize, FileQueryError> = Ok(0);
+        rayon::in_place_scope(|scope| {
+            for _ in 0..workers {
+                let tx = tx.clone();
+                let work = &work;
+                scope.spawn(move |_| work(tx));
+            }
+            drop(tx);
+            let mut pending: Vec<std::collections::VecDeque<Vec<u8>>> =
+                (0..jobs.len()).map(|_| Default::default()).collect();
+            let mut done = vec![false; jobs.len()];
+            let mut cur = 0;
+            let mut total = 0;
+            'write: while cur < jobs.len() {
+                let Ok(note) = rx.recv() else {
+                    result = Err(StoreError::Inconsistent(
+                        "a file query's workers stopped early".into(),
+                    )
+                    .into());
+                    break;
+                };
+                match note {
+                    Note::Out(j, b) => {
+                        if let Some(p) = pending.get_mut(j) {
+                            p.push_back(b);
+                        }
+                    }
+                    Note::Done(j, n) => {
+                        if let Some(d) = done.get_mut(j) {
+                            *d = true;
+                        }
+                        total += n;
+                    }
+                    Note::Failed(e) => {
+                        result = Err(e.into());
+                        break;
+                    }
+                }
+                while let Some(p) = pending.get_mut(cur) {
+                    while let Some(mut b) = p.pop_front() {
+                        if let Err(e) = sink(&b) {
+                            result = Err(FileQueryError::Write(e));
+                            break 'write;
+                        }
+                        b.clear();
+                        if let Ok(mut g) = flow.lock() {
+                            g.lent = g.lent.saturating_sub(1);
+                            g.free.push(b);
+                        }
+                        wake.notify_all();
+                    }
+                    if !done.get(cur).copied().unwrap_or(false) {
+                        break;
+                    }
+                    cur += 1;
+                    if let Ok(mut g) = flow.lock() {
+                        g.written = cur;
+                    }
+                    wake.notify_all();
+                }
+            }
+            if result.is_ok() {
+                result = Ok(total);
+            }
+            if let Ok(mut g) = flow.lock() {
+                g.stop = true;
+            }
+            wake.notify_all();
+            drop(rx);
+        });
+        result
+    }
+
+    /// Decodes, orders and renders one job's blocks (all in one chunk) into `out`, handing it
+    /// to `flush` whenever it passes `buffer` bytes. `None` when `flush` said stop.
+    fn render_job<'a>(
+        &'a self,
+        job: &[u32],
+        cx: &JobContext<'_>,
+        st: &mut Scratch<'a>,
+        out: &mut Vec<u8>,
+        flush: &mut dyn FnMut(&mut Vec<u8>) -> bool,
+    ) -> Result<Option<usize>, StoreError> {
+        st.arena.clear();
+        st.paths.clear();
+        st.names.clear();
+        st.rows.clear();
+        let JobContext {
+            facts,
+            emit,
+            buffer,
+        } = *cx;
+        let f = &self.filter;
+        let fact = |s: u64| {
+            facts
+                .binary_search_by_key(&s, |x| x.0)
+                .ok()
+                .and_then(|n| facts.get(n))
+                .map(|x| &x.1)
+        };
+        for &n in job {
+            let Some(b) = self.blocks.get(n as usize) else {
+                continue;
+            };
+            let p = self.path(b.path)?;
+            let bad = || {
+                corrupt(
+                    FILE_HITS_NAME,
+                    format!("{p:?} ({}, {})", b.session, b.chunk),
+                )
+            };
+            let norm;
+            let rstr = match b.resolved {
+                Some(r) => self.path(r)?,
+                None => {
+                    norm = normalize(fact(b.session).map_or("", |x| x.cwd.as_str()), p);
+                    norm.as_str()
+                }
+            };
+            let resolved = if rstr == p {
+                NO_SPAN
+            } else {
+                push_span(&mut st.arena, rstr)?
+            };
+            let at = st.paths.len();
+            emit.paths(p, rstr, &mut st.paths);
+            let paths = Span {
+                at: u32::try_from(at).map_err(|_| bad())?,
+                len: u32::try_from(st.paths.len() - at).map_err(|_| bad())?,
+            };
+            let mut r = BlockReader::new(b.value.value(), b.chunk).map_err(|_| bad())?;
+            let base = u32::try_from(st.names.len()).map_err(|_| bad())?;
+            st.names.extend(r.names.iter().copied());
+            let mut last = [NO_SPAN; 3];
+            loop {
+                let h = match r.next_hit() {
+                    Ok(Some(h)) => h,
+                    Ok(None) => break,
+                    Err(Malformed) => return Err(bad()),
+                };
+                let mut strs = [NO_SPAN; 3];
+                for ((out, last), (s, same)) in
+                    strs.iter_mut().zip(&last).zip(h.strs.iter().zip(h.same))
+                {
+                    *out = match s {
+                        _ if same => *last,
+                        None => NO_SPAN,
+                        Some(s) => push_span(&mut st.arena, s)?,
+                    };
+                }
+                last = strs;
+                if !f.ops.is_empty() && !f.ops.contains(&h.op) {
+                    continue;
+                }
+                if st.rows.len() >= u32::MAX as usize {
+                    return Err(bad());
+                }
+                st.rows.push(JobRow {
+                    entry: h.entry,
+                    session: b.session,
+                    index: h.index,
+                    op: h.op,
+                    status: h.status,
+                    name: base + u32::try_from(h.name).map_err(|_| bad())?,
+                    path: p,
+                    resolved,
+                    paths,
+                    strs,
+                });
+            }
+        }
+        // The order: (entry key, op index), sorted as one packed number when the entry's
+        // offset in the chunk and the index fit 16 bits each (always, but for a damaged block).
+        // A hit found under both of its paths comes twice, the same both times.
+        let chunk = job
+            .first()
+            .and_then(|&n| self.blocks.get(n as usize))
+            .map_or(0, |b| b.chunk);
+        let packed = st
+            .rows
+            .iter()
+            .all(|r| r.entry.wrapping_sub(chunk) < 1 << 16 && r.index < 1 << 16);
+        if packed {
+            st.packed.clear();
+            st.packed.extend(st.rows.iter().zip(0u64..).map(|(r, n)| {
+                (r.entry.wrapping_sub(chunk) << 48) | (u64::from(r.index) << 32) | n
+            }));
+            st.packed.sort_unstable();
+            st.packed.dedup_by_key(|k| *k >> 32);
+            st.order.clear();
+            st.order
+                .extend(st.packed.iter().map(|&k| (k & 0xffff_ffff) as u32));
+        } else {
+            st.keys.clear();
+            st.keys.extend(
+                st.rows
+                    .iter()
+                    .zip(0u32..)
+                    .map(|(r, n)| (r.entry, r.index, n)),
+            );
+            st.keys.sort_unstable();
+            st.keys.dedup_by_key(|k| (k.0, k.1));
+            st.order.clear();
+            st.order.extend(st.keys.iter().map(|k| k.2));
+        }
+        let mut count = 0;
+        let mut runs: Option<(u64, &[(u64, u64)])> = None;
+        for &n in &st.order {
+            let Some(r) = st.rows.get(n as usize) else {
+                continue;
+            };
+            let path = match runs {
+                Some((s, p)) if s == r.session => p,
+                _ => {
+                    let p = fact(r.session).map_or(&[][..], |x| x.runs.as_slice());
+                    runs = Some((r.session, p));
+                    p
+                }
+            };
+            let k = path.partition_point(|&(start, _)| start <= r.entry);
+            let active = k > 0 && path.get(k - 1).is_some_and(|&(_, end)| r.entry <= end);
+            if f.active_only && !active {
+                continue;
+            }
+            let bad = || corrupt(FILE_HITS_NAME, format!("({}, {})", r.entry, r.index));
+            let [id, call, ts] = r.strs;
+            let hit = FileHitRef {
+                session: SessionKey(r.session),
+                entry: EntryKey(r.entry),
+                index: r.index,
+                entry_id: get_span(&st.arena, id),
+                tool_call_id: get_span(&st.arena, call),
+                tool_name: st.names.get(r.name as usize).copied().ok_or_else(bad)?,
+                op: r.op,
+                path: r.path,
+                resolved: if r.resolved == NO_SPAN {
+                    r.path
+                } else {
+                    get_span(&st.arena, r.resolved).ok_or_else(bad)?
+                },
+                timestamp: get_span(&st.arena, ts),
+                is_error: match r.status {
+                    RESULT_OK => Some(false),
+                    RESULT_ERROR => Some(true),
+                    _ => None,
+                },
+                active,
+            };
+            let at = r.paths.at as usize;
+            let paths = st
+                .paths
+                .get(at..at + r.paths.len as usize)
+                .ok_or_else(bad)?;
+            emit.hit(&hit, paths, out);
+            count += 1;
+            if out.len() >= buffer && !flush(out) {
+                return Ok(None);
+            }
+        }
+        Ok(Some(count))
+    }
+}
+
 impl Snapshot {
     /// Hits whose path (as written or resolved) is exactly `path`.
     pub fn files_exact(&self, path: &str, f: &FileFilter) -> Result<Vec<FileHit>, StoreError> {
-        let mut out = FileHits::default();
-        self.files_scan(&mut out, &mut Cwds::default(), path, f, |p| p == path)?;
-        self.finish_hits(&mut out, f)?;
-        out.to_vec()
+        let mut scan = FileScan::new(self, f);
+        self.files_scan(&mut scan, path, |p| p == path)?;
+        scan.collect()?.to_vec()
     }
 
     /// Hits whose path is `folder` or lies under it (trailing slashes are ignored).
     pub fn files_under(&self, folder: &str, f: &FileFilter) -> Result<Vec<FileHit>, StoreError> {
-        let mut out = FileHits::default();
-        self.scan_under(&mut out, &mut Cwds::default(), folder, f)?;
-        self.finish_hits(&mut out, f)?;
-        out.to_vec()
+        let mut scan = FileScan::new(self, f);
+        self.scan_under(&mut scan, folder)?;
+        scan.collect()?.to_vec()
     }
 
     /// Hits whose path matches a glob (`*` and `?` stay within a path component, `**` crosses
@@ -1123,12 +1732,21 @@ impl Snapshot {
         queries: &[FileQuery<'_>],
         f: &FileFilter,
     ) -> Result<FileHits, FileQueryError> {
-        let mut out = FileHits::default();
-        let mut cwds = Cwds::default();
+        Ok(self.file_scan(queries, f)?.collect()?)
+    }
+
+    /// The blocks holding the union of several queries' hits (decode them with
+    /// [`FileScan::collect`] or [`FileScan::stream`]).
+    pub fn file_scan(
+        &self,
+        queries: &[FileQuery<'_>],
+        f: &FileFilter,
+    ) -> Result<FileScan<'_>, FileQueryError> {
+        let mut scan = FileScan::new(self, f);
         for q in queries {
             match *q {
-                FileQuery::Exact(p) => self.files_scan(&mut out, &mut cwds, p, f, |k| k == p)?,
-                FileQuery::Under(folder) => self.scan_under(&mut out, &mut cwds, folder, f)?,
+                FileQuery::Exact(p) => self.files_scan(&mut scan, p, |k| k == p)?,
+                FileQuery::Under(folder) => self.scan_under(&mut scan, folder)?,
                 FileQuery::Glob(glob) => {
                     let matcher = globset::GlobBuilder::new(glob)
                         .literal_separator(true)
@@ -1142,12 +1760,11 @@ impl Snapshot {
                     let literal = glob
                         .find(['*', '?', '[', '{', '\\'])
                         .map_or(glob, |i| &glob[..i]);
-                    self.files_scan(&mut out, &mut cwds, literal, f, |p| matcher.is_match(p))?;
+                    self.files_scan(&mut scan, literal, |p| matcher.is_match(p))?;
                 }
             }
         }
-        self.finish_hits(&mut out, f)?;
-        Ok(out)
+        Ok(scan)
     }
 
     /// Every hit of one session, in file order.
@@ -1163,78 +1780,70 @@ impl Snapshot {
         {
             paths.push(row?.0.value().1.to_owned());
         }
-        let mut out = FileHits::default();
-        let mut cwds = Cwds::default();
+        let mut scan = FileScan::new(self, &filter);
         for p in &paths {
-            let path = out.span(p)?;
-            let r = normalize(cwds.get(self, s.0)?, p);
-            let resolved = if r == *p { path } else { out.span(&r)? };
-            self.push_blocks(&mut out, p, s.0, path, resolved, &filter)?;
+            let id = scan.intern(p)?;
+            self.push_blocks(&mut scan, p, s.0, id, None)?;
         }
-        self.finish_hits(&mut out, &filter)?;
-        out.to_vec()
+        scan.collect()?.to_vec()
     }
 
-    fn scan_under(
-        &self,
-        out: &mut FileHits,
-        cwds: &mut Cwds,
-        folder: &str,
-        f: &FileFilter,
-    ) -> Result<(), StoreError> {
+    fn scan_under(&self, scan: &mut FileScan<'_>, folder: &str) -> Result<(), StoreError> {
         let trimmed = folder.trim_end_matches('/');
         let (prefix, root) = if trimmed.is_empty() && folder.starts_with('/') {
             ("/", true)
         } else {
             (trimmed, false)
         };
-        self.files_scan(out, cwds, prefix, f, |p| {
+        self.files_scan(scan, prefix, |p| {
             root || p == prefix || p.as_bytes().get(prefix.len()) == Some(&b'/')
         })
     }
 
-    /// Adds every block of (path as written, session).
+    /// Adds every block of (path as written, session) (`id`: the path's number in the scan).
     fn push_blocks(
         &self,
-        out: &mut FileHits,
+        scan: &mut FileScan<'_>,
         p: &str,
         s: u64,
-        path: Span,
-        resolved: Span,
-        f: &FileFilter,
+        id: u32,
+        resolved: Option<u32>,
     ) -> Result<(), StoreError> {
         for row in self.file_hits.range((p, s, 0)..=(p, s, u64::MAX))? {
             let (k, v) = row?;
             let (_, _, c) = k.value();
-            out.push_block(v.value(), (p, s, c), path, resolved, f)?;
+            scan.blocks.push(FoundBlock {
+                chunk: c,
+                session: s,
+                path: id,
+                resolved,
+                value: v,
+            });
         }
         Ok(())
     }
 
-    /// Hits whose path as written or resolved starts with `prefix` and passes `keep` (run once
-    /// per distinct path).
+    /// Blocks whose path as written or resolved starts with `prefix` and passes `keep` (run
+    /// once per distinct path).
     fn files_scan(
         &self,
-        out: &mut FileHits,
-        cwds: &mut Cwds,
+        scan: &mut FileScan<'_>,
         prefix: &str,
-        f: &FileFilter,
         keep: impl Fn(&str) -> bool,
     ) -> Result<(), StoreError> {
-        self.scan_written(out, cwds, prefix, f, &keep)?;
-        self.scan_resolved(out, prefix, f, &keep)
+        self.scan_written(scan, prefix, &keep)?;
+        self.scan_resolved(scan, prefix, &keep)
     }
 
     /// The `file_hits` part of [`Self::files_scan`]: blocks come grouped by path; a path that is
     /// not kept is stepped over with a new range, its blocks unread.
     fn scan_written(
         &self,
-        out: &mut FileHits,
-        cwds: &mut Cwds,
+        scan: &mut FileScan<'_>,
         prefix: &str,
-        f: &FileFilter,
         keep: &impl Fn(&str) -> bool,
     ) -> Result<(), StoreError> {
+        let only = scan.filter.session;
         let mut after: Option<String> = None;
         loop {
             let range = match &after {
@@ -1245,40 +1854,36 @@ impl Snapshot {
                 ))?,
             };
             let mut skip = None;
-            // The current path, its span, and the last session's resolved span.
-            let mut cur = String::new();
-            let mut spans: Option<(Span, Option<(u64, Span)>)> = None;
+            // The current path and its number.
+            let mut cur: Option<(String, u32)> = None;
             for row in range {
                 let (k, v) = row?;
                 let (p, s, c) = k.value();
-                if spans.is_none() || cur != p {
-                    if !p.starts_with(prefix) {
-                        return Ok(());
-                    }
-                    if !keep(p) {
-                        skip = Some(p.to_owned());
-                        break;
-                    }
-                    cur.clear();
-                    cur.push_str(p);
-                    spans = Some((out.span(p)?, None));
-                }
-                if f.session.is_some_and(|x| x.0 != s) {
-                    continue;
-                }
-                let Some((path, last)) = &mut spans else {
-                    continue;
-                };
-                let resolved = match *last {
-                    Some((ls, r)) if ls == s => r,
+                let id = match &cur {
+                    Some((cp, id)) if cp == p => *id,
                     _ => {
-                        let r = normalize(cwds.get(self, s)?, p);
-                        let r = if r == p { *path } else { out.span(&r)? };
-                        *last = Some((s, r));
-                        r
+                        if !p.starts_with(prefix) {
+                            return Ok(());
+                        }
+                        if !keep(p) {
+                            skip = Some(p.to_owned());
+                            break;
+                        }
+                        let id = scan.intern(p)?;
+                        cur = Some((p.to_owned(), id));
+                        id
                     }
                 };
-                out.push_block(v.value(), (p, s, c), *path, resolved, f)?;
+                if only.is_some_and(|x| x.0 != s) {
+                    continue;
+                }
+                scan.blocks.push(FoundBlock {
+                    chunk: c,
+                    session: s,
+                    path: id,
+                    resolved: None,
+                    value: v,
+                });
             }
             match skip {
                 Some(p) => after = Some(p),
@@ -1291,44 +1896,41 @@ impl Snapshot {
     /// path as written) pairs, and their blocks.
     fn scan_resolved(
         &self,
-        out: &mut FileHits,
+        scan: &mut FileScan<'_>,
         prefix: &str,
-        f: &FileFilter,
         keep: &impl Fn(&str) -> bool,
     ) -> Result<(), StoreError> {
-        // The current resolved path, whether it is kept, and its span once needed.
-        let mut cur = String::new();
-        let mut state: Option<(bool, Option<Span>)> = None;
+        let only = scan.filter.session;
+        // The current resolved path, whether it is kept, and its number once needed.
+        let mut cur: Option<(String, bool, Option<u32>)> = None;
         for row in self
             .file_resolved
             .range::<(&str, u64, &str)>((prefix, 0, "")..)?
         {
             let (k, _) = row?;
             let (r, s, p) = k.value();
-            if state.is_none() || cur != r {
+            if cur.as_ref().is_none_or(|c| c.0 != r) {
                 if !r.starts_with(prefix) {
                     break;
                 }
-                cur.clear();
-                cur.push_str(r);
-                state = Some((keep(r), None));
+                cur = Some((r.to_owned(), keep(r), None));
             }
-            let Some((kept, span)) = &mut state else {
+            let Some((_, kept, rid)) = &mut cur else {
                 continue;
             };
-            if !*kept || f.session.is_some_and(|x| x.0 != s) {
+            if !*kept || only.is_some_and(|x| x.0 != s) {
                 continue;
             }
-            let resolved = match *span {
+            let rid = match *rid {
                 Some(x) => x,
                 None => {
-                    let x = out.span(r)?;
-                    *span = Some(x);
+                    let x = scan.intern(r)?;
+                    *rid = Some(x);
                     x
                 }
             };
-            let path = out.span(p)?;
-            self.push_blocks(out, p, s, path, resolved, f)?;
+            let id = scan.intern(p)?;
+            self.push_blocks(scan, p, s, id, Some(rid))?;
         }
         Ok(())
     }

@@ -176,6 +176,93 @@ fn file_hits_equal_an_independent_scan() {
         }
     }
     assert!(total > 500, "only {total} file hits");
+    stream_equals_collect(&snap, &files);
+}
+
+/// `FileScan::stream` renders the same hits in the same order as `FileScan::collect`, on the
+/// calling thread and in parallel with small buffers (which makes the workers wait for the
+/// writer), whatever the query and filter.
+fn stream_equals_collect(snap: &pisess_engine::Snapshot, files: &[std::path::PathBuf]) {
+    use pisess_engine::files::{FileQuery, RenderHit, StreamOptions};
+    use pisess_engine::{FileHitRef, FileOp};
+    /// A hit as its Debug form, after its paths as the paths part gave them.
+    struct Line;
+    impl RenderHit for Line {
+        fn paths(&self, path: &str, resolved: &str, out: &mut Vec<u8>) {
+            out.extend_from_slice(format!("{path}|{resolved}|").as_bytes());
+        }
+        fn hit(&self, h: &FileHitRef<'_>, paths: &[u8], out: &mut Vec<u8>) {
+            out.extend_from_slice(paths);
+            out.extend_from_slice(format!("{:?}\n", h.to_owned_hit()).as_bytes());
+        }
+    }
+    let line = |h: &FileHitRef<'_>, out: &mut Vec<u8>| {
+        Line.hit(h, format!("{}|{}|", h.path, h.resolved).as_bytes(), out);
+    };
+    let one = files
+        .iter()
+        .find_map(|p| snap.session_by_path(p).unwrap())
+        .unwrap();
+    let filters = [
+        FileFilter::default(),
+        FileFilter {
+            active_only: true,
+            ..Default::default()
+        },
+        FileFilter {
+            ops: vec![FileOp::Edit, FileOp::Modified],
+            ..Default::default()
+        },
+        FileFilter {
+            session: Some(one),
+            ..Default::default()
+        },
+    ];
+    let queries: [&[FileQuery<'_>]; 6] = [
+        &[FileQuery::Glob("**")],
+        &[FileQuery::Glob("src/**")],
+        &[FileQuery::Glob("**/*.ts")],
+        &[FileQuery::Under("/")],
+        &[FileQuery::Under("src"), FileQuery::Under("/home")],
+        &[FileQuery::Exact("src/main.rs"), FileQuery::Exact("zzz")],
+    ];
+    let small = StreamOptions {
+        inline_below: 0,
+        buffer: 512,
+        buffers: 2,
+    };
+    let mut parallel_hits = 0;
+    for q in queries {
+        for f in &filters {
+            let mut want = Vec::new();
+            for h in snap.file_hits(q, f).unwrap().iter() {
+                line(&h.unwrap(), &mut want);
+            }
+            let scan = snap.file_scan(q, f).unwrap();
+            for opt in [StreamOptions::default(), small.clone()] {
+                let mut got = Vec::new();
+                let n = scan
+                    .stream_with(
+                        &Line,
+                        &mut |b| {
+                            got.extend_from_slice(b);
+                            Ok(())
+                        },
+                        &opt,
+                    )
+                    .unwrap();
+                assert_eq!(n, want.iter().filter(|&&b| b == b'\n').count());
+                assert!(got == want, "{q:?} {f:?} {opt:?}");
+                if opt.inline_below == 0 {
+                    parallel_hits += n;
+                }
+            }
+        }
+    }
+    assert!(
+        parallel_hits > 10_000,
+        "only {parallel_hits} hits streamed in parallel"
+    );
 }
 
 #[test]

@@ -4,13 +4,12 @@
 //! path under it (as a folder), both as written and resolved against the current folder.
 //! Exit 1 when nothing is found.
 
-use std::collections::HashMap;
 use std::io::Write;
 
-use pisess_engine::files::{FileHitRef, FileQuery};
+use pisess_engine::files::{FileHitRef, FileQuery, RenderHit};
 use pisess_engine::{FileFilter, FileOp, SessionKey};
 
-use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::command_error::{CommandResult, Outcome};
 use crate::session_arg::{open_session_read, open_store_read};
 use crate::ui::{Ui, safe};
 
@@ -85,105 +84,188 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
             queries.push(FileQuery::Under(&abs));
         }
     }
-    let hits = snap.file_hits(&queries, &filter)?;
-    // Session ids, looked up once per session.
-    let mut ids: HashMap<SessionKey, String> = HashMap::new();
-    for s in hits.sessions() {
-        let id = snap.session(s)?.map(|r| r.session_id).unwrap_or_default();
-        ids.insert(s, id);
-    }
+    let scan = snap.file_scan(&queries, &filter)?;
     let json = ui.json;
-    let out = ui.out();
-    // Lines are gathered into large writes (a glob can print tens of megabytes).
-    let mut buf = Vec::with_capacity(1 << 18);
-    for h in hits.iter() {
-        let h = h?;
-        let sid = ids.get(&h.session).map_or("", String::as_str);
-        hit_line(&mut buf, sid, &h, json)?;
-        if buf.len() >= 1 << 18 {
-            out.write_all(&buf)?;
-            buf.clear();
+    // Each session's part of a line, made once: the record's start (JSON) or the id's first
+    // eight characters (text); in session key order.
+    let mut heads: Vec<(SessionKey, Vec<u8>)> = Vec::new();
+    for s in scan.sessions() {
+        let id = snap.session(s)?.map(|r| r.session_id).unwrap_or_default();
+        let mut head = Vec::new();
+        if json {
+            head.extend_from_slice(b"{\"type\":\"file_op\",\"session\":");
+            json_str(&mut head, &id);
+        } else {
+            head.extend_from_slice(safe(&id.chars().take(8).collect::<String>()).as_bytes());
         }
+        heads.push((s, head));
     }
-    out.write_all(&buf)?;
-    Ok(if hits.is_empty() {
+    let render = Render {
+        json,
+        heads: &heads,
+    };
+    let out = ui.out();
+    let n = scan.stream(&render, &mut |b| out.write_all(b))?;
+    Ok(if n == 0 {
         Outcome::Negative
     } else {
         Outcome::Success
     })
 }
 
-/// One hit's line: a JSON Lines record, or the text form.
-fn hit_line(
-    out: &mut Vec<u8>,
-    sid: &str,
-    h: &FileHitRef<'_>,
+/// How `pisess files` prints hits: JSON Lines records or text lines.
+struct Render<'a> {
     json: bool,
-) -> Result<(), CommandError> {
-    if json {
-        json_line(out, sid, h)?;
-        return Ok(());
+    /// Each session's part of a line, in session key order: the record's start, up to the
+    /// session id's closing quote (JSON), or the id's first eight characters (text).
+    heads: &'a [(SessionKey, Vec<u8>)],
+}
+
+impl RenderHit for Render<'_> {
+    fn paths(&self, path: &str, resolved: &str, out: &mut Vec<u8>) {
+        if self.json {
+            out.extend_from_slice(b",\"path\":");
+            json_str(out, path);
+            out.extend_from_slice(b",\"resolved\":");
+            json_str(out, resolved);
+        } else {
+            out.extend_from_slice(safe(resolved).as_bytes());
+            out.push(b' ');
+            if path != resolved {
+                out.push(b'[');
+                out.extend_from_slice(safe(path).as_bytes());
+                out.push(b']');
+            }
+        }
     }
+
+    fn hit(&self, h: &FileHitRef<'_>, paths: &[u8], out: &mut Vec<u8>) {
+        let head = self
+            .heads
+            .binary_search_by_key(&h.session, |x| x.0)
+            .ok()
+            .and_then(|n| self.heads.get(n))
+            .map_or(&[][..], |x| x.1.as_slice());
+        if self.json {
+            json_line(out, head, paths, h);
+        } else {
+            text_line(out, head, paths, h);
+        }
+    }
+}
+
+/// One hit's text line (`sid`: the session id's first eight characters, made safe; `paths`:
+/// the resolved path, a space and the path as written in brackets when it differs).
+fn text_line(out: &mut Vec<u8>, sid: &[u8], paths: &[u8], h: &FileHitRef<'_>) {
     let err = match h.is_error {
         Some(true) => " error",
         _ => "",
     };
     let active = if h.active { "*" } else { " " };
-    writeln!(
+    // Writing to a Vec cannot fail.
+    let _ = write!(
         out,
-        "{active} {} {:<8} {:<6} {} {}{err}  ({}…/{})",
+        "{active} {} {:<8} {:<6} ",
         safe(h.timestamp.unwrap_or("-")),
         h.op.as_str(),
         safe(h.tool_name),
-        safe(h.resolved),
-        if h.path == h.resolved {
-            String::new()
-        } else {
-            format!("[{}]", safe(h.path))
-        },
-        safe(&sid.chars().take(8).collect::<String>()),
-        safe(h.entry_id.unwrap_or("-")),
-    )?;
-    Ok(())
+    );
+    out.extend_from_slice(paths);
+    out.extend_from_slice(err.as_bytes());
+    out.extend_from_slice(b"  (");
+    out.extend_from_slice(sid);
+    let _ = writeln!(out, "…/{})", safe(h.entry_id.unwrap_or("-")));
+}
+
+/// Appends `s` as a JSON string, escaped as serde_json escapes: `"`, `\` and control
+/// characters (`\b \f \n \r \t` by name, the others as `\u00XX`); nothing else.
+fn json_str(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    // Most strings need no escape: copied whole.
+    if !needs_escape(s.as_bytes()) {
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        return;
+    }
+    let b = s.as_bytes();
+    let mut start = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let esc: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..=0x1f => &[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(c >> 4) as usize],
+                HEX[(c & 0xf) as usize],
+            ],
+            _ => continue,
+        };
+        out.extend_from_slice(b.get(start..i).unwrap_or_default());
+        out.extend_from_slice(esc);
+        start = i + 1;
+    }
+    out.extend_from_slice(b.get(start..).unwrap_or_default());
+    out.push(b'"');
+}
+
+/// Whether a string has a byte JSON escapes (a control character, `"` or `\\`); eight bytes
+/// at a time.
+fn needs_escape(b: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Non-zero when a byte of `w` is below `n` (n <= 0x80): the classic bit trick.
+    fn below(w: u64, n: u64) -> u64 {
+        w.wrapping_sub(ONES * n) & !w & HIGH
+    }
+    let mut words = b.chunks_exact(8);
+    for c in &mut words {
+        let Ok(a) = <[u8; 8]>::try_from(c) else {
+            return true;
+        };
+        let w = u64::from_le_bytes(a);
+        if below(w, 0x20) | below(w ^ (ONES * 0x22), 1) | below(w ^ (ONES * 0x5c), 1) != 0 {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .any(|&x| x < 0x20 || x == b'"' || x == b'\\')
 }
 
 /// One hit as a JSON Lines record, written field by field in the order `serde_json::json!`
 /// would give (`type, session, entry, toolCallId, tool, op, path, resolved, timestamp,
-/// isError, active`); a string that needs escaping goes through serde_json's escaper, which
-/// escapes exactly control characters, `"` and `\`.
-fn json_line(out: &mut Vec<u8>, sid: &str, h: &FileHitRef<'_>) -> serde_json::Result<()> {
-    fn field(out: &mut Vec<u8>, name: &str, v: Option<&str>) -> serde_json::Result<()> {
-        out.extend_from_slice(b",\"");
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"\":");
+/// isError, active`; `head` holds the first two, up to the session id's closing quote, and
+/// `paths` the path and resolved fields).
+fn json_line(out: &mut Vec<u8>, head: &[u8], paths: &[u8], h: &FileHitRef<'_>) {
+    fn opt(out: &mut Vec<u8>, v: Option<&str>) {
         match v {
-            // Most strings need no escape (no control character, quote or backslash): copied.
-            Some(s)
-                if !s
-                    .bytes()
-                    .fold(false, |e, b| e | (b < 0x20) | (b == b'"') | (b == b'\\')) =>
-            {
-                out.push(b'"');
-                out.extend_from_slice(s.as_bytes());
-                out.push(b'"');
-                Ok(())
-            }
-            Some(s) => serde_json::to_writer(&mut *out, s),
-            None => {
-                out.extend_from_slice(b"null");
-                Ok(())
-            }
+            Some(s) => json_str(out, s),
+            None => out.extend_from_slice(b"null"),
         }
     }
-    out.extend_from_slice(b"{\"type\":\"file_op\"");
-    field(out, "session", Some(sid))?;
-    field(out, "entry", h.entry_id)?;
-    field(out, "toolCallId", h.tool_call_id)?;
-    field(out, "tool", Some(h.tool_name))?;
-    field(out, "op", Some(h.op.as_str()))?;
-    field(out, "path", Some(h.path))?;
-    field(out, "resolved", Some(h.resolved))?;
-    field(out, "timestamp", h.timestamp)?;
+    out.extend_from_slice(head);
+    out.extend_from_slice(b",\"entry\":");
+    opt(out, h.entry_id);
+    out.extend_from_slice(b",\"toolCallId\":");
+    opt(out, h.tool_call_id);
+    out.extend_from_slice(b",\"tool\":");
+    json_str(out, h.tool_name);
+    out.extend_from_slice(b",\"op\":\"");
+    out.extend_from_slice(h.op.as_str().as_bytes());
+    out.push(b'"');
+    out.extend_from_slice(paths);
+    out.extend_from_slice(b",\"timestamp\":");
+    opt(out, h.timestamp);
     out.extend_from_slice(match h.is_error {
         Some(true) => b",\"isError\":true",
         Some(false) => b",\"isError\":false",
@@ -194,7 +276,6 @@ fn json_line(out: &mut Vec<u8>, sid: &str, h: &FileHitRef<'_>) -> serde_json::Re
     } else {
         b",\"active\":false}\n"
     });
-    Ok(())
 }
 
 #[cfg(test)]
@@ -203,6 +284,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The word-at-a-time check finds exactly the bytes JSON escapes, wherever they are.
+    #[test]
+    fn needs_escape_finds_exactly_the_escaped_bytes() {
+        for len in [1usize, 7, 8, 9, 16, 23] {
+            for at in 0..len {
+                for x in 0..=255u8 {
+                    let mut b = vec![b'a'; len];
+                    b[at] = x;
+                    let want = x < 0x20 || x == b'"' || x == b'\\';
+                    assert_eq!(needs_escape(&b), want, "{len} {at} {x}");
+                }
+            }
+        }
+        assert!(!needs_escape(b""));
+        assert!(!needs_escape("é😀~\u{7f}abcdefgh".as_bytes()));
+    }
 
     /// The hand-written record equals serde_json's for the same fields, escapes included.
     #[test]
@@ -215,6 +313,11 @@ mod tests {
                 Some(true),
             ),
             ("", Some(""), Some(false)),
+            (
+                "\u{0}\u{8}\u{c}\r\u{b}\u{1b}\u{1e}\"\"\\end",
+                Some("\u{7}\t\n"),
+                None,
+            ),
         ] {
             let h = FileHitRef {
                 session: SessionKey(1),
@@ -230,8 +333,17 @@ mod tests {
                 is_error: flag,
                 active: flag == Some(true),
             };
+            let mut head = b"{\"type\":\"file_op\",\"session\":".to_vec();
+            json_str(&mut head, s);
+            let heads = [(h.session, head)];
+            let r = Render {
+                json: true,
+                heads: &heads,
+            };
+            let mut paths = Vec::new();
+            r.paths(h.path, h.resolved, &mut paths);
             let mut got = Vec::new();
-            json_line(&mut got, s, &h).unwrap();
+            r.hit(&h, &paths, &mut got);
             let want = json!({
                 "type": "file_op", "session": s, "entry": h.entry_id,
                 "toolCallId": h.tool_call_id, "tool": h.tool_name, "op": h.op.as_str(),
