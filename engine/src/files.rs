@@ -1011,7 +1011,7 @@ impl FileHits {
                 };
             }
             last = strs;
-            if !f.ops.is_empty() && !f.ops.contains(&h.op) {
+            if !f.admits(h.op, self.get(strs[2])) {
                 continue;
             }
             self.rows.push(HitRow {
@@ -1040,6 +1040,22 @@ pub struct FileFilter {
     pub ops: Vec<FileOp>,
     /// Only entries on their session's active path.
     pub active_only: bool,
+    /// Only hits whose entry's timestamp is at or after this time (milliseconds since the
+    /// epoch, UTC); with it, a hit whose timestamp is missing or unreadable is left out.
+    pub since_ms: Option<i64>,
+}
+
+impl FileFilter {
+    /// Whether a hit with this operation and timestamp passes the operation and time filters
+    /// (the session and active-path filters are applied elsewhere).
+    fn admits(&self, op: FileOp, timestamp: Option<&str>) -> bool {
+        (self.ops.is_empty() || self.ops.contains(&op))
+            && self.since_ms.is_none_or(|since| {
+                timestamp
+                    .and_then(crate::import::iso_to_ms)
+                    .is_some_and(|t| t >= since)
+            })
+    }
 }
 
 /// What a query asks for.
@@ -1593,7 +1609,7 @@ impl<'s> FileScan<'s> {
                     };
                 }
                 last = strs;
-                if !f.ops.is_empty() && !f.ops.contains(&h.op) {
+                if !f.admits(h.op, get_span(&st.arena, strs[2])) {
                     continue;
                 }
                 if st.rows.len() >= u32::MAX as usize {

@@ -40,6 +40,10 @@ pub struct FilesArgs {
     /// Only entries on their session's active path.
     #[arg(long)]
     pub active_only: bool,
+    /// Only tool calls made on or after DATE (`YYYY-MM-DD` or an ISO time, UTC, or an age such
+    /// as `7d`), by their entry's timestamp.
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
 }
 
 /// Runs `pisess files`.
@@ -69,6 +73,11 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
         session,
         ops,
         active_only: args.active_only,
+        since_ms: args
+            .since
+            .as_deref()
+            .map(super::util::parse_since)
+            .transpose()?,
     };
     let q = args.path.as_str();
     let abs;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use pisess_engine::SessionRecord;
 use serde_json::json;
 
-use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::command_error::{CommandResult, Outcome};
 use crate::session_arg::open_store_read;
 use crate::ui::{Ui, safe};
 
@@ -19,7 +19,8 @@ pub struct LsArgs {
     /// Only sessions whose header cwd is DIR.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Only sessions modified on or after DATE (`YYYY-MM-DD` or an ISO time, UTC).
+    /// Only sessions modified on or after DATE (`YYYY-MM-DD` or an ISO time, UTC, or an age
+    /// such as `7d`).
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
 }
@@ -30,22 +31,11 @@ fn modified(r: &SessionRecord) -> Option<i64> {
 
 /// Runs `pisess ls`.
 pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
-    let since = match &args.since {
-        None => None,
-        Some(d) => {
-            let full = if d.len() == 10 {
-                format!("{d}T00:00:00Z")
-            } else {
-                d.clone()
-            };
-            Some(pisess_engine::import::iso_to_ms(&full).ok_or_else(|| {
-                CommandError::with_hint(
-                    anyhow::anyhow!("cannot read the date {d:?}"),
-                    "use YYYY-MM-DD or 2026-01-31T12:00:00Z",
-                )
-            })?)
-        }
-    };
+    let since = args
+        .since
+        .as_deref()
+        .map(super::util::parse_since)
+        .transpose()?;
     let cwd = args
         .cwd
         .as_ref()

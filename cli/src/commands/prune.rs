@@ -413,28 +413,6 @@ impl Report<'_> {
 
 // ---- --sessions ---------------------------------------------------------------------------
 
-/// Parses an age: a number and a unit (s, m, h, d, w).
-fn parse_age(s: &str) -> Result<i64, CommandError> {
-    let bad = || {
-        CommandError::with_hint(
-            anyhow!("cannot read the age {s:?}"),
-            "use a number and a unit: 90d, 12h, 2w, 30m, 45s",
-        )
-    };
-    let t = s.trim();
-    let unit = t.chars().last().ok_or_else(bad)?;
-    let n: i64 = t[..t.len() - unit.len_utf8()].parse().map_err(|_| bad())?;
-    let ms = match unit {
-        's' => 1_000,
-        'm' => 60_000,
-        'h' => 3_600_000,
-        'd' => 86_400_000,
-        'w' => 7 * 86_400_000,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(ms).filter(|v| *v >= 0).ok_or_else(bad)
-}
-
 /// A free name for `file` in `dir`: the file name, else `NAME.1`, `NAME.2`, ….
 fn free_name(dir: &Path, file: &Path) -> PathBuf {
     let name = file.file_name().unwrap_or_default();
@@ -471,7 +449,7 @@ fn move_file(src: &Path, dst: &Path) -> std::io::Result<()> {
 }
 
 fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
-    let age = parse_age(args.older_than.as_deref().unwrap_or(""))?;
+    let age = super::util::parse_age(args.older_than.as_deref().unwrap_or(""))?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
@@ -623,19 +601,4 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     } else {
         Outcome::Success
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_age;
-
-    #[test]
-    fn ages_parse() {
-        assert_eq!(parse_age("90d").ok(), Some(90 * 86_400_000));
-        assert_eq!(parse_age("2w").ok(), Some(14 * 86_400_000));
-        assert_eq!(parse_age("30m").ok(), Some(1_800_000));
-        assert!(parse_age("d").is_err());
-        assert!(parse_age("10y").is_err());
-        assert!(parse_age("").is_err());
-    }
 }

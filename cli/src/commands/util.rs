@@ -1,6 +1,12 @@
-//! Helpers shared by commands: finding session files.
+//! Helpers shared by commands: finding session files, reading dates and ages.
+//!
+//! Times are milliseconds since the Unix epoch, UTC, as in pi's entries.
 
 use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+
+use crate::command_error::CommandError;
 
 /// Where the inputs of a command came from, so the output can say it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,4 +72,83 @@ pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io:
         files.extend(found);
     }
     (files, errors)
+}
+
+/// Parses an age: a number and a unit (s, m, h, d, w), in milliseconds.
+pub fn parse_age(s: &str) -> Result<i64, CommandError> {
+    let bad = || {
+        CommandError::with_hint(
+            anyhow!("cannot read the age {s:?}"),
+            "use a number and a unit: 90d, 12h, 2w, 30m, 45s",
+        )
+    };
+    let t = s.trim();
+    let unit = t.chars().last().ok_or_else(bad)?;
+    let n: i64 = t[..t.len() - unit.len_utf8()].parse().map_err(|_| bad())?;
+    let ms = match unit {
+        's' => 1_000,
+        'm' => 60_000,
+        'h' => 3_600_000,
+        'd' => 86_400_000,
+        'w' => 7 * 86_400_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(ms).filter(|v| *v >= 0).ok_or_else(bad)
+}
+
+/// Parses the argument of a `--since` option: a day (`YYYY-MM-DD`, from its midnight UTC), an
+/// ISO time (`2026-01-31T12:00:00Z`), or an age counted back from now (`7d`, `12h`, `2w`).
+pub fn parse_since(d: &str) -> Result<i64, CommandError> {
+    let t = d.trim();
+    if t.len() == 10 {
+        if let Some(ms) = pisess_engine::import::iso_to_ms(&format!("{t}T00:00:00Z")) {
+            return Ok(ms);
+        }
+    } else if let Some(ms) = pisess_engine::import::iso_to_ms(t) {
+        return Ok(ms);
+    }
+    let age = parse_age(t).map_err(|_| {
+        CommandError::with_hint(
+            anyhow!("cannot read the date {d:?}"),
+            "use YYYY-MM-DD, 2026-01-31T12:00:00Z, or an age such as 7d or 12h",
+        )
+    })?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |x| i64::try_from(x.as_millis()).unwrap_or(i64::MAX));
+    Ok(now.saturating_sub(age))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_parse() {
+        assert_eq!(parse_age("90d").ok(), Some(90 * 86_400_000));
+        assert_eq!(parse_age("2w").ok(), Some(14 * 86_400_000));
+        assert_eq!(parse_age("30m").ok(), Some(1_800_000));
+        assert!(parse_age("d").is_err());
+        assert!(parse_age("10y").is_err());
+        assert!(parse_age("").is_err());
+    }
+
+    #[test]
+    fn since_reads_days_times_and_ages() {
+        assert_eq!(parse_since("1970-01-02").ok(), Some(86_400_000));
+        assert_eq!(parse_since("1970-01-01T00:00:01.5Z").ok(), Some(1_500));
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|x| x.as_millis() as i64)
+            .unwrap();
+        let week = parse_since("1w").unwrap();
+        assert!(
+            (now - 7 * 86_400_000 - week).abs() < 60_000,
+            "{week} vs {now}"
+        );
+        for bad in ["", "yesterday", "2026-13-01", "12x", "-3d"] {
+            let e = parse_since(bad).unwrap_err().to_string();
+            assert!(e.contains("cannot read the date"), "{bad:?}: {e}");
+        }
+    }
 }
