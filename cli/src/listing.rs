@@ -430,13 +430,16 @@ pub fn write_tree_line(
     label: Option<&String>,
     width: usize,
 ) -> bool {
+    // The label's width on screen: the colour's escape bytes take none.
+    let mut label_chars = 0;
     let label = label.map(|l| {
+        let shown = format!("[{}]", safe(l));
+        label_chars = 1 + chars(&shown);
         let mut b = Vec::new();
         b.push(b' ');
-        push_painted(&mut b, color, "1;35", &format!("[{}]", safe(l)), false);
+        push_painted(&mut b, color, "1;35", &shown, false);
         String::from_utf8_lossy(&b).into_owned()
     });
-    let label_chars = label.as_deref().map_or(0, chars);
     let room = width
         .saturating_sub(prefix_chars + 12 + label_chars)
         .max(20);

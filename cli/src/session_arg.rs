@@ -548,12 +548,18 @@ pub fn clip(t: &str, max: usize) -> String {
     out
 }
 
-/// The terminal width to lay out for (`COLUMNS`, else 100).
+/// The width to lay out for: `COLUMNS` when set (20 or more), else the width of the terminal
+/// on stdout, else 100 (output to a file or a pipe).
 pub fn width() -> usize {
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse().ok())
         .filter(|&w: &usize| w >= 20)
+        .or_else(|| {
+            terminal_size::terminal_size_of(std::io::stdout())
+                .map(|(w, _)| usize::from(w.0))
+                .filter(|&w| w >= 20)
+        })
         .unwrap_or(100)
 }
 

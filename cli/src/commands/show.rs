@@ -75,8 +75,10 @@ pub fn cmd_show(ui: &mut Ui, args: &ShowArgs) -> CommandResult {
         return Ok(Outcome::Success);
     }
     let out_line = |ui: &mut Ui, k: &str, val: &str| -> std::io::Result<()> {
+        // Padded by its own width: the colour's escapes take none.
         let key = ui.paint("1", k);
-        writeln!(ui.out(), "{key:<10} {}", safe(val))
+        let pad = 10usize.saturating_sub(k.chars().count());
+        writeln!(ui.out(), "{key}{:pad$} {}", "", safe(val))
     };
     out_line(ui, "id", &id)?;
     out_line(

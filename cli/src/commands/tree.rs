@@ -417,8 +417,11 @@ fn decoded_line(
     let is_leaf = Some(nd) == st.leaf;
     let label = st.labels.get(&id);
     if shown(&v, st.filter, is_leaf, label.is_some()) {
-        let label = label
-            .map(|l| format!(" {}", ui.paint("1;35", &format!("[{}]", safe(l)))))
+        // The label's width on screen is that of its text: the colour's escapes take none.
+        let label_text = label.map(|l| format!("[{}]", safe(l)));
+        let label_chars = label_text.as_ref().map_or(0, |t| 1 + t.chars().count());
+        let label = label_text
+            .map(|t| format!(" {}", ui.paint("1;35", &t)))
             .unwrap_or_default();
         let (base, chars) = &st.prefixes[l.prefix as usize];
         let connector = l.at.strings().0;
@@ -426,7 +429,7 @@ fn decoded_line(
         let text = format!("{} {}", sa::kind(&v), sa::summary(&v));
         let room = st
             .width
-            .saturating_sub(line_chars + 12 + label.chars().count())
+            .saturating_sub(line_chars + 12 + label_chars)
             .max(20);
         let idp = ui.paint("33", &safe(sa::short_id(&id)));
         writeln!(
