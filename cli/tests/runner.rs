@@ -18,3 +18,5 @@ mod test_snapshots;
 mod test_store;
 mod test_verify;
 mod test_write;
+#[path = "../../engine/tests/tool_scan.rs"]
+mod tool_scan;

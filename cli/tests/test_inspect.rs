@@ -433,6 +433,19 @@ fn session_by_id_prefix_and_latest() {
         "{}",
         r.stderr
     );
+    // A prefix of two sessions' ids (019f9880… and 019f9da7…) names neither: the error lists
+    // both.
+    run(&env, &["log", session("01-tiny").to_str().unwrap()]);
+    let r = run(&env, &["log", "019f9"]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("session prefix \"019f9\" is ambiguous"),
+        "{}",
+        r.stderr
+    );
+    for id in ["019f9880-b680-766d-a276-8eede31507a6", sid] {
+        assert!(r.stderr.contains(id), "{id}: {}", r.stderr);
+    }
 
     // @latest: the newest session whose header cwd is the current folder.
     let work = tempfile::tempdir().unwrap();
@@ -755,4 +768,84 @@ fn context_of_a_session_without_entries_is_empty_as_pis() {
         "{}",
         log.stderr
     );
+}
+
+/// `--color always` paints even into a pipe and despite `NO_COLOR`; `never`, and `auto` when
+/// stdout is not a terminal, do not; the paint is only added around the same text (the
+/// layout does not count the escapes). `COLUMNS` sets the width of a listing (100 when unset
+/// and stdout is not a terminal).
+#[test]
+fn color_and_width_follow_the_flags_and_the_environment() {
+    let env = TestEnv::new();
+    let f = session("04-many-branches");
+    let f = f.to_str().unwrap();
+    let go = |args: &[&str], envs: &[(&str, Option<&str>)]| -> String {
+        let mut cmd = env.pisess();
+        for (k, v) in envs {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        let o = cmd.args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?} {envs:?}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let strip = |s: &str| -> String {
+        let mut out = String::new();
+        let mut it = s.chars().peekable();
+        while let Some(c) = it.next() {
+            if c == '\u{1b}' && it.peek() == Some(&'[') {
+                for d in it.by_ref() {
+                    if d.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    for cmd in [
+        &["log", f][..],
+        &["log", f, "--all"][..],
+        &["tree", f][..],
+        &["tree", f, "--filter", "all"][..],
+        &["show", f, "@leaf"][..],
+        &["grep", "pool", "--session", f][..],
+        &["context", f][..],
+    ] {
+        let plain = go(cmd, &[]);
+        assert!(!plain.contains('\u{1b}'), "{cmd:?}");
+        let mut a = vec!["--color", "always"];
+        a.extend_from_slice(cmd);
+        let painted = go(&a, &[("NO_COLOR", Some("1"))]);
+        assert!(
+            painted.contains("\u{1b}["),
+            "{cmd:?}: no colour with --color always"
+        );
+        assert_eq!(strip(&painted), plain, "{cmd:?}");
+        let mut a = vec!["--color", "never"];
+        a.extend_from_slice(cmd);
+        assert_eq!(go(&a, &[("NO_COLOR", None)]), plain, "{cmd:?}");
+        let mut a = vec!["--color", "auto"];
+        a.extend_from_slice(cmd);
+        assert_eq!(
+            go(&a, &[("NO_COLOR", None)]),
+            plain,
+            "{cmd:?}: a pipe is not a terminal"
+        );
+    }
+    let widest = |s: &str| s.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    let default = go(&["log", f], &[("COLUMNS", None)]);
+    assert!(widest(&default) <= 100, "{default}");
+    assert_eq!(go(&["log", f], &[("COLUMNS", Some("100"))]), default);
+    // A narrow width shortens the summaries (down to their minimum of 20 characters, so a
+    // line may still pass 60), a wide one lengthens them.
+    let narrow = go(&["log", f], &[("COLUMNS", Some("60"))]);
+    assert!(widest(&narrow) < widest(&default), "{narrow}");
+    let wide = go(&["log", f], &[("COLUMNS", Some("200"))]);
+    assert!(widest(&wide) > 100 && widest(&wide) <= 200, "{wide}");
+    assert_eq!(narrow.lines().count(), wide.lines().count());
 }

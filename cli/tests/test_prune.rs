@@ -60,8 +60,9 @@ fn run_json(env: &TestEnv, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Prunes `src` keeping the leaf and two other leaves, then checks it with the oracle.
-fn check_prune(src: &Path) {
+/// Prunes `src` keeping the leaf and two other leaves (and, with `keep_labeled`, every entry
+/// that carries a label), then checks it with the oracle.
+fn check_prune(src: &Path, keep_labeled: bool) {
     let env = TestEnv::new();
     let dir = env.home.path().join("in");
     std::fs::create_dir_all(&dir).unwrap();
@@ -82,7 +83,26 @@ fn check_prune(src: &Path) {
     let out = env.home.path().join("out.jsonl");
     let f = file.to_str().unwrap();
     let o = out.to_str().unwrap();
+    // The entries that carry a label, as pi resolves labels (the oracle's tree).
+    let labeled: Vec<String> = if keep_labeled {
+        oracle(&["tree", f])["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n.get("label").is_some_and(|l| !l.is_null()))
+            .map(|n| n["id"].as_str().unwrap().to_owned())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    assert!(
+        !keep_labeled || labeled.len() >= 2,
+        "{f}: too few labels to test"
+    );
     let mut args = vec!["prune", f, "--keep-leaf"];
+    if keep_labeled {
+        args.push("--keep-labeled");
+    }
     for k in &keep {
         args.push("--keep");
         args.push(k);
@@ -112,6 +132,9 @@ fn check_prune(src: &Path) {
     let leaf = src_load["leafId"].as_str().unwrap().to_owned();
     let mut points: Vec<String> = vec![leaf.clone()];
     points.extend(keep.iter().map(|k| (*k).to_owned()));
+    // Up to six labeled entries, spread over the file (each point costs two oracle runs).
+    let step = labeled.len().div_ceil(6).max(1);
+    points.extend(labeled.iter().step_by(step).cloned());
     for p in points.clone() {
         if let Some(Some(parent)) = by_id.get(p.as_str()) {
             points.push((*parent).to_owned());
@@ -134,7 +157,10 @@ fn check_prune(src: &Path) {
     let src_parent: HashMap<&str, Option<&str>> =
         all.iter().map(|e| (e.0.as_str(), e.1.as_deref())).collect();
     let mut on_paths = HashSet::new();
-    for p in std::iter::once(leaf.as_str()).chain(keep.iter().copied()) {
+    for p in std::iter::once(leaf.as_str())
+        .chain(keep.iter().copied())
+        .chain(labeled.iter().map(String::as_str))
+    {
         let mut cur = Some(p);
         while let Some(c) = cur {
             if !on_paths.insert(c) {
@@ -175,17 +201,17 @@ fn check_prune(src: &Path) {
 
 #[test]
 fn prune_keeps_the_context_at_every_kept_leaf_many_branches() {
-    check_prune(&fixture("sessions/04-many-branches.jsonl"));
+    check_prune(&fixture("sessions/04-many-branches.jsonl"), false);
 }
 
 #[test]
 fn prune_keeps_the_context_at_every_kept_leaf_compactions() {
-    check_prune(&fixture("sessions/03-compactions.jsonl"));
+    check_prune(&fixture("sessions/03-compactions.jsonl"), false);
 }
 
 #[test]
 fn prune_keeps_the_context_at_every_kept_leaf_context_edits_labels() {
-    check_prune(&fixture("sessions/05-context-edits-labels.jsonl"));
+    check_prune(&fixture("sessions/05-context-edits-labels.jsonl"), false);
 }
 
 #[test]
@@ -193,7 +219,18 @@ fn prune_keeps_the_context_at_every_kept_leaf_realdata() {
     check_prune(
         &realdata()
             .join("pimonozig__2026-05-17T13-51-26-739Z_019e3634-be13-7330-a2a4-ffab205872d1.jsonl"),
+        false,
     );
+}
+
+#[test]
+fn prune_keep_labeled_keeps_the_context_at_labeled_entries_many_branches() {
+    check_prune(&fixture("sessions/04-many-branches.jsonl"), true);
+}
+
+#[test]
+fn prune_keep_labeled_keeps_the_context_at_labeled_entries_context_edits_labels() {
+    check_prune(&fixture("sessions/05-context-edits-labels.jsonl"), true);
 }
 
 #[test]

@@ -699,6 +699,10 @@ fn stats_human_snapshots() {
         )
     );
     insta::assert_snapshot!("stats_by_day", out(&env, &["stats", "--by", "day"], 0));
+    insta::assert_snapshot!(
+        "stats_by_session",
+        redact(&out(&env, &["stats", "--by", "session"], 0), &[])
+    );
 }
 
 // ---- grep -------------------------------------------------------------------------------------
@@ -1015,4 +1019,139 @@ fn new_commands_never_print_escapes_from_a_session() {
             );
         }
     }
+}
+
+// ---- files ------------------------------------------------------------------------------------
+
+/// A hit of `pisess files --json`, as the independent scan has it.
+fn file_hit(v: &Value) -> crate::tool_scan::Hit {
+    let s = |k: &str| v[k].as_str().map(str::to_owned);
+    crate::tool_scan::Hit {
+        entry_id: s("entry"),
+        tool_call_id: s("toolCallId"),
+        tool_name: s("tool").unwrap(),
+        op: s("op").unwrap(),
+        path: s("path").unwrap(),
+        is_error: v["isError"].as_bool(),
+        active: v["active"].as_bool().unwrap(),
+        timestamp: s("timestamp"),
+    }
+}
+
+/// `pisess --json files ARGS` as hits; exit 1 (nothing found) gives none.
+fn files_json(env: &TestEnv, args: &[&str], want_any: bool) -> Vec<crate::tool_scan::Hit> {
+    let mut a = vec!["--json", "files"];
+    a.extend_from_slice(args);
+    json_lines(env, &a, if want_any { 0 } else { 1 })
+        .iter()
+        .map(|v| {
+            assert_eq!(v["type"], "file_op", "{v}");
+            file_hit(v)
+        })
+        .collect()
+}
+
+/// `files --json` equals an independent serde_json scan of the tool calls of every v3 fixture
+/// and of the standard corpus's v3 files up to 8 MB, for the whole session and under each
+/// filter: `--op read|write|edit|modified`, `--active-only`, `--since`.
+#[test]
+fn files_json_equals_an_independent_scan_of_the_tool_calls() {
+    let env = TestEnv::new();
+    let mut files: Vec<PathBuf> = V3
+        .iter()
+        .filter(|n| **n != "08-v2")
+        .map(|n| session(n))
+        .collect();
+    let mut corpus: Vec<PathBuf> = std::fs::read_dir(crate::common::corpus())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "jsonl")
+                && std::fs::metadata(p).unwrap().len() <= 8 << 20
+                && std::fs::read_to_string(p)
+                    .unwrap()
+                    .lines()
+                    .next()
+                    .is_some_and(|h| h.contains("\"version\":3"))
+        })
+        .collect();
+    corpus.sort();
+    files.extend(corpus);
+    assert!(files.len() >= 10, "{files:?}");
+    let mut args = vec!["import"];
+    args.extend(files.iter().map(|p| p.to_str().unwrap()));
+    out(&env, &args, 0);
+    let mut total = 0;
+    let mut since_checked = 0;
+    for p in &files {
+        let f = p.to_str().unwrap();
+        let (want, _) = crate::tool_scan::scan(p);
+        let got = files_json(&env, &["**", "--session", f], !want.is_empty());
+        assert_eq!(got, want, "{f}");
+        total += want.len();
+        let only = |keep: &dyn Fn(&crate::tool_scan::Hit) -> bool| -> Vec<crate::tool_scan::Hit> {
+            want.iter().filter(|h| keep(h)).cloned().collect()
+        };
+        for (op, ops) in [
+            ("read", &["read"][..]),
+            ("write", &["write"][..]),
+            ("edit", &["edit"][..]),
+            ("modified", &["write", "edit", "modified"][..]),
+        ] {
+            let w = only(&|h| ops.contains(&h.op.as_str()));
+            let g = files_json(&env, &["**", "--session", f, "--op", op], !w.is_empty());
+            assert_eq!(g, w, "{f} --op {op}");
+        }
+        let w = only(&|h| h.active);
+        let g = files_json(
+            &env,
+            &["**", "--session", f, "--active-only"],
+            !w.is_empty(),
+        );
+        assert_eq!(g, w, "{f} --active-only");
+        // --since the middle hit's time: pi writes `toISOString()` times (fixed width, UTC),
+        // which order as strings.
+        let mut times: Vec<&str> = want.iter().filter_map(|h| h.timestamp.as_deref()).collect();
+        assert!(
+            times.iter().all(|t| t.len() == 24 && t.ends_with('Z')),
+            "{f}"
+        );
+        times.sort_unstable();
+        if let Some(mid) = times.get(times.len() / 2) {
+            let mid = (*mid).to_owned();
+            let w = only(&|h| h.timestamp.as_deref().is_some_and(|t| t >= mid.as_str()));
+            assert!(!w.is_empty(), "{f}");
+            let g = files_json(&env, &["**", "--session", f, "--since", &mid], true);
+            assert_eq!(g, w, "{f} --since {mid}");
+            since_checked += 1;
+        }
+    }
+    assert!(total > 1000, "only {total} hits");
+    assert!(since_checked >= 5);
+    // A day, an age, and a date that cannot be read.
+    let f = session("04-many-branches");
+    let f = f.to_str().unwrap();
+    let all = files_json(&env, &["**", "--session", f], true);
+    assert_eq!(
+        files_json(&env, &["**", "--session", f, "--since", "2000-01-01"], true),
+        all
+    );
+    assert!(
+        files_json(
+            &env,
+            &["**", "--session", f, "--since", "2999-01-01"],
+            false
+        )
+        .is_empty()
+    );
+    // The fixtures are from 2026-07: a day ago is after every one of them.
+    assert!(files_json(&env, &["**", "--session", f, "--since", "1d"], false).is_empty());
+    let r = run(&env, &["files", "**", "--since", "last tuesday"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("cannot read the date \"last tuesday\""),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("YYYY-MM-DD"), "{}", r.stderr);
 }

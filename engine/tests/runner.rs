@@ -10,3 +10,4 @@ mod test_incremental;
 mod test_migrate_import;
 mod test_outline;
 mod test_writer;
+mod tool_scan;

@@ -1,131 +1,26 @@
 //! The file-operation index equals an independent serde_json scan of the tool calls, and a
 //! branch export is a session the oracle loads.
 
-use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::collections::HashSet;
 
 use pisess_engine::{FileFilter, FileHit, Outcome, Store};
-use pisess_formats::{Event, SessionReader};
 use serde_json::Value;
 
 use crate::naive::Naive;
 use crate::test_migrate_import::every_file;
-
-type Hit = (
-    Option<String>,
-    Option<String>,
-    String,
-    String,
-    String,
-    Option<bool>,
-    bool,
-);
-
-/// The hits of one file by reading it with serde_json (records as the formats reader splits
-/// them), independently of the importer.
-fn scan(path: &Path) -> (Vec<Hit>, String) {
-    let mut records: Vec<Value> = Vec::new();
-    let mut cwd = String::new();
-    SessionReader::new(std::fs::File::open(path).unwrap())
-        .read(|ev| {
-            match ev {
-                Event::Header(h) => {
-                    cwd = h
-                        .fields
-                        .get("cwd")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .into();
-                }
-                Event::Record(r, _) => {
-                    records.push(serde_json::from_str(r.json).unwrap_or(Value::Null));
-                }
-                Event::Problem(_) => {}
-            }
-            Ok::<(), ()>(())
-        })
-        .unwrap();
-    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    let mut results: HashMap<String, bool> = HashMap::new();
-    let mut by_id: HashMap<String, usize> = HashMap::new();
-    for (i, r) in records.iter().enumerate() {
-        if let Some(id) = s(r, "id") {
-            by_id.insert(id, i);
-        }
-        let m = &r["message"];
-        if r["type"] == "message"
-            && m["role"] == "toolResult"
-            && let Some(id) = s(m, "toolCallId")
-        {
-            results.insert(id, m["isError"] == Value::Bool(true));
-        }
-    }
-    // The active path: from the last record (if it has an id) through parentId.
-    let mut active = HashSet::new();
-    let mut cur = records.last().and_then(|r| s(r, "id"));
-    while let Some(id) = cur {
-        let Some(&i) = by_id.get(&id) else { break };
-        if !active.insert(i) {
-            break;
-        }
-        cur = s(&records[i], "parentId");
-    }
-    let mut hits = Vec::new();
-    for (i, r) in records.iter().enumerate() {
-        let id = s(r, "id");
-        let on = active.contains(&i) && id.as_ref().is_some_and(|d| by_id[d] == i);
-        let m = &r["message"];
-        if r["type"] == "message" && m["role"] == "assistant" {
-            for b in m["content"].as_array().into_iter().flatten() {
-                let Some(p) = b["arguments"]["path"].as_str().filter(|p| !p.is_empty()) else {
-                    continue;
-                };
-                if b["type"] != "toolCall" {
-                    continue;
-                }
-                let name = s(b, "name").unwrap_or_default();
-                let op = match name.as_str() {
-                    "read" | "write" | "edit" => name.clone(),
-                    _ => "other".into(),
-                };
-                let call = s(b, "id");
-                let err = call.as_ref().and_then(|c| results.get(c).copied());
-                hits.push((id.clone(), call, name, op, p.to_owned(), err, on));
-            }
-        }
-        if r["type"] == "compaction" || r["type"] == "branch_summary" {
-            let tool = r["type"].as_str().unwrap().to_owned();
-            for (k, op) in [("readFiles", "read"), ("modifiedFiles", "modified")] {
-                for p in r["details"][k].as_array().into_iter().flatten() {
-                    if let Some(p) = p.as_str().filter(|p| !p.is_empty()) {
-                        let h = (
-                            id.clone(),
-                            None,
-                            tool.clone(),
-                            op.into(),
-                            p.into(),
-                            None,
-                            on,
-                        );
-                        hits.push(h);
-                    }
-                }
-            }
-        }
-    }
-    (hits, cwd)
-}
+use crate::tool_scan::{Hit, scan};
 
 fn tuple(h: &FileHit) -> Hit {
-    (
-        h.entry_id.clone(),
-        h.tool_call_id.clone(),
-        h.tool_name.clone(),
-        h.op.as_str().to_owned(),
-        h.path.clone(),
-        h.is_error,
-        h.active,
-    )
+    Hit {
+        entry_id: h.entry_id.clone(),
+        tool_call_id: h.tool_call_id.clone(),
+        tool_name: h.tool_name.clone(),
+        op: h.op.as_str().to_owned(),
+        path: h.path.clone(),
+        is_error: h.is_error,
+        active: h.active,
+        timestamp: h.timestamp.clone(),
+    }
 }
 
 #[test]
@@ -152,7 +47,7 @@ fn file_hits_equal_an_independent_scan() {
         let mut got_t: Vec<Hit> = got.iter().map(tuple).collect();
         if rec.cycle_cuts > 0 {
             for h in want.iter_mut().chain(got_t.iter_mut()) {
-                h.6 = false;
+                h.active = false;
             }
         }
         assert_eq!(got_t, want, "{}", p.display());

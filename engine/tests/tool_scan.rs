@@ -1,0 +1,134 @@
+//! An independent scan of a session file's tool calls on files, with serde_json, for tests
+//! that check the file-operation index (`engine/tests/test_files.rs`) and `pisess files`
+//! (`cli/tests/test_query.rs`, which includes this file by path).
+//!
+//! It knows nothing of the importer: records are split by the formats reader (so glued lines
+//! are recovered as the store recovers them), then read as plain JSON. What counts as a hit:
+//! every `toolCall` block of an assistant message with a non-empty string `arguments.path`
+//! (op = the tool's name for read/write/edit, else "other"), and every path in a compaction's
+//! or branch summary's `details.readFiles` (read) and `details.modifiedFiles` (modified). A
+//! call's error status is its last tool result's `isError`; a hit is active when its entry is
+//! on the path from the last record to the root (following `parentId`, a later duplicate id
+//! winning, as pi's index does).
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use pisess_formats::{Event, SessionReader};
+use serde_json::Value;
+
+/// One file operation, with the fields `pisess files` reports.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Hit {
+    pub entry_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub tool_name: String,
+    pub op: String,
+    pub path: String,
+    pub is_error: Option<bool>,
+    pub active: bool,
+    pub timestamp: Option<String>,
+}
+
+/// The hits of one file in file order, and the header's `cwd`.
+pub fn scan(path: &Path) -> (Vec<Hit>, String) {
+    let mut records: Vec<Value> = Vec::new();
+    let mut cwd = String::new();
+    SessionReader::new(std::fs::File::open(path).unwrap())
+        .read(|ev| {
+            match ev {
+                Event::Header(h) => {
+                    cwd = h
+                        .fields
+                        .get("cwd")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into();
+                }
+                Event::Record(r, _) => {
+                    records.push(serde_json::from_str(r.json).unwrap_or(Value::Null));
+                }
+                Event::Problem(_) => {}
+            }
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let mut results: HashMap<String, bool> = HashMap::new();
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        if let Some(id) = s(r, "id") {
+            by_id.insert(id, i);
+        }
+        let m = &r["message"];
+        if r["type"] == "message"
+            && m["role"] == "toolResult"
+            && let Some(id) = s(m, "toolCallId")
+        {
+            results.insert(id, m["isError"] == Value::Bool(true));
+        }
+    }
+    let mut active = HashSet::new();
+    let mut cur = records.last().and_then(|r| s(r, "id"));
+    while let Some(id) = cur {
+        let Some(&i) = by_id.get(&id) else { break };
+        if !active.insert(i) {
+            break;
+        }
+        cur = s(&records[i], "parentId");
+    }
+    let mut hits = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let id = s(r, "id");
+        let on = active.contains(&i) && id.as_ref().is_some_and(|d| by_id[d] == i);
+        let timestamp = s(r, "timestamp");
+        let m = &r["message"];
+        if r["type"] == "message" && m["role"] == "assistant" {
+            for b in m["content"].as_array().into_iter().flatten() {
+                let Some(p) = b["arguments"]["path"].as_str().filter(|p| !p.is_empty()) else {
+                    continue;
+                };
+                if b["type"] != "toolCall" {
+                    continue;
+                }
+                let name = s(b, "name").unwrap_or_default();
+                let op = match name.as_str() {
+                    "read" | "write" | "edit" => name.clone(),
+                    _ => "other".into(),
+                };
+                let call = s(b, "id");
+                let is_error = call.as_ref().and_then(|c| results.get(c).copied());
+                hits.push(Hit {
+                    entry_id: id.clone(),
+                    tool_call_id: call,
+                    tool_name: name,
+                    op,
+                    path: p.to_owned(),
+                    is_error,
+                    active: on,
+                    timestamp: timestamp.clone(),
+                });
+            }
+        }
+        if r["type"] == "compaction" || r["type"] == "branch_summary" {
+            let tool = r["type"].as_str().unwrap().to_owned();
+            for (k, op) in [("readFiles", "read"), ("modifiedFiles", "modified")] {
+                for p in r["details"][k].as_array().into_iter().flatten() {
+                    if let Some(p) = p.as_str().filter(|p| !p.is_empty()) {
+                        hits.push(Hit {
+                            entry_id: id.clone(),
+                            tool_call_id: None,
+                            tool_name: tool.clone(),
+                            op: op.into(),
+                            path: p.into(),
+                            is_error: None,
+                            active: on,
+                            timestamp: timestamp.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    (hits, cwd)
+}
