@@ -14,7 +14,9 @@ use pisess_engine::files::{
     FILE_HITS, FILE_RESOLVED, FILE_SESSION_PATHS, TOOL_RESULTS, decode_block, encode_block,
 };
 use pisess_engine::outline::OUTLINE;
-use pisess_engine::schema::{CHILDREN, ENTRY_IDS, LABELS, PARENTS, SETTING_THINKING, SETTINGS};
+use pisess_engine::schema::{
+    CHILDREN, ENTRY_IDS, LABELS, PARENTS, SETTING_THINKING, SETTINGS, SOURCES, SourceStat,
+};
 use pisess_engine::{EntryKey, Link, Store};
 use redb::ReadableTable;
 
@@ -114,6 +116,30 @@ fn damage(path: &Path) {
         assert_eq!(first.len(), 1, "the fixtures have no label");
         labels.remove((first[0].0, first[0].1.as_str())).unwrap();
         labels.insert((first[0].0, "deadbeef"), "invented").unwrap();
+
+        // The catalogue: a source row's size changed (a re-import would then read a changed
+        // file as unchanged, or the reverse), another's gone flag set, and a row invented.
+        let mut sources = tx.open_table(SOURCES).unwrap();
+        let rows: Vec<(String, SourceStat)> = sources
+            .iter()
+            .unwrap()
+            .take(2)
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                (k.value().to_owned(), v.value())
+            })
+            .collect();
+        let (p0, (s0, size0, m0, g0)) = &rows[0];
+        sources
+            .insert(p0.as_str(), (*s0, size0 + 1, *m0, *g0))
+            .unwrap();
+        let (p1, (s1, size1, m1, _)) = &rows[1];
+        sources
+            .insert(p1.as_str(), (*s1, *size1, *m1, true))
+            .unwrap();
+        sources
+            .insert("/no/such/file.jsonl", (9999, 1, 1, false))
+            .unwrap();
 
         // The file index: a block removed, another's first hit given another status, a
         // session's path invented, a resolved path removed, a tool result removed and one
@@ -237,6 +263,7 @@ fn verify_reports_damaged_indexes_and_repair_rebuilds_them_from_the_records() {
     let (code, out, err) = run(&env, &copy, &["verify"]);
     assert_eq!(code, 1, "verify missed the damage: {out}\n{err}");
     for table in [
+        "sources.v2",
         "entry_ids.v1",
         "parents.v1",
         "children.v1",

@@ -41,7 +41,7 @@ impl<T> Lookup<T> {
 /// A read-only, consistent view of the store.
 pub struct Snapshot {
     pub(crate) _tx: ReadTransaction,
-    pub(crate) sources: ReadOnlyTable<&'static str, u64>,
+    pub(crate) sources: ReadOnlyTable<&'static str, schema::SourceStat>,
     pub(crate) sessions: ReadOnlyTable<u64, Rkyv<SessionRecord>>,
     pub(crate) session_ids: ReadOnlyTable<(&'static str, u64), ()>,
     pub(crate) entries: ReadOnlyTable<u64, Rkyv<EntryRecord>>,
@@ -116,7 +116,7 @@ impl Snapshot {
         Ok(self
             .sources
             .get(canon.to_string_lossy().as_ref())?
-            .map(|v| SessionKey(v.value())))
+            .map(|v| SessionKey(v.value().0)))
     }
 
     /// A session by id or unique id prefix.

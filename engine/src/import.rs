@@ -323,23 +323,6 @@ impl Store {
     ) -> Result<Option<ImportReport>, StoreError> {
         let rtx = self.db.begin_read()?;
         let sources = rtx.open_table(schema::SOURCES)?;
-        let sessions = rtx.open_table(schema::SESSIONS)?;
-        let session_gone = |s: u64| -> Result<Option<(bool, u64, i64)>, StoreError> {
-            let Some(rec) = sessions.get(s)? else {
-                return Ok(None);
-            };
-            let rec = RecordRef::<SessionRecord>::new(rec.value().bytes());
-            let a = rec.archived().map_err(|source| StoreError::CorruptRecord {
-                table: schema::SESSIONS_NAME,
-                key: s.to_string(),
-                source,
-            })?;
-            Ok(Some((
-                a.gone,
-                a.file_size.to_native(),
-                a.mtime_ns.to_native(),
-            )))
-        };
         // The catalogue keys of the files, for the gone check below (borrowed from the scan's
         // canonical paths: no copy per file).
         let mut seen: Vec<std::borrow::Cow<'_, str>> = Vec::new();
@@ -357,12 +340,11 @@ impl Store {
                     (key, size, mtime)
                 }
             };
-            let Some(s) = sources.get(key.as_ref())?.map(|v| v.value()) else {
+            let Some((s, sz, mt, gone)) = sources.get(key.as_ref())?.map(|v| v.value()) else {
                 return Ok(None);
             };
-            match session_gone(s)? {
-                Some((false, sz, mt)) if sz == size && mt == mtime => {}
-                _ => return Ok(None),
+            if gone || sz != size || mt != mtime {
+                return Ok(None);
             }
             report.files.push(FileReport {
                 path: f.path.clone(),
@@ -381,14 +363,11 @@ impl Store {
         // A session whose file was under one of the folders and has disappeared must be marked
         // gone (so the import is not a no-op). Only the part of the catalogue that can hold
         // such files is read.
-        let disappeared = |path: &str, s: u64| -> Result<bool, StoreError> {
-            if seen.binary_search_by(|k| k.as_ref().cmp(path)).is_ok()
-                || !folders.iter().any(|f| Path::new(path).starts_with(f))
-                || Path::new(path).exists()
-            {
-                return Ok(false);
-            }
-            Ok(matches!(session_gone(s)?, Some((false, _, _))))
+        let disappeared = |path: &str, (_, _, _, gone): schema::SourceStat| -> bool {
+            !gone
+                && seen.binary_search_by(|k| k.as_ref().cmp(path)).is_err()
+                && folders.iter().any(|f| Path::new(path).starts_with(f))
+                && !Path::new(path).exists()
         };
         match folders
             .iter()
@@ -398,8 +377,8 @@ impl Store {
             Some(ranges) => {
                 for (lo, hi) in &ranges {
                     for row in sources.range(lo.as_str()..hi.as_str())? {
-                        let (path, s) = row?;
-                        if disappeared(path.value(), s.value())? {
+                        let (path, stat) = row?;
+                        if disappeared(path.value(), stat.value()) {
                             return Ok(None);
                         }
                     }
@@ -407,8 +386,8 @@ impl Store {
             }
             None => {
                 for row in sources.iter()? {
-                    let (path, s) = row?;
-                    if disappeared(path.value(), s.value())? {
+                    let (path, stat) = row?;
+                    if disappeared(path.value(), stat.value()) {
                         return Ok(None);
                     }
                 }
@@ -448,7 +427,7 @@ impl Store {
             match sources.get(key.as_str())? {
                 None => None,
                 Some(s) => {
-                    let s = s.value();
+                    let s = s.value().0;
                     let sessions = rtx.open_table(schema::SESSIONS)?;
                     let rec = sessions.get(s)?.ok_or_else(|| {
                         StoreError::Inconsistent(format!("source {key} names missing session {s}"))
@@ -518,7 +497,7 @@ impl Store {
     ) -> Result<Option<(SessionKey, SessionRecord)>, StoreError> {
         let rtx = self.db.begin_read()?;
         let sources = rtx.open_table(schema::SOURCES)?;
-        let Some(s) = sources.get(key)?.map(|v| v.value()) else {
+        let Some(s) = sources.get(key)?.map(|v| v.value().0) else {
             return Ok(None);
         };
         let sessions = rtx.open_table(schema::SESSIONS)?;
@@ -543,6 +522,14 @@ impl Store {
             let rec = SessionRecord { gone, ..rec };
             let bytes = encode(&rec)?;
             sessions.insert(s.0, RecordRef::new(&bytes))?;
+            // The source row carries the same flag (schema invariant).
+            let mut sources = tx.open_table(schema::SOURCES)?;
+            let stat = sources.get(rec.path.as_str())?.map(|v| v.value());
+            if let Some((sk, size, mtime, _)) = stat
+                && sk == s.0
+            {
+                sources.insert(rec.path.as_str(), (sk, size, mtime, gone))?;
+            }
         }
         tx.commit()?;
         Ok(())
@@ -557,27 +544,13 @@ impl Store {
         {
             let rtx = self.db.begin_read()?;
             let sources = rtx.open_table(schema::SOURCES)?;
-            let sessions = rtx.open_table(schema::SESSIONS)?;
             for row in sources.iter()? {
-                let (path, s) = row?;
+                let (path, stat) = row?;
                 let path = path.value();
+                let (s, _, _, gone) = stat.value();
                 let inside = folders.iter().any(|f| Path::new(path).starts_with(f));
-                if inside && !Path::new(path).exists() {
-                    let s = s.value();
-                    if let Some(rec) = sessions.get(s)? {
-                        let rec = RecordRef::<SessionRecord>::new(rec.value().bytes());
-                        let gone = rec
-                            .archived()
-                            .map_err(|source| StoreError::CorruptRecord {
-                                table: schema::SESSIONS_NAME,
-                                key: s.to_string(),
-                                source,
-                            })?
-                            .gone;
-                        if !gone {
-                            missing.push(SessionKey(s));
-                        }
-                    }
+                if inside && !gone && !Path::new(path).exists() {
+                    missing.push(SessionKey(s));
                 }
             }
         }
@@ -1131,7 +1104,7 @@ fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>) {
 /// The open tables of one write transaction.
 pub(crate) struct Writer<'t> {
     meta: Table<'t, &'static str, u64>,
-    sources: Table<'t, &'static str, u64>,
+    sources: Table<'t, &'static str, schema::SourceStat>,
     sessions: Table<'t, u64, Rkyv<SessionRecord>>,
     session_ids: Table<'t, (&'static str, u64), ()>,
     entries: Table<'t, u64, Rkyv<EntryRecord>>,
@@ -1207,8 +1180,11 @@ impl<'t> Writer<'t> {
             .retain_in((s.0, 0)..=(s.0, u64::MAX), |_, _| false)?;
         self.outline
             .retain_in((s.0, 0, 0)..=(s.0, u64::MAX, u32::MAX), |_, _| false)?;
-        self.entry_ids.retain(|(sk, _), _| sk != s.0)?;
-        self.labels.retain(|(sk, _), _| sk != s.0)?;
+        // Key ranges (a session's rows sort together), not scans of every session's rows.
+        let next = s.0.saturating_add(1);
+        self.entry_ids
+            .retain_in((s.0, "")..(next, ""), |_, _| false)?;
+        self.labels.retain_in((s.0, "")..(next, ""), |_, _| false)?;
         self.session_ids.remove((old.session_id.as_str(), s.0))?;
         crate::files::delete_session_ops(self, s, &old.cwd)?;
         Ok(())
@@ -1554,22 +1530,21 @@ impl<'t> Writer<'t> {
 
     fn finish(&mut self, s: SessionKey, key: &str, rec: &SessionRecord) -> Result<(), StoreError> {
         self.flush_file_hits()?;
-        // A rewritten file may carry a new session id.
-        let stale: Vec<String> = self
-            .session_ids
-            .iter()?
-            .filter_map(|r| r.ok())
-            .filter(|(k, _)| k.value().1 == s.0 && k.value().0 != rec.session_id)
-            .map(|(k, _)| k.value().0.to_owned())
-            .collect();
-        for id in stale {
+        // A rewritten file may carry a new session id: the old one is in the old record (a
+        // lookup, not a scan of every session's id).
+        let stale = match self.sessions.get(s.0)? {
+            Some(old) => Some(decode_session(old.value().bytes(), s.0)?.session_id),
+            None => None,
+        };
+        if let Some(id) = stale.filter(|id| *id != rec.session_id) {
             self.session_ids.remove((id.as_str(), s.0))?;
         }
         self.session_ids
             .insert((rec.session_id.as_str(), s.0), ())?;
         let bytes = encode(rec)?;
         self.sessions.insert(s.0, RecordRef::new(&bytes))?;
-        self.sources.insert(key, s.0)?;
+        self.sources
+            .insert(key, (s.0, rec.file_size, rec.mtime_ns, rec.gone))?;
         self.meta.insert(META_NEXT_ENTRY, self.next_entry)?;
         self.meta.insert(META_NEXT_SESSION, self.next_session)?;
         Ok(())

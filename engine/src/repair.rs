@@ -7,6 +7,7 @@
 //!   with import's rules: a later duplicate id wins; a parentId naming no entry makes a root; a
 //!   cycle is cut where a depth-first walk in file order closes it; labels resolve in file
 //!   order, the last one wins and an empty label clears;
+//! - each session's `sources` row is derived from its record (key, file size, mtime, gone);
 //! - `run_starts` is derived from the links ([`Link::starts_run`]) and rebuilt with them;
 //! - `outline` blocks are derived from each session's records
 //!   ([`Snapshot::expected_outline`]) and rewritten where they differ;
@@ -267,7 +268,7 @@ pub struct RepairReport {
 }
 
 impl Store {
-    /// Rebuilds `entry_ids`, `parents`, `children`, `labels`, `run_starts`, `settings`,
+    /// Rebuilds `sources`, `entry_ids`, `parents`, `children`, `labels`, `run_starts`, `settings`,
     /// `outline` and the file index
     /// (`file_hits`, `file_resolved`, `file_session_paths`, `tool_results`) from the records,
     /// in one write transaction (see the module docs). Records are never touched.
@@ -285,6 +286,12 @@ impl Store {
                     want_outline.insert((s.0, k, i), part.to_vec());
                 }
             }
+        }
+        // Each session's source row, from its record (the record is the truth: schema's
+        // invariant on `sources.v2`).
+        let mut want_sources: BTreeMap<String, schema::SourceStat> = BTreeMap::new();
+        for (s, rec) in snap.sessions()? {
+            want_sources.insert(rec.path, (s.0, rec.file_size, rec.mtime_ns, rec.gone));
         }
         let mut want_settings: BTreeMap<(u64, u64), u8> = BTreeMap::new();
         for (s, _) in snap.sessions()? {
@@ -321,6 +328,24 @@ impl Store {
                     want_labels.insert((s.0, t.clone()), l.clone());
                 }
                 want_links.extend(x.links.iter().map(|(k, l)| (*k, *l)));
+            }
+            let mut sources = tx.open_table(schema::SOURCES)?;
+            let mut stale: Vec<String> = Vec::new();
+            for row in sources.iter()? {
+                let (k, v) = row?;
+                if want_sources.get(k.value()) != Some(&v.value()) {
+                    stale.push(k.value().to_owned());
+                }
+            }
+            for k in &stale {
+                sources.remove(k.as_str())?;
+                report.removed += 1;
+            }
+            for (k, v) in &want_sources {
+                if sources.get(k.as_str())?.map(|x| x.value()) != Some(*v) {
+                    sources.insert(k.as_str(), *v)?;
+                    report.written += 1;
+                }
             }
             let mut stale: Vec<(u64, String)> = Vec::new();
             for row in entry_ids.iter()? {

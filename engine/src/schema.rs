@@ -10,13 +10,15 @@
 //!   parent (derived from `parents.v1`, written and removed with it);
 //! - `settings.v1` holds exactly the `thinking_level_change` and `model_change` entries
 //!   (derived from each record's type, written and removed with it);
+//! - each `sources.v2` row's size, mtime and gone flag equal its session record's (written in
+//!   the same transaction as the record);
 //! - `outline.v2` holds, for every tree node, what its record implies
 //!   ([`crate::outline`]: derived from each record's line, written and removed with it).
 //!
 //! | table | key → value |
 //! |---|---|
 //! | `meta` | `&str → u64`: `schema_version`, `next_entry`, `next_session` |
-//! | `sources.v1` | canonical file path → session key |
+//! | `sources.v2` | canonical file path → ([`SourceStat`]) session key, and the file's size, mtime and gone flag as in its session record |
 //! | `sessions.v1` | session key → [`SessionRecord`] |
 //! | `session_ids.v1` | (session id, session key) → () |
 //! | `entries.v3` | entry key → [`EntryRecord`] (one per stored row; long lines zstd-compressed; the blake3 of its line, checked by `verify`) |
@@ -48,7 +50,10 @@
 //! it about 2.5 times faster). (Both were built apart as "7"; a store from either is refused.)
 //! Schema 9 makes an import write fewer rows: a row's hash moves into its record
 //! (`entries.v3`, `EntryRecordV3`; `row_hashes.v1` is gone) and `session_entries.v1` (one row
-//! per line) becomes `session_runs.v1` (one row per import of a file).
+//! per line) becomes `session_runs.v1` (one row per import of a file). Schema 10 copies each
+//! session's file size, mtime and gone flag into its `sources.v2` row (was `sources.v1`: the
+//! session key only), so a re-import of an unchanged folder reads a few pages of one table
+//! instead of one session record per file.
 
 use redb::{TableDefinition, TypeName, Value};
 
@@ -56,7 +61,7 @@ use crate::ids::{EntryKey, Link};
 use crate::record::{EntryRecord, Rkyv, SessionRecord};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 9;
+pub const SCHEMA_VERSION: u64 = 10;
 
 /// `meta` key of the schema version.
 pub const META_SCHEMA: &str = "schema_version";
@@ -73,7 +78,12 @@ pub const ENTRIES_NAME: &str = "entries.v3";
 /// Store-wide settings and counters.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// Imported file path → session.
-pub const SOURCES: TableDefinition<&str, u64> = TableDefinition::new("sources.v1");
+pub const SOURCES: TableDefinition<&str, SourceStat> = TableDefinition::new("sources.v2");
+
+/// A `sources.v2` value: (session key, file size, mtime in ns, gone), the last three equal to
+/// the session record's `file_size`, `mtime_ns` and `gone`, so that deciding that a file is
+/// unchanged reads this small fixed-width row and never a session record.
+pub type SourceStat = (u64, u64, i64, bool);
 /// Session key → session record.
 pub const SESSIONS: TableDefinition<u64, Rkyv<SessionRecord>> = TableDefinition::new(SESSIONS_NAME);
 /// (session id, session key) → ().

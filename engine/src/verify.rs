@@ -3,6 +3,8 @@
 //! Invariants checked (each failure is one [`Finding`]; nothing is changed here, see
 //! [`crate::repair`] for `--repair`):
 //! - redb's own integrity (page checksums, tree structure);
+//! - every session's `sources` row holds its key, file size, mtime and gone flag, and every
+//!   `sources` row names an existing session;
 //! - every row listed in `session_runs` exists, belongs to its session, and its `raw` bytes
 //!   hash (blake3) to the hash its record got at import;
 //! - every `parents` link names an existing parent one level shallower (so every chain reaches
@@ -168,6 +170,29 @@ impl Snapshot {
                     r,
                     "sessions.v1",
                     format!("session {s} has {n} rows, its record says {}", rec.rows),
+                );
+            }
+            let want = (s.0, rec.file_size, rec.mtime_ns, rec.gone);
+            let got = self.sources.get(rec.path.as_str())?.map(|v| v.value());
+            if got != Some(want) {
+                add(
+                    r,
+                    "sources.v2",
+                    format!(
+                        "session {s}: the row of {} is {got:?}, its record says {want:?}",
+                        rec.path
+                    ),
+                );
+            }
+        }
+        for row in self.sources.iter()? {
+            let (path, stat) = row?;
+            let (s, ..) = stat.value();
+            if !known.contains(&s) {
+                add(
+                    r,
+                    "sources.v2",
+                    format!("{} names session {s}, which does not exist", path.value()),
                 );
             }
         }
