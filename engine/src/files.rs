@@ -444,6 +444,27 @@ pub(crate) struct HitView<'r> {
     pub same: [bool; 3],
 }
 
+impl HitView<'_> {
+    /// The hit's strings as spans of `arena`: one equal to the previous hit's reuses that
+    /// hit's span from `last`, the others are copied in; `last` becomes these.
+    fn spans(&self, last: &mut [Span; 3], arena: &mut String) -> Result<[Span; 3], StoreError> {
+        let mut strs = [NO_SPAN; 3];
+        for ((out, prev), (s, same)) in strs
+            .iter_mut()
+            .zip(last.iter())
+            .zip(self.strs.iter().zip(self.same))
+        {
+            *out = match s {
+                _ if same => *prev,
+                None => NO_SPAN,
+                Some(s) => push_span(arena, s)?,
+            };
+        }
+        *last = strs;
+        Ok(strs)
+    }
+}
+
 /// Reads a block's hits in order (see [`encode_block`]).
 pub(crate) struct BlockReader<'b> {
     b: &'b [u8],
@@ -1000,17 +1021,7 @@ impl FileHits {
                 Ok(None) => break,
                 Err(Malformed) => return Err(bad()),
             };
-            let mut strs = [NO_SPAN; 3];
-            for ((out, last), (s, same)) in
-                strs.iter_mut().zip(&last).zip(h.strs.iter().zip(h.same))
-            {
-                *out = match s {
-                    _ if same => *last,
-                    None => NO_SPAN,
-                    Some(s) => self.span(s)?,
-                };
-            }
-            last = strs;
+            let strs = h.spans(&mut last, &mut self.arena)?;
             if !f.admits(h.op, self.get(strs[2])) {
                 continue;
             }
@@ -1598,17 +1609,7 @@ impl<'s> FileScan<'s> {
                     Ok(None) => break,
                     Err(Malformed) => return Err(bad()),
                 };
-                let mut strs = [NO_SPAN; 3];
-                for ((out, last), (s, same)) in
-                    strs.iter_mut().zip(&last).zip(h.strs.iter().zip(h.same))
-                {
-                    *out = match s {
-                        _ if same => *last,
-                        None => NO_SPAN,
-                        Some(s) => push_span(&mut st.arena, s)?,
-                    };
-                }
-                last = strs;
+                let strs = h.spans(&mut last, &mut st.arena)?;
                 if !f.admits(h.op, get_span(&st.arena, strs[2])) {
                     continue;
                 }
