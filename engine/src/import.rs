@@ -510,14 +510,17 @@ impl Store {
         )))
     }
 
-    fn set_gone(&self, s: SessionKey, gone: bool) -> Result<(), StoreError> {
+    /// Sets a session's gone flag in its record and its source row; `false` when the session
+    /// has no record (a source row left by a damaged store: `verify` reports it, nothing is
+    /// written).
+    fn set_gone(&self, s: SessionKey, gone: bool) -> Result<bool, StoreError> {
         let mut tx = self.writer_db()?.begin_write()?;
         tx.set_durability(Durability::None)?;
         {
             let mut sessions = tx.open_table(schema::SESSIONS)?;
             let rec = match sessions.get(s.0)? {
                 Some(r) => decode_session(r.value().bytes(), s.0)?,
-                None => return Ok(()),
+                None => return Ok(false),
             };
             let rec = SessionRecord { gone, ..rec };
             let bytes = encode(&rec)?;
@@ -532,10 +535,11 @@ impl Store {
             }
         }
         tx.commit()?;
-        Ok(())
+        Ok(true)
     }
 
-    /// Marks sessions imported from inside `folders` whose files no longer exist.
+    /// Marks sessions imported from inside `folders` whose files no longer exist; returns how
+    /// many were marked.
     fn mark_gone(&self, folders: &[PathBuf]) -> Result<u64, StoreError> {
         if folders.is_empty() {
             return Ok(0);
@@ -554,10 +558,13 @@ impl Store {
                 }
             }
         }
+        let mut marked = 0;
         for s in &missing {
-            self.set_gone(*s, true)?;
+            if self.set_gone(*s, true)? {
+                marked += 1;
+            }
         }
-        Ok(missing.len() as u64)
+        Ok(marked)
     }
 
     /// [`Self::write_file`] on the source; when the source needs migration, on its migrated

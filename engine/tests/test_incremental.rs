@@ -145,6 +145,33 @@ fn an_import_marks_gone_only_what_disappeared_under_its_folder() {
     assert_eq!((r.count(Outcome::Unchanged), r.gone), (1, 3));
     let r = import(&store, &whole).unwrap();
     assert_eq!((r.count(Outcome::Unchanged), r.gone), (1, 0));
+    store.close().unwrap();
+
+    // A damaged catalogue: a source row under the folder names a session that does not
+    // exist. Imports mark nothing (and say so), and verify names the row.
+    let ghost = std::fs::canonicalize(&root).unwrap().join("a/ghost.jsonl");
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        tx.open_table(pisess_engine::schema::SOURCES)
+            .unwrap()
+            .insert(ghost.to_str().unwrap(), (9999, 1, 1, false))
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    let mut store = Store::open(&path).unwrap();
+    for _ in 0..2 {
+        let r = import(&store, &whole).unwrap();
+        assert_eq!((r.count(Outcome::Unchanged), r.gone), (1, 0));
+    }
+    let v = store.verify().unwrap();
+    assert!(
+        v.findings
+            .iter()
+            .any(|f| f.table == "sources.v2" && f.message.contains("ghost.jsonl")),
+        "{:?}",
+        v.findings
+    );
 }
 
 #[test]
