@@ -8,6 +8,7 @@ use std::io::Write;
 
 use pisess_engine::files::{FileHitRef, FileQuery, RenderHit};
 use pisess_engine::{FileFilter, FileOp, SessionKey};
+use pisess_formats::js;
 
 use crate::command_error::{CommandResult, Outcome};
 use crate::session_arg::{open_session_read, open_store_read};
@@ -103,7 +104,7 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
         let mut head = Vec::new();
         if json {
             head.extend_from_slice(b"{\"type\":\"file_op\",\"session\":");
-            json_str(&mut head, &id);
+            js::write_str(&mut head, &id);
         } else {
             head.extend_from_slice(safe(&id.chars().take(8).collect::<String>()).as_bytes());
         }
@@ -134,9 +135,9 @@ impl RenderHit for Render<'_> {
     fn paths(&self, path: &str, resolved: &str, out: &mut Vec<u8>) {
         if self.json {
             out.extend_from_slice(b",\"path\":");
-            json_str(out, path);
+            js::write_str(out, path);
             out.extend_from_slice(b",\"resolved\":");
-            json_str(out, resolved);
+            js::write_str(out, resolved);
         } else {
             out.extend_from_slice(safe(resolved).as_bytes());
             out.push(b' ');
@@ -186,79 +187,15 @@ fn text_line(out: &mut Vec<u8>, sid: &[u8], paths: &[u8], h: &FileHitRef<'_>) {
     let _ = writeln!(out, "…/{})", safe(h.entry_id.unwrap_or("-")));
 }
 
-/// Appends `s` as a JSON string, escaped as serde_json escapes: `"`, `\` and control
-/// characters (`\b \f \n \r \t` by name, the others as `\u00XX`); nothing else.
-fn json_str(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push(b'"');
-    // Most strings need no escape: copied whole.
-    if !needs_escape(s.as_bytes()) {
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-        return;
-    }
-    let b = s.as_bytes();
-    let mut start = 0;
-    for (i, &c) in b.iter().enumerate() {
-        let esc: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0..=0x1f => &[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(c >> 4) as usize],
-                HEX[(c & 0xf) as usize],
-            ],
-            _ => continue,
-        };
-        out.extend_from_slice(b.get(start..i).unwrap_or_default());
-        out.extend_from_slice(esc);
-        start = i + 1;
-    }
-    out.extend_from_slice(b.get(start..).unwrap_or_default());
-    out.push(b'"');
-}
-
-/// Whether a string has a byte JSON escapes (a control character, `"` or `\\`); eight bytes
-/// at a time.
-fn needs_escape(b: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // Non-zero when a byte of `w` is below `n` (n <= 0x80): the classic bit trick.
-    fn below(w: u64, n: u64) -> u64 {
-        w.wrapping_sub(ONES * n) & !w & HIGH
-    }
-    let mut words = b.chunks_exact(8);
-    for c in &mut words {
-        let Ok(a) = <[u8; 8]>::try_from(c) else {
-            return true;
-        };
-        let w = u64::from_le_bytes(a);
-        if below(w, 0x20) | below(w ^ (ONES * 0x22), 1) | below(w ^ (ONES * 0x5c), 1) != 0 {
-            return true;
-        }
-    }
-    words
-        .remainder()
-        .iter()
-        .any(|&x| x < 0x20 || x == b'"' || x == b'\\')
-}
-
 /// One hit as a JSON Lines record, written field by field in the order `serde_json::json!`
 /// would give (`type, session, entry, toolCallId, tool, op, path, resolved, timestamp,
 /// isError, active`; `head` holds the first two, up to the session id's closing quote, and
-/// `paths` the path and resolved fields).
+/// `paths` the path and resolved fields). Strings are escaped by [`js::write_str`], which
+/// escapes exactly what serde_json does: `"`, `\\` and control characters.
 fn json_line(out: &mut Vec<u8>, head: &[u8], paths: &[u8], h: &FileHitRef<'_>) {
     fn opt(out: &mut Vec<u8>, v: Option<&str>) {
         match v {
-            Some(s) => json_str(out, s),
+            Some(s) => js::write_str(out, s),
             None => out.extend_from_slice(b"null"),
         }
     }
@@ -268,7 +205,7 @@ fn json_line(out: &mut Vec<u8>, head: &[u8], paths: &[u8], h: &FileHitRef<'_>) {
     out.extend_from_slice(b",\"toolCallId\":");
     opt(out, h.tool_call_id);
     out.extend_from_slice(b",\"tool\":");
-    json_str(out, h.tool_name);
+    js::write_str(out, h.tool_name);
     out.extend_from_slice(b",\"op\":\"");
     out.extend_from_slice(h.op.as_str().as_bytes());
     out.push(b'"');
@@ -293,23 +230,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    /// The word-at-a-time check finds exactly the bytes JSON escapes, wherever they are.
-    #[test]
-    fn needs_escape_finds_exactly_the_escaped_bytes() {
-        for len in [1usize, 7, 8, 9, 16, 23] {
-            for at in 0..len {
-                for x in 0..=255u8 {
-                    let mut b = vec![b'a'; len];
-                    b[at] = x;
-                    let want = x < 0x20 || x == b'"' || x == b'\\';
-                    assert_eq!(needs_escape(&b), want, "{len} {at} {x}");
-                }
-            }
-        }
-        assert!(!needs_escape(b""));
-        assert!(!needs_escape("é😀~\u{7f}abcdefgh".as_bytes()));
-    }
 
     /// The hand-written record equals serde_json's for the same fields, escapes included.
     #[test]
@@ -343,7 +263,7 @@ mod tests {
                 active: flag == Some(true),
             };
             let mut head = b"{\"type\":\"file_op\",\"session\":".to_vec();
-            json_str(&mut head, s);
+            js::write_str(&mut head, s);
             let heads = [(h.session, head)];
             let r = Render {
                 json: true,
