@@ -99,6 +99,23 @@ pub const RESULT_OK: u8 = 1;
 /// The last result was an error.
 pub const RESULT_ERROR: u8 = 2;
 
+/// A stored result status as a hit's `is_error`: `None` when no result was seen.
+fn is_error(status: u8) -> Option<bool> {
+    match status {
+        RESULT_OK => Some(false),
+        RESULT_ERROR => Some(true),
+        _ => None,
+    }
+}
+
+/// Whether `entry` lies in one of `runs` (sorted, disjoint key ranges [start, end], as
+/// [`Snapshot::active_runs`] gives them): the last run starting at or before it holds it, if
+/// any does.
+fn in_runs(runs: &[(u64, u64)], entry: u64) -> bool {
+    let k = runs.partition_point(|&(start, _)| start <= entry);
+    k > 0 && runs.get(k - 1).is_some_and(|&(_, end)| entry <= end)
+}
+
 /// What a file operation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FileOp {
@@ -980,11 +997,7 @@ impl FileHits {
             path: self.get(r.path).ok_or_else(bad)?,
             resolved: self.get(r.resolved).ok_or_else(bad)?,
             timestamp: self.get(ts),
-            is_error: match r.status {
-                RESULT_OK => Some(false),
-                RESULT_ERROR => Some(true),
-                _ => None,
-            },
+            is_error: is_error(r.status),
             active: r.active,
         })
     }
@@ -1678,8 +1691,7 @@ impl<'s> FileScan<'s> {
                     p
                 }
             };
-            let k = path.partition_point(|&(start, _)| start <= r.entry);
-            let active = k > 0 && path.get(k - 1).is_some_and(|&(_, end)| r.entry <= end);
+            let active = in_runs(path, r.entry);
             if f.active_only && !active {
                 continue;
             }
@@ -1700,11 +1712,7 @@ impl<'s> FileScan<'s> {
                     get_span(&st.arena, r.resolved).ok_or_else(bad)?
                 },
                 timestamp: get_span(&st.arena, ts),
-                is_error: match r.status {
-                    RESULT_OK => Some(false),
-                    RESULT_ERROR => Some(true),
-                    _ => None,
-                },
+                is_error: is_error(r.status),
                 active,
             };
             let at = r.paths.at as usize;
@@ -1986,9 +1994,7 @@ impl Snapshot {
                     p
                 }
             };
-            // The last run starting at or before the entry holds it, if any does.
-            let n = path.partition_point(|&(start, _)| start <= r.entry);
-            r.active = n > 0 && path.get(n - 1).is_some_and(|&(_, end)| r.entry <= end);
+            r.active = in_runs(path, r.entry);
         }
         if f.active_only {
             let rows = &hits.rows;
