@@ -527,11 +527,9 @@ impl Store {
             sessions.insert(s.0, RecordRef::new(&bytes))?;
             // The source row carries the same flag (schema invariant).
             let mut sources = tx.open_table(schema::SOURCES)?;
-            let stat = sources.get(rec.path.as_str())?.map(|v| v.value());
-            if let Some((sk, size, mtime, _)) = stat
-                && sk == s.0
-            {
-                sources.insert(rec.path.as_str(), (sk, size, mtime, gone))?;
+            let owner = sources.get(rec.path.as_str())?.map(|v| v.value().0);
+            if owner == Some(s.0) {
+                sources.insert(rec.path.as_str(), schema::source_stat(s.0, &rec))?;
             }
         }
         tx.commit()?;
@@ -1550,8 +1548,7 @@ impl<'t> Writer<'t> {
             .insert((rec.session_id.as_str(), s.0), ())?;
         let bytes = encode(rec)?;
         self.sessions.insert(s.0, RecordRef::new(&bytes))?;
-        self.sources
-            .insert(key, (s.0, rec.file_size, rec.mtime_ns, rec.gone))?;
+        self.sources.insert(key, schema::source_stat(s.0, rec))?;
         self.meta.insert(META_NEXT_ENTRY, self.next_entry)?;
         self.meta.insert(META_NEXT_SESSION, self.next_session)?;
         Ok(())

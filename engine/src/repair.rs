@@ -291,7 +291,8 @@ impl Store {
         // invariant on `sources.v2`).
         let mut want_sources: BTreeMap<String, schema::SourceStat> = BTreeMap::new();
         for (s, rec) in snap.sessions()? {
-            want_sources.insert(rec.path, (s.0, rec.file_size, rec.mtime_ns, rec.gone));
+            let stat = schema::source_stat(s.0, &rec);
+            want_sources.insert(rec.path, stat);
         }
         let mut want_settings: BTreeMap<(u64, u64), u8> = BTreeMap::new();
         for (s, _) in snap.sessions()? {

@@ -84,6 +84,12 @@ pub const SOURCES: TableDefinition<&str, SourceStat> = TableDefinition::new("sou
 /// the session record's `file_size`, `mtime_ns` and `gone`, so that deciding that a file is
 /// unchanged reads this small fixed-width row and never a session record.
 pub type SourceStat = (u64, u64, i64, bool);
+
+/// The `sources.v2` value of session `s` with record `rec` (the one place that says which
+/// record fields the row copies).
+pub fn source_stat(s: u64, rec: &SessionRecord) -> SourceStat {
+    (s, rec.file_size, rec.mtime_ns, rec.gone)
+}
 /// Session key → session record.
 pub const SESSIONS: TableDefinition<u64, Rkyv<SessionRecord>> = TableDefinition::new(SESSIONS_NAME);
 /// (session id, session key) → ().

@@ -172,7 +172,7 @@ impl Snapshot {
                     format!("session {s} has {n} rows, its record says {}", rec.rows),
                 );
             }
-            let want = (s.0, rec.file_size, rec.mtime_ns, rec.gone);
+            let want = crate::schema::source_stat(s.0, &rec);
             let got = self.sources.get(rec.path.as_str())?.map(|v| v.value());
             if got != Some(want) {
                 add(
