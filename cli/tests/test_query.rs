@@ -1155,3 +1155,52 @@ fn files_json_equals_an_independent_scan_of_the_tool_calls() {
     );
     assert!(r.stderr.contains("YYYY-MM-DD"), "{}", r.stderr);
 }
+
+/// `files` whose output cannot be written: a reader that stops early is a quiet exit 0 (as
+/// `pisess files … | head`), a full device is exit 2 naming the failed write; the store is
+/// only read, and answers the same afterwards.
+#[test]
+fn files_output_to_a_closed_pipe_or_a_full_device() {
+    use std::io::Read;
+    let env = TestEnv::new();
+    let dir = std::fs::canonicalize(fixture("sessions")).unwrap();
+    out(&env, &["import", dir.to_str().unwrap()], 0);
+    let all = out(&env, &["--json", "files", "**"], 0);
+    // Twice what a pipe holds (64 KiB), so the writer meets the closed pipe.
+    assert!(all.len() > 128 << 10, "{} bytes", all.len());
+    // std's Command, for its stdout and spawn (the environment is TestEnv's).
+    let cmd = || {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"));
+        c.args(["--json", "files", "**"])
+            .env_clear()
+            .env("HOME", env.home.path())
+            .env("NO_COLOR", "1")
+            .env("PISESS_STORE", env.home.path().join("store.redb"));
+        c
+    };
+    let mut child = cmd()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(0));
+    assert!(
+        done.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let done = cmd().stdout(full).output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot write the output"), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert_eq!(out(&env, &["--json", "files", "**"], 0), all);
+}
