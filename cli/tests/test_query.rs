@@ -33,6 +33,37 @@ fn json_lines(env: &TestEnv, args: &[&str], code: i32) -> Vec<Value> {
         .collect()
 }
 
+/// `pisess ARGS` as std's Command (for its stdout and spawn), in the test environment.
+fn std_command(env: &TestEnv, args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"));
+    c.args(args)
+        .env_clear()
+        .env("HOME", env.home.path())
+        .env("NO_COLOR", "1")
+        .env("PISESS_STORE", env.home.path().join("store.redb"));
+    c
+}
+
+/// Runs `pisess ARGS` for a reader that takes 16 bytes and closes the pipe (`pisess … | head
+/// -c 16`): it must exit 0 and say nothing.
+fn stops_quietly_on_a_closed_pipe(env: &TestEnv, args: &[&str]) {
+    use std::io::Read;
+    let mut child = std_command(env, args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(0), "{args:?}");
+    assert!(
+        done.stderr.is_empty(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+}
+
 fn strs(v: &Value) -> Vec<String> {
     v.as_array()
         .unwrap()
@@ -258,26 +289,7 @@ fn log_all_on_a_deep_chain() {
     assert!(text.lines().last().unwrap().starts_with("● 00000000"));
 
     // A reader that stops early (`pisess log --all | head -1`): a quiet exit 0.
-    use std::io::Read;
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
-        .args(["log", f, "--all"])
-        .env_clear()
-        .env("HOME", env.home.path())
-        .env("NO_COLOR", "1")
-        .env("PISESS_STORE", env.home.path().join("store.redb"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = [0u8; 16];
-    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
-    let done = child.wait_with_output().unwrap();
-    assert_eq!(done.status.code(), Some(0));
-    assert!(
-        done.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&done.stderr)
-    );
+    stops_quietly_on_a_closed_pipe(&env, &["log", f, "--all"]);
 }
 
 // ---- diff --context ---------------------------------------------------------------------------
@@ -1161,43 +1173,22 @@ fn files_json_equals_an_independent_scan_of_the_tool_calls() {
 /// only read, and answers the same afterwards.
 #[test]
 fn files_output_to_a_closed_pipe_or_a_full_device() {
-    use std::io::Read;
     let env = TestEnv::new();
     let dir = std::fs::canonicalize(fixture("sessions")).unwrap();
     out(&env, &["import", dir.to_str().unwrap()], 0);
     let all = out(&env, &["--json", "files", "**"], 0);
     // Twice what a pipe holds (64 KiB), so the writer meets the closed pipe.
     assert!(all.len() > 128 << 10, "{} bytes", all.len());
-    // std's Command, for its stdout and spawn (the environment is TestEnv's).
-    let cmd = || {
-        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"));
-        c.args(["--json", "files", "**"])
-            .env_clear()
-            .env("HOME", env.home.path())
-            .env("NO_COLOR", "1")
-            .env("PISESS_STORE", env.home.path().join("store.redb"));
-        c
-    };
-    let mut child = cmd()
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = [0u8; 16];
-    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
-    let done = child.wait_with_output().unwrap();
-    assert_eq!(done.status.code(), Some(0));
-    assert!(
-        done.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&done.stderr)
-    );
+    stops_quietly_on_a_closed_pipe(&env, &["--json", "files", "**"]);
 
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let done = cmd().stdout(full).output().unwrap();
+    let done = std_command(&env, &["--json", "files", "**"])
+        .stdout(full)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(2), "{err}");
     assert!(err.contains("cannot write the output"), "{err}");
