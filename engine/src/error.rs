@@ -97,6 +97,17 @@ pub enum StoreError {
         #[source]
         source: rkyv::rancor::Error,
     },
+    /// A stored block of rows does not read.
+    #[error("corrupt block of rows in table {table} at key {key}")]
+    CorruptBlock {
+        /// The table.
+        table: &'static str,
+        /// The block's key.
+        key: u64,
+        /// What is wrong with it.
+        #[source]
+        source: crate::row_block::BlockError,
+    },
     /// A record could not be serialised.
     #[error("cannot serialise a record")]
     Serialize(#[source] rkyv::rancor::Error),

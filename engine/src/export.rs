@@ -43,24 +43,18 @@ impl Snapshot {
         }
         let mut n = 0u64;
         for key in self.row_runs(s)?.into_iter().flatten() {
-            let v = self
-                .entries
-                .get(key)
-                .map_err(StoreError::from)?
-                .ok_or_else(|| StoreError::Inconsistent(format!("row {key} is missing")))?;
-            let rec = v.value();
-            let a = rec.archived().map_err(|source| StoreError::CorruptRecord {
-                table: schema::ENTRIES_NAME,
-                key: key.to_string(),
-                source,
-            })?;
-            let raw = a.raw_bytes().map_err(|e| StoreError::CorruptRecord {
-                table: schema::ENTRIES_NAME,
-                key: key.to_string(),
-                source: <rkyv::rancor::Error as rkyv::rancor::Source>::new(e),
-            })?;
-            out.write_all(&raw)?;
-            n += raw.len() as u64;
+            let e = crate::ids::EntryKey(key);
+            n += self
+                .with_entry(e, |a| -> Result<u64, ExportError> {
+                    let raw = a.raw_bytes().map_err(|err| StoreError::CorruptRecord {
+                        table: schema::ENTRIES_NAME,
+                        key: key.to_string(),
+                        source: <rkyv::rancor::Error as rkyv::rancor::Source>::new(err),
+                    })?;
+                    out.write_all(&raw)?;
+                    Ok(raw.len() as u64)
+                })?
+                .ok_or_else(|| StoreError::Inconsistent(format!("row {key} is missing")))??;
         }
         Ok(n)
     }

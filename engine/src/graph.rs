@@ -6,16 +6,41 @@
 //! - the k-th ancestor and the LCA take O(log depth) steps, using each entry's skip pointer
 //!   (Myers' jump pointers: a node's jump depends only on its depth, so two nodes at the same
 //!   depth jump to the same depth, and the usual binary-lifting argument applies);
-//! - nothing recurses: paths are built with loops, so a 1,000,000-deep chain is fine.
+//! - nothing recurses: paths are built with loops, so a 1,000,000-deep chain is fine;
+//! - a row is read from its block ([`crate::row_block`]); each thread keeps the last block it
+//!   decoded, tagged with its snapshot's number, so reads in key order decode each block once
+//!   and no snapshot ever sees another's block.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
 
 use crate::error::StoreError;
 use crate::ids::{EntryKey, Link, SessionKey};
 use crate::record::{
-    ArchivedEntryRecord, EntryRecord, RecordRef, Rkyv, SessionRecord, decode_entry, decode_session,
+    ArchivedEntryRecord, EntryRecord, Rkyv, SessionRecord, decode_entry, decode_session,
 };
+use crate::row_block::Block;
 use crate::schema;
+
+/// Numbers snapshots for the block cache.
+static NEXT_SNAPSHOT: AtomicU64 = AtomicU64::new(1);
+
+/// The last block of rows this thread decoded.
+struct CachedBlock {
+    snapshot: u64,
+    first: u64,
+    block: Block<'static>,
+}
+
+thread_local! {
+    static LAST_BLOCK: Cell<Option<CachedBlock>> = const { Cell::new(None) };
+}
+
+/// Blocks up to this size (plain) are kept in the cache; a larger one is a single huge row,
+/// read in place each time.
+const CACHE_MAX: usize = crate::record::LARGE_ROW;
 
 /// The result of looking something up by id or id prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +69,9 @@ pub struct Snapshot {
     pub(crate) sources: ReadOnlyTable<&'static str, schema::SourceStat>,
     pub(crate) sessions: ReadOnlyTable<u64, Rkyv<SessionRecord>>,
     pub(crate) session_ids: ReadOnlyTable<(&'static str, u64), ()>,
-    pub(crate) entries: ReadOnlyTable<u64, Rkyv<EntryRecord>>,
+    pub(crate) entries: ReadOnlyTable<u64, &'static [u8]>,
+    /// This snapshot's number in the block cache.
+    id: u64,
     pub(crate) session_runs: ReadOnlyTable<(u64, u64), (u64, u64)>,
     pub(crate) entry_ids: ReadOnlyTable<(u64, &'static str), u64>,
     pub(crate) parents: ReadOnlyTable<u64, Link>,
@@ -71,6 +98,7 @@ impl Snapshot {
             sessions: tx.open_table(schema::SESSIONS)?,
             session_ids: tx.open_table(schema::SESSION_IDS)?,
             entries: tx.open_table(schema::ENTRIES)?,
+            id: NEXT_SNAPSHOT.fetch_add(1, Ordering::Relaxed),
             session_runs: tx.open_table(schema::SESSION_RUNS)?,
             entry_ids: tx.open_table(schema::ENTRY_IDS)?,
             parents: tx.open_table(schema::PARENTS)?,
@@ -166,28 +194,80 @@ impl Snapshot {
 
     /// A stored row, decoded.
     pub fn entry(&self, e: EntryKey) -> Result<Option<EntryRecord>, StoreError> {
-        match self.entries.get(e.0)? {
-            Some(v) => Ok(Some(decode_entry(v.value().bytes(), e.0)?)),
-            None => Ok(None),
-        }
+        self.with_row(e, |bytes| decode_entry(bytes, e.0))?
+            .transpose()
     }
 
-    /// Calls `f` with a stored row, read in place (no copy).
+    /// Calls `f` with a stored row, read in place from its decoded block.
     pub fn with_entry<R>(
         &self,
         e: EntryKey,
         f: impl FnOnce(&ArchivedEntryRecord) -> R,
     ) -> Result<Option<R>, StoreError> {
-        let Some(v) = self.entries.get(e.0)? else {
+        self.with_row(e, |bytes| {
+            rkyv::access::<ArchivedEntryRecord, rkyv::rancor::Error>(bytes)
+                .map(f)
+                .map_err(|source| StoreError::CorruptRecord {
+                    table: schema::ENTRIES_NAME,
+                    key: e.0.to_string(),
+                    source,
+                })
+        })?
+        .transpose()
+    }
+
+    /// Whether a row is stored under `e`.
+    pub fn has_entry(&self, e: EntryKey) -> Result<bool, StoreError> {
+        Ok(self.with_row(e, |_| ())?.is_some())
+    }
+
+    /// Calls `f` with the serialised record of row `e` (from the thread's cached block when
+    /// it holds `e`).
+    fn with_row<R>(
+        &self,
+        e: EntryKey,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>, StoreError> {
+        let corrupt = |key, source| StoreError::CorruptBlock {
+            table: schema::ENTRIES_NAME,
+            key,
+            source,
+        };
+        // Taken out while in use, so a nested read just misses.
+        let cached = LAST_BLOCK.with(Cell::take).filter(|c| {
+            c.snapshot == self.id && c.first <= e.0 && e.0 - c.first < u64::from(c.block.rows())
+        });
+        if let Some(c) = cached {
+            let got = c
+                .block
+                .record((e.0 - c.first) as u32)
+                .map(f)
+                .map_err(|err| corrupt(c.first, err));
+            LAST_BLOCK.with(|cell| cell.set(Some(c)));
+            return got.map(Some);
+        }
+        let Some(row) = self.entries.range(..=e.0)?.next_back() else {
             return Ok(None);
         };
-        let r: RecordRef<'_, EntryRecord> = v.value();
-        let a = r.archived().map_err(|source| StoreError::CorruptRecord {
-            table: schema::ENTRIES_NAME,
-            key: e.0.to_string(),
-            source,
-        })?;
-        Ok(Some(f(a)))
+        let (k, v) = row?;
+        let first = k.value();
+        let value = v.value();
+        let block = Block::decode(value).map_err(|err| corrupt(first, err))?;
+        let at = e.0 - first;
+        if at >= u64::from(block.rows()) {
+            return Ok(None);
+        }
+        let got = f(block.record(at as u32).map_err(|err| corrupt(first, err))?);
+        if value.len() <= CACHE_MAX {
+            LAST_BLOCK.with(|cell| {
+                cell.set(Some(CachedBlock {
+                    snapshot: self.id,
+                    first,
+                    block: block.into_owned(),
+                }));
+            });
+        }
+        Ok(Some(got))
     }
 
     /// The id of an entry.

@@ -47,6 +47,7 @@ use crate::error::StoreError;
 use crate::ids::{EntryKey, Link, SessionKey};
 use crate::outline::{BlockBuilder, NodeFacts, OUTLINE, RowIn};
 use crate::record::{EntryRecord, RecordRef, Rkyv, RowKind, SessionRecord, decode_session, encode};
+use crate::row_block::{Block, RowBlockBuilder};
 use crate::schema::{self, META, META_NEXT_ENTRY, META_NEXT_SESSION};
 use crate::store::{Store, meta_get};
 
@@ -672,8 +673,15 @@ impl Store {
         });
         let mut st = FileState::new(s, rec, start, canon);
         st.migrated_from = content.migrated_from;
+        // The open block of rows: the session's last one when this append continues it.
+        let mut carry = RowBlockBuilder::new();
+        st.rows_first = w.next_entry;
         if st.append {
             st.block = w.open_outline(s)?;
+            if let Some((first, b)) = w.open_rows(s)? {
+                st.rows_first = first;
+                carry = b;
+            }
         }
         let mut reader =
             ChunkReader::with_chunk_size(file.take(content.size - start), opts.chunk_size);
@@ -698,17 +706,20 @@ impl Store {
                 {
                     return Ok(Ok(Err(Conflict)));
                 }
-                let mut p = prepare_chunk(&chunk, s.0, start, line_base, bom, false)?;
+                let mut p = prepare_chunk(&chunk, s.0, start, line_base, bom, None)?;
                 if let Err(e) = st.classify(&mut p.rows) {
                     return Ok(Err(e));
                 }
-                p.encoded = encode_rows(&mut p.rows)?;
+                (p.blocks, carry) = encode_rows(&mut p.rows, std::mem::take(&mut carry))?;
                 p
             } else {
                 let prev = pending.take();
+                let open = std::mem::take(&mut carry);
+                let chunk = &chunk;
                 let (prepared, written) = std::thread::scope(|scope| {
-                    let worker =
-                        scope.spawn(|| prepare_chunk(&chunk, s.0, start, line_base, bom, true));
+                    let worker = scope.spawn(move || {
+                        prepare_chunk(chunk, s.0, start, line_base, bom, Some(open))
+                    });
                     let written = match prev {
                         Some(p) => w.write_prepared(&mut st, p, progress),
                         None => Ok(Ok(())),
@@ -721,7 +732,9 @@ impl Store {
                 if written?.is_err() {
                     return Ok(Ok(Err(Conflict)));
                 }
-                prepared?
+                let mut p = prepared?;
+                carry = std::mem::take(&mut p.carry);
+                p
             };
             pending = Some(prepared);
         }
@@ -740,6 +753,18 @@ impl Store {
                 path: canon.to_path_buf(),
                 reason,
             }));
+        }
+        if !carry.is_empty() {
+            let rows = carry.rows() as u64;
+            w.write_block(&mut st, rows, &carry.finish())?;
+        }
+        if st.rows_first != w.next_entry {
+            return Err(StoreError::Inconsistent(format!(
+                "{}: the blocks of rows end at key {}, the rows at {}",
+                canon.display(),
+                st.rows_first,
+                w.next_entry
+            )));
         }
         w.flush_outline(&mut st)?;
         w.link(&mut st)?;
@@ -776,14 +801,17 @@ impl Store {
     }
 }
 
-/// A row's serialised record.
-type Encoded = Vec<u8>;
+/// A finished block of rows: (rows, stored value).
+type FinishedBlock = (u64, Vec<u8>);
 
 /// A chunk's rows, ready to write.
 struct Prepared {
     rows: Vec<Draft>,
-    /// Each row's serialised record.
-    encoded: Vec<Encoded>,
+    /// The blocks of rows this chunk completed (the first may begin with rows of earlier
+    /// chunks, carried in).
+    blocks: Vec<FinishedBlock>,
+    /// The block left open after this chunk's rows.
+    carry: RowBlockBuilder,
     /// Physical lines in the chunk.
     lines: u64,
     /// Whether the chunk's last line ends with a newline.
@@ -792,15 +820,16 @@ struct Prepared {
     bytes: u64,
 }
 
-/// Parses a chunk's lines into rows (in parallel); with `encode` also hashes, compresses and
-/// serialises them (only once the header is known: classification may change rows).
+/// Parses a chunk's lines into rows (in parallel); given the open block of rows (`carry`),
+/// also hashes, serialises and adds them to blocks (only once the header is known:
+/// classification may change rows).
 fn prepare_chunk(
     chunk: &pisess_formats::reader::Chunk,
     session: u64,
     start: u64,
     line_base: u64,
     bom: bool,
-    encode: bool,
+    carry: Option<RowBlockBuilder>,
 ) -> Result<Prepared, StoreError> {
     let lines: Vec<Line<'_>> = chunk.lines().collect();
     let drafts: Vec<Vec<Draft>> = lines
@@ -818,28 +847,57 @@ fn prepare_chunk(
         r.rec.raw = raw;
         r.rec.offset = 0;
     }
-    let encoded = if encode {
-        encode_rows(&mut rows)?
-    } else {
-        Vec::new()
+    let (blocks, carry) = match carry {
+        Some(c) => encode_rows(&mut rows, c)?,
+        None => (Vec::new(), RowBlockBuilder::new()),
     };
     Ok(Prepared {
         rows,
-        encoded,
+        blocks,
+        carry,
         lines: lines.len() as u64,
         last_terminated: lines.last().map(|l| l.terminated),
         bytes: chunk.len() as u64 + if bom { 3 } else { 0 },
     })
 }
 
-/// Hashes the plain bytes of each row, then compresses and serialises it, in parallel.
-fn encode_rows(rows: &mut [Draft]) -> Result<Vec<Encoded>, StoreError> {
-    rows.par_iter_mut()
+/// Hashes and serialises each row (in parallel), adds them in order to the open block
+/// `carry`, cutting a block where it is full ([`crate::row_block`]), and compresses the
+/// finished blocks (in parallel). Returns them and the block left open.
+fn encode_rows(
+    rows: &mut [Draft],
+    mut carry: RowBlockBuilder,
+) -> Result<(Vec<FinishedBlock>, RowBlockBuilder), StoreError> {
+    let encoded: Vec<Vec<u8>> = rows
+        .par_iter_mut()
         .map(|r| {
             r.rec.seal();
-            encode(&r.rec)
+            let bytes = crate::record::encode_entry(&r.rec);
+            // The writer needs the row's facts, not its line: free the line on the thread
+            // that allocated it (frees on the writer thread contend for its arena).
+            r.rec.raw = Vec::new();
+            bytes
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    let mut full = Vec::new();
+    for bytes in &encoded {
+        if !carry.fits(bytes.len()) {
+            return Err(StoreError::Inconsistent(format!(
+                "a row of {} bytes does not fit a block",
+                bytes.len()
+            )));
+        }
+        carry.push(bytes);
+        if carry.is_full() {
+            full.push(std::mem::take(&mut carry));
+        }
+    }
+    drop(encoded);
+    let blocks = full
+        .into_par_iter()
+        .map(|b| (b.rows() as u64, b.finish()))
+        .collect();
+    Ok((blocks, carry))
 }
 
 /// Per-file state while importing.
@@ -862,6 +920,8 @@ struct FileState<'p> {
     migrated_from: Option<f64>,
     /// The session's outline block being filled.
     block: Option<BlockBuilder>,
+    /// The key of the first row of the open block of rows.
+    rows_first: u64,
 }
 
 impl<'p> FileState<'p> {
@@ -881,6 +941,7 @@ impl<'p> FileState<'p> {
             append: start > 0,
             migrated_from: None,
             block: None,
+            rows_first: 0,
         }
     }
 
@@ -1112,7 +1173,7 @@ pub(crate) struct Writer<'t> {
     sources: Table<'t, &'static str, schema::SourceStat>,
     sessions: Table<'t, u64, Rkyv<SessionRecord>>,
     session_ids: Table<'t, (&'static str, u64), ()>,
-    entries: Table<'t, u64, Rkyv<EntryRecord>>,
+    entries: Table<'t, u64, &'static [u8]>,
     session_runs: Table<'t, (u64, u64), (u64, u64)>,
     entry_ids: Table<'t, (u64, &'static str), u64>,
     parents: Table<'t, u64, Link>,
@@ -1165,10 +1226,12 @@ impl<'t> Writer<'t> {
         let mut keys = Vec::new();
         for row in self.session_runs.range((s.0, 0)..=(s.0, u64::MAX))? {
             let (first, n) = row?.1.value();
-            keys.extend(first..first.saturating_add(n));
+            let end = first.saturating_add(n);
+            keys.extend(first..end);
+            // A block lies inside one run.
+            self.entries.retain_in(first..end, |_, _| false)?;
         }
         for k in &keys {
-            self.entries.remove(*k)?;
             let link = self.parents.remove(*k)?.map(|l| l.value());
             if let Some(l) = link {
                 if let Some(p) = l.parent() {
@@ -1208,8 +1271,11 @@ impl<'t> Writer<'t> {
         st.lines_read += p.lines;
         st.rec.lines += p.lines;
         st.bytes_read += p.bytes;
-        if self.write_rows(st, p.rows, &p.encoded)?.is_err() {
+        if self.write_rows(st, p.rows)?.is_err() {
             return Ok(Err(Conflict));
+        }
+        for (rows, bytes) in &p.blocks {
+            self.write_block(st, *rows, bytes)?;
         }
         progress(ImportEvent::Bytes(p.bytes));
         Ok(Ok(()))
@@ -1220,14 +1286,12 @@ impl<'t> Writer<'t> {
         &mut self,
         st: &mut FileState<'_>,
         rows: Vec<Draft>,
-        encoded: &[Encoded],
     ) -> Result<Result<(), Conflict>, StoreError> {
         let s = st.s.0;
-        for (mut row, bytes) in rows.into_iter().zip(encoded) {
+        for mut row in rows {
             let key = self.next_entry;
             self.next_entry += 1;
             let first_new = *st.first_new_key.get_or_insert(key);
-            self.entries.insert(key, RecordRef::new(bytes))?;
             // This import's keys are consecutive: its rows are one run.
             match &mut st.run {
                 Some((_, _, n)) => *n += 1,
@@ -1311,6 +1375,66 @@ impl<'t> Writer<'t> {
             }
         }
         Ok(Ok(()))
+    }
+
+    /// Stores a finished block of `rows` rows: the open block's, which starts at
+    /// `st.rows_first` (their keys were given by [`Self::write_rows`]).
+    fn write_block(
+        &mut self,
+        st: &mut FileState<'_>,
+        rows: u64,
+        bytes: &[u8],
+    ) -> Result<(), StoreError> {
+        let end = st.rows_first.saturating_add(rows);
+        if end > self.next_entry {
+            return Err(StoreError::Inconsistent(format!(
+                "a block of {rows} rows from key {} passes the last row written ({})",
+                st.rows_first, self.next_entry
+            )));
+        }
+        self.entries.insert(st.rows_first, bytes)?;
+        st.rows_first = end;
+        Ok(())
+    }
+
+    /// The session's last block of rows, reopened, when an import starting at
+    /// [`Self::next_entry`] continues its keys and it is not full: (its first key, its rows).
+    fn open_rows(&self, s: SessionKey) -> Result<Option<(u64, RowBlockBuilder)>, StoreError> {
+        let last = match self
+            .session_runs
+            .range((s.0, 0)..=(s.0, u64::MAX))?
+            .next_back()
+        {
+            Some(row) => {
+                let (first, n) = row?.1.value();
+                first.saturating_add(n)
+            }
+            None => return Ok(None),
+        };
+        if last != self.next_entry || last == 0 {
+            return Ok(None);
+        }
+        let Some(row) = self.entries.range(..last)?.next_back() else {
+            return Ok(None);
+        };
+        let (k, v) = row?;
+        let first = k.value();
+        let corrupt = |source| StoreError::CorruptBlock {
+            table: schema::ENTRIES_NAME,
+            key: first,
+            source,
+        };
+        let value = v.value();
+        let block = Block::decode(value).map_err(corrupt)?;
+        if first.saturating_add(u64::from(block.rows())) != last {
+            return Err(StoreError::Inconsistent(format!(
+                "session {s}: its rows end at key {last}, its last block at {}",
+                first.saturating_add(u64::from(block.rows()))
+            )));
+        }
+        drop(block);
+        let b = RowBlockBuilder::resume(value).map_err(corrupt)?;
+        Ok((!b.is_full()).then_some((first, b)))
     }
 
     /// Records a run of rows (sequence of its first row, first key, rows) of session `s`,
@@ -1734,7 +1858,7 @@ pub fn jsonl_files_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// An error and its sources, joined with ": ".
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {

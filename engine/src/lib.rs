@@ -27,6 +27,7 @@ pub mod outline;
 pub mod prune;
 pub mod record;
 pub mod repair;
+pub mod row_block;
 pub mod schema;
 pub mod store;
 pub mod verify;

@@ -52,36 +52,14 @@ pub enum Codec {
     Zstd,
 }
 
-/// Rows shorter than this are stored plain: compression gains nothing on them.
-pub const COMPRESS_MIN: usize = 96;
 /// zstd level: 1 is the fastest, and still halves pi's lines.
 const ZSTD_LEVEL: i32 = 1;
 
-thread_local! {
-    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// zstd-compresses `data` with a per-thread context; `None` when compression does not help or
-/// fails (the row is then stored plain).
-fn compress(data: &[u8]) -> Option<Vec<u8>> {
-    if data.len() > LARGE_ROW {
-        return compress_large(data);
-    }
-    COMPRESSOR.with(|c| {
-        let mut c = c.try_borrow_mut().ok()?;
-        if c.is_none() {
-            *c = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
-        }
-        let z = c.as_mut()?.compress(data).ok()?;
-        (z.len() < data.len()).then_some(z)
-    })
-}
-
-/// Rows above this size are compressed by streaming into a growing buffer: the one-shot
-/// compressor needs an output buffer of the worst-case size up front, a second copy of a
-/// 200 MB line even when it compresses to a few kilobytes.
-const LARGE_ROW: usize = 1 << 20;
+/// Rows above this size are zstd-compressed on their own, by streaming into a growing buffer
+/// (a one-shot compressor needs an output buffer of the worst-case size up front, a second copy
+/// of a 200 MB line even when it compresses to a few kilobytes). Smaller rows are stored plain
+/// in their record and compressed with their block ([`crate::row_block`]).
+pub const LARGE_ROW: usize = 1 << 20;
 
 /// A sink that refuses to grow to `cap` bytes: compression that does not save space stops
 /// early instead of producing a second full-size copy.
@@ -103,8 +81,9 @@ impl std::io::Write for Capped {
     }
 }
 
-/// [`compress`] for a large row (see [`LARGE_ROW`]): a streaming frame with the content size
-/// in its header, so [`decompress`] reads it like any other.
+/// zstd-compresses a large row (see [`LARGE_ROW`]): a streaming frame with the content size
+/// in its header, so [`decompress`] reads it like any other. `None` when compression does not
+/// help or fails (the row is then stored plain).
 fn compress_large(data: &[u8]) -> Option<Vec<u8>> {
     use std::io::Write;
     let sink = Capped {
@@ -213,7 +192,8 @@ impl EntryRecord {
         }
     }
 
-    /// Records the hash of the plain `raw` bytes, then compresses them ([`Self::pack`]).
+    /// Records the hash of the plain `raw` bytes, then compresses them if the row is large
+    /// ([`Self::pack`]).
     pub fn seal(&mut self) {
         if self.codec == Codec::Plain {
             self.hash = *blake3::hash(&self.raw).as_bytes();
@@ -221,12 +201,12 @@ impl EntryRecord {
         self.pack();
     }
 
-    /// Compresses a plain `raw` when that makes it smaller.
+    /// Compresses a plain `raw` over [`LARGE_ROW`] when that makes it smaller.
     pub fn pack(&mut self) {
-        if self.codec != Codec::Plain || self.raw.len() < COMPRESS_MIN {
+        if self.codec != Codec::Plain || self.raw.len() <= LARGE_ROW {
             return;
         }
-        if let Some(z) = compress(&self.raw) {
+        if let Some(z) = compress_large(&self.raw) {
             self.raw_len = self.raw.len() as u64;
             self.raw = z;
             self.codec = Codec::Zstd;
@@ -434,6 +414,27 @@ where
         .map_err(StoreError::Serialize)
 }
 
+/// Serialises a row into a buffer sized for it up front (its line, its JSON text when it has
+/// one, and room for the other fields), so that the buffer is not regrown row after row.
+pub fn encode_entry(rec: &EntryRecord) -> Result<Vec<u8>, StoreError> {
+    let fields = [
+        &rec.id,
+        &rec.parent_id,
+        &rec.type_name,
+        &rec.role,
+        &rec.timestamp,
+    ];
+    let cap = rec.raw.len()
+        + rec.json.as_ref().map_or(0, String::len)
+        + fields
+            .iter()
+            .map(|f| f.as_ref().map_or(0, String::len))
+            .sum::<usize>()
+        + 160;
+    rkyv::api::high::to_bytes_in::<_, rancor::Error>(rec, Vec::with_capacity(cap))
+        .map_err(StoreError::Serialize)
+}
+
 /// Reads an archived record back into an owned value.
 pub fn decode_session(bytes: &[u8], key: u64) -> Result<SessionRecord, StoreError> {
     let corrupt = |source| StoreError::CorruptRecord {
@@ -489,26 +490,14 @@ mod tests {
     }
 
     #[test]
-    fn long_rows_are_compressed_and_read_back() {
-        let line = format!(
-            "{{\"type\":\"message\",\"text\":\"{}\"}}\n",
-            "abc ".repeat(200)
-        );
-        let mut rec = EntryRecord::with_raw(line.clone().into_bytes());
-        rec.pack();
-        assert_eq!(rec.codec, Codec::Zstd);
-        assert!(rec.raw.len() < line.len() / 4, "{} bytes", rec.raw.len());
-        let bytes = encode(&rec).unwrap();
-        let a = RecordRef::<EntryRecord>::new(&bytes).archived().unwrap();
-        assert_eq!(a.raw_bytes().unwrap().as_ref(), line.as_bytes());
-        assert_eq!(a.json_text().as_deref(), Some(line.trim_end()));
-        let back = decode_entry(&bytes, 0).unwrap();
-        assert_eq!(back.codec, Codec::Plain);
-        assert_eq!(back.raw, line.as_bytes());
-        // A short row stays plain.
-        let mut short = EntryRecord::with_raw(b"{}\n".to_vec());
-        short.pack();
-        assert_eq!(short.codec, Codec::Plain);
+    fn rows_up_to_large_row_stay_plain_in_their_record() {
+        // Their block compresses them (crate::row_block).
+        for n in [3, 1000, LARGE_ROW] {
+            let mut rec = EntryRecord::with_raw(vec![b'a'; n]);
+            rec.seal();
+            assert_eq!(rec.codec, Codec::Plain, "{n}");
+            assert_eq!(rec.hash, *blake3::hash(&vec![b'a'; n]).as_bytes());
+        }
     }
 
     #[test]
@@ -540,8 +529,9 @@ mod tests {
 
     #[test]
     fn a_damaged_compressed_row_is_an_error_not_a_panic() {
-        let mut rec = EntryRecord::with_raw("x".repeat(1000).into_bytes());
+        let mut rec = EntryRecord::with_raw("x".repeat(LARGE_ROW + 1).into_bytes());
         rec.pack();
+        assert_eq!(rec.codec, Codec::Zstd);
         let n = rec.raw.len();
         rec.raw.truncate(n / 2);
         let bytes = encode(&rec).unwrap();

@@ -1,7 +1,7 @@
 //! Every redb table of the store, and the schema version.
 //!
 //! Invariants:
-//! - table names and record type names carry a version (`entries.v3`, `pisess::EntryRecordV3`);
+//! - table names and record type names carry a version (`entries.v4`, `pisess::EntryRecordV3`);
 //!   only `meta` is unversioned, because it holds the schema version itself;
 //! - every index row is written in the same write transaction as the rows it indexes, so a
 //!   committed store never has an index that disagrees with its data;
@@ -21,7 +21,7 @@
 //! | `sources.v2` | canonical file path → ([`SourceStat`]) session key, and the file's size, mtime and gone flag as in its session record |
 //! | `sessions.v1` | session key → [`SessionRecord`] |
 //! | `session_ids.v1` | (session id, session key) → () |
-//! | `entries.v3` | entry key → [`EntryRecord`] (one per stored row; long lines zstd-compressed; the blake3 of its line, checked by `verify`) |
+//! | `entries.v4` | first entry key → a block of consecutive rows of one session ([`crate::row_block`]: LZ4 over up to 64 KiB of [`EntryRecord`](crate::record::EntryRecord)s, each with the blake3 of its line, checked by `verify`) |
 //! | `session_runs.v1` | (session key, sequence of the run's first row) → (first entry key, rows): the session's rows in file order, as runs of consecutive entry keys (one per import of the file) |
 //! | `entry_ids.v1` | (session key, entry id) → entry key (a later duplicate id wins, as in pi) |
 //! | `parents.v1` | entry key → [`Link`] (parent, skip pointer, depth; 20 bytes) |
@@ -53,15 +53,17 @@
 //! per line) becomes `session_runs.v1` (one row per import of a file). Schema 10 copies each
 //! session's file size, mtime and gone flag into its `sources.v2` row (was `sources.v1`: the
 //! session key only), so a re-import of an unchanged folder reads a few pages of one table
-//! instead of one session record per file.
+//! //! instead of one session record per file. Schema 11 stores rows in blocks (`entries.v4`, one
+//! LZ4-compressed value per 64 KiB of rows, replacing one zstd-compressed value per row in
+//! `entries.v3`): an import inserts and compresses a block at a time.
 
 use redb::{TableDefinition, TypeName, Value};
 
 use crate::ids::{EntryKey, Link};
-use crate::record::{EntryRecord, Rkyv, SessionRecord};
+use crate::record::{Rkyv, SessionRecord};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 10;
+pub const SCHEMA_VERSION: u64 = 11;
 
 /// `meta` key of the schema version.
 pub const META_SCHEMA: &str = "schema_version";
@@ -73,7 +75,7 @@ pub const META_NEXT_SESSION: &str = "next_session";
 /// Name of the sessions table (for error messages).
 pub const SESSIONS_NAME: &str = "sessions.v1";
 /// Name of the entries table (for error messages).
-pub const ENTRIES_NAME: &str = "entries.v3";
+pub const ENTRIES_NAME: &str = "entries.v4";
 
 /// Store-wide settings and counters.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
@@ -94,8 +96,9 @@ pub fn source_stat(s: u64, rec: &SessionRecord) -> SourceStat {
 pub const SESSIONS: TableDefinition<u64, Rkyv<SessionRecord>> = TableDefinition::new(SESSIONS_NAME);
 /// (session id, session key) → ().
 pub const SESSION_IDS: TableDefinition<(&str, u64), ()> = TableDefinition::new("session_ids.v1");
-/// Entry key → stored row.
-pub const ENTRIES: TableDefinition<u64, Rkyv<EntryRecord>> = TableDefinition::new(ENTRIES_NAME);
+/// First entry key of a block → a block of a session's consecutive rows
+/// ([`crate::row_block`]).
+pub const ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new(ENTRIES_NAME);
 /// (session, sequence of a run's first row) → (the run's first entry key, its rows): the rows
 /// of a session in file order are the runs in key order, each the entry keys `first..first +
 /// rows`. One import of a file gives its rows consecutive keys, so it writes one run (or

@@ -562,8 +562,9 @@ mod tests {
     }
 
     #[test]
-    fn verify_reports_a_stored_line_that_does_not_decompress() {
-        use crate::record::{Codec, EntryRecord, RecordRef, decode_entry, encode};
+    fn verify_reports_changed_and_unreadable_rows() {
+        use crate::record::{ArchivedEntryRecord, EntryRecord, encode};
+        use crate::row_block::{Block, RowBlockBuilder};
         let dir = tempfile::tempdir().unwrap();
         let session = dir.path().join("s.jsonl");
         let text = format!(
@@ -578,30 +579,38 @@ mod tests {
         let mut store = Store::open(dir.path().join("store.redb")).unwrap();
         store.import_file(&session).unwrap();
         assert!(store.verify().unwrap().findings.is_empty());
-        // Damage the compressed bytes of the long row, keeping the record itself valid.
-        {
+        let (first, value) = {
+            let tx = store.writer_db().unwrap().begin_read().unwrap();
+            let entries = tx.open_table(schema::ENTRIES).unwrap();
+            let (k, v) = entries.first().unwrap().unwrap();
+            (k.value(), v.value().to_vec())
+        };
+        let put = |store: &Store, bytes: &[u8]| {
             let tx = store.writer_db().unwrap().begin_write().unwrap();
-            {
-                let mut entries = tx.open_table(schema::ENTRIES).unwrap();
-                let mut damaged: Option<(u64, Vec<u8>)> = None;
-                for row in entries.iter().unwrap() {
-                    let (k, v) = row.unwrap();
-                    let a = v.value().archived().unwrap();
-                    if a.codec == crate::record::ArchivedCodec::Zstd {
-                        let mut rec: EntryRecord =
-                            rkyv::deserialize::<_, rkyv::rancor::Error>(a).unwrap();
-                        assert_eq!(rec.codec, Codec::Zstd);
-                        let n = rec.raw.len();
-                        rec.raw.truncate(n / 2);
-                        damaged = Some((k.value(), encode(&rec).unwrap()));
-                    }
-                }
-                let (k, bytes) = damaged.expect("the long row is stored compressed");
-                assert!(decode_entry(&bytes, k).is_err());
-                entries.insert(k, RecordRef::new(&bytes)).unwrap();
-            }
+            tx.open_table(schema::ENTRIES)
+                .unwrap()
+                .insert(first, bytes)
+                .unwrap();
             tx.commit().unwrap();
+        };
+        // A byte of the message's line changed inside its (valid) record: its hash disagrees.
+        let block = Block::decode(&value).unwrap();
+        let mut b = RowBlockBuilder::new();
+        let mut changed = false;
+        for i in 0..block.rows() {
+            let a =
+                rkyv::access::<ArchivedEntryRecord, rkyv::rancor::Error>(block.record(i).unwrap())
+                    .unwrap();
+            let mut rec: EntryRecord = rkyv::deserialize::<_, rkyv::rancor::Error>(a).unwrap();
+            if rec.id.as_deref() == Some("a1") {
+                let at = rec.raw.len() / 2;
+                rec.raw[at] = b'X';
+                changed = true;
+            }
+            b.push(&encode(&rec).unwrap());
         }
+        assert!(changed);
+        put(&store, &b.finish());
         let report = store.verify().unwrap();
         assert!(
             report
@@ -610,6 +619,29 @@ mod tests {
                 .any(|f| f.message.contains("raw bytes changed")),
             "{:?}",
             report.findings
+        );
+        // A block cut short: a finding naming it, not an error.
+        put(&store, &value[..value.len() / 2]);
+        let report = store.verify().unwrap();
+        let text_of = |f: &crate::verify::Finding| f.message.clone();
+        let msgs: Vec<String> = report.findings.iter().map(text_of).collect();
+        assert!(
+            msgs.iter()
+                .any(|m| m.starts_with(&format!("block {first}:"))),
+            "{msgs:?}"
+        );
+        assert!(
+            msgs.iter().any(|m| m.contains("cannot be read")),
+            "{msgs:?}"
+        );
+        // Reading the session is an error naming the block, not a panic.
+        let snap = store.snapshot().unwrap();
+        let s = snap.session_by_path(&session).unwrap().unwrap();
+        let err = snap.export_session(s, &mut Vec::new()).unwrap_err();
+        assert!(
+            crate::import::error_chain(&err)
+                .contains(&format!("block of rows in table entries.v4 at key {first}")),
+            "{err:?}"
         );
         // The session file is the user's data: untouched.
         assert_eq!(std::fs::read_to_string(&session).unwrap(), text);
