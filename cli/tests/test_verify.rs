@@ -98,10 +98,14 @@ fn damage(path: &Path) {
         l.parent = EntryKey(links[12].0);
         parents.insert(k, l).unwrap();
 
+        // Children: the row of a child that starts a run removed, and a child that continues
+        // its parent's run (never stored) listed.
         let mut children = tx.open_table(CHILDREN).unwrap();
-        let p = links[15].1.parent.0;
-        children.remove((p, links[15].0)).unwrap();
-        children.insert((links[16].0, links[17].0), ()).unwrap();
+        let (p, c) = children.first().unwrap().map(|(k, _)| k.value()).unwrap();
+        children.remove((p, c)).unwrap();
+        let (k, l) = links[16];
+        assert!(!l.starts_run(EntryKey(k)), "links[16] continues a run");
+        children.insert((l.parent.0, k), ()).unwrap();
 
         let mut labels = tx.open_table(LABELS).unwrap();
         let first: Vec<(u64, String)> = labels
@@ -266,7 +270,7 @@ fn verify_reports_damaged_indexes_and_repair_rebuilds_them_from_the_records() {
         "sources.v2",
         "entry_ids.v1",
         "parents.v1",
-        "children.v1",
+        "children.v2",
         "labels.v1",
         "file_hits.v1",
         "file_resolved.v1",

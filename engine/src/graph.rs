@@ -330,11 +330,20 @@ impl Snapshot {
         Ok(self.link(e)?.map(|l| l.depth))
     }
 
-    /// The children of an entry, in file order.
+    /// The children of an entry, in file order: those stored in `children` (each starts a
+    /// run) and the one that continues the entry's run (key + 1, when its parent is the entry).
     pub fn children(&self, e: EntryKey) -> Result<Vec<EntryKey>, StoreError> {
         let mut out = Vec::new();
         for row in self.children.range((e.0, 0)..=(e.0, u64::MAX))? {
             out.push(EntryKey(row?.0.value().1));
+        }
+        if let Some(next) = e.0.checked_add(1)
+            && self
+                .link(EntryKey(next))?
+                .is_some_and(|l| l.parent() == Some(e))
+        {
+            let at = out.partition_point(|c| c.0 < next);
+            out.insert(at, EntryKey(next));
         }
         Ok(out)
     }

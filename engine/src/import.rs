@@ -1233,13 +1233,13 @@ impl<'t> Writer<'t> {
         }
         for k in &keys {
             let link = self.parents.remove(*k)?.map(|l| l.value());
-            if let Some(l) = link {
+            if let Some(l) = link
+                && l.starts_run(EntryKey(*k))
+            {
                 if let Some(p) = l.parent() {
                     self.children.remove((p.0, *k))?;
                 }
-                if l.starts_run(EntryKey(*k)) {
-                    self.run_starts.remove(*k)?;
-                }
+                self.run_starts.remove(*k)?;
             }
         }
         self.session_runs
@@ -1645,10 +1645,10 @@ impl<'t> Writer<'t> {
         for (n, l) in nodes.iter().zip(&links) {
             let l = l.ok_or_else(|| StoreError::Inconsistent("unlinked node".into()))?;
             self.parents.insert(n.key, l)?;
-            if let Some(p) = l.parent() {
-                self.children.insert((p.0, n.key), ())?;
-            }
             if l.starts_run(EntryKey(n.key)) {
+                if let Some(p) = l.parent() {
+                    self.children.insert((p.0, n.key), ())?;
+                }
                 self.run_starts.insert(n.key, l.parent.0)?;
             }
         }

@@ -430,6 +430,7 @@ impl Store {
             }
             let want_children: std::collections::BTreeSet<(u64, u64)> = want_links
                 .iter()
+                .filter(|(k, l)| l.starts_run(EntryKey(**k)))
                 .filter_map(|(k, l)| l.parent().map(|p| (p.0, *k)))
                 .collect();
             let mut stale: Vec<(u64, u64)> = Vec::new();

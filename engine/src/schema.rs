@@ -25,7 +25,7 @@
 //! | `session_runs.v1` | (session key, sequence of the run's first row) → (first entry key, rows): the session's rows in file order, as runs of consecutive entry keys (one per import of the file) |
 //! | `entry_ids.v1` | (session key, entry id) → entry key (a later duplicate id wins, as in pi) |
 //! | `parents.v1` | entry key → [`Link`] (parent, skip pointer, depth; 20 bytes) |
-//! | `children.v1` | (parent key, child key) → () (children in file order) |
+//! | `children.v2` | (parent key, child key) → () for each child that starts a run (the child at key parent + 1 is implied by `parents.v1`) |
 //! | `labels.v1` | (session key, target id) → label (resolved as pi: file order, last wins) |
 //! | `run_starts.v1` | entry key → its parent key, for every entry whose parent is not the key just before it |
 //! | `file_hits.v1` | (path as written, session key, chunk start key) → a block of that path's hits in that session and chunk ([`crate::files::encode_block`]) |
@@ -55,7 +55,9 @@
 //! session key only), so a re-import of an unchanged folder reads a few pages of one table
 //! //! instead of one session record per file. Schema 11 stores rows in blocks (`entries.v4`, one
 //! LZ4-compressed value per 64 KiB of rows, replacing one zstd-compressed value per row in
-//! `entries.v3`): an import inserts and compresses a block at a time.
+//! `entries.v3`): an import inserts and compresses a block at a time; `children.v2` keeps only
+//! the children that start a run (a chain's child is its parent's key + 1, implied by
+//! `parents.v1`), one row per branch instead of one per entry.
 
 use redb::{TableDefinition, TypeName, Value};
 
@@ -110,8 +112,10 @@ pub const SESSION_RUNS: TableDefinition<(u64, u64), (u64, u64)> =
 pub const ENTRY_IDS: TableDefinition<(u64, &str), u64> = TableDefinition::new("entry_ids.v1");
 /// Entry key → parent, skip pointer, depth.
 pub const PARENTS: TableDefinition<u64, Link> = TableDefinition::new("parents.v1");
-/// (parent, child) → ().
-pub const CHILDREN: TableDefinition<(u64, u64), ()> = TableDefinition::new("children.v1");
+/// (parent, child) → (), for every child that starts a run ([`Link::starts_run`]): the child
+/// that continues its parent's run (key parent + 1) is implied by `parents.v1` and not stored,
+/// so a chain costs no rows here ([`crate::graph::Snapshot::children`] merges the two).
+pub const CHILDREN: TableDefinition<(u64, u64), ()> = TableDefinition::new("children.v2");
 /// Entry key → its parent key ([`EntryKey::NONE`] for a root), for every tree node that starts
 /// a run ([`Link::starts_run`]): the nodes whose parent is not the key just before them (roots,
 /// branch points, the first node of an append). A node's run starts at the greatest key here at

@@ -11,7 +11,8 @@
 //! - every row listed in `session_runs` exists, belongs to its session, and its `raw` bytes
 //!   hash (blake3) to the hash its record got at import;
 //! - every `parents` link names an existing parent one level shallower (so every chain reaches
-//!   a root and none is cyclic), a jump at no greater depth, and has its `children` row;
+//!   a root and none is cyclic), a jump at no greater depth, and has its `children` row when
+//!   it starts a run; every `children` row is a child that starts a run under its parent;
 //! - every `entry_ids` row points at a row of that session with that id;
 //! - every session's `entry_ids`, `parents` and `labels` rows equal what its records imply
 //!   ([`Snapshot::expected_index`]: last duplicate id wins, dangling parents are roots, cycles
@@ -36,6 +37,9 @@ use crate::files::{
 };
 use crate::graph::Snapshot;
 use crate::outline::OUTLINE_NAME;
+
+/// Name of the children table (for findings).
+const CHILDREN_NAME: &str = "children.v2";
 use crate::store::Store;
 
 /// One inconsistency found by [`Store::verify`].
@@ -310,10 +314,10 @@ impl Snapshot {
                 Some(j) if j.value().depth <= l.depth => {}
                 _ => add(r, "parents.v1", format!("{k}: bad jump {}", l.jump)),
             }
-            if self.children.get((p.0, k))?.is_none() {
+            if starts && self.children.get((p.0, k))?.is_none() {
                 add(
                     r,
-                    "children.v1",
+                    CHILDREN_NAME,
                     format!("{k} is missing from {p}'s children"),
                 );
             }
@@ -322,10 +326,17 @@ impl Snapshot {
             let (k, _) = row?;
             let (p, c) = k.value();
             match self.parents.get(c)? {
-                Some(l) if l.value().parent().map(|x| x.0) == Some(p) => {}
+                Some(l)
+                    if l.value().parent().map(|x| x.0) == Some(p)
+                        && l.value().starts_run(crate::ids::EntryKey(c)) => {}
+                Some(l) if l.value().parent().map(|x| x.0) == Some(p) => add(
+                    r,
+                    CHILDREN_NAME,
+                    format!("{c} is listed under {p}, but it continues {p}'s run"),
+                ),
                 _ => add(
                     r,
-                    "children.v1",
+                    CHILDREN_NAME,
                     format!("{c} is listed under {p}, but its parent is not {p}"),
                 ),
             }
