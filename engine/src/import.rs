@@ -1053,7 +1053,10 @@ impl Draft {
 
 /// Parses one physical line into its rows (at least one: junk lines are rows too).
 fn draft_line(line: &Line<'_>, session: u64, base_offset: u64, line_base: u64) -> Vec<Draft> {
-    let mut raw = line.bytes.to_vec();
+    // Sized for the terminator too: pushing it onto an exact-length copy would copy the line
+    // again.
+    let mut raw = Vec::with_capacity(line.bytes.len() + 2);
+    raw.extend_from_slice(line.bytes);
     if line.crlf {
         raw.extend_from_slice(b"\r\n");
     } else if line.terminated {
