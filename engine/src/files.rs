@@ -39,15 +39,22 @@
 //!   them.
 //!
 //! A query is range scans of `file_hits` (and of `file_resolved` for resolved paths): a glob's
-//! literal prefix bounds the scan, and the glob runs once per distinct path, not per hit; a
-//! path the query does not keep is skipped with a new range instead of read. The scan only
-//! collects the blocks ([`FileScan`]); then either
+//! literal prefix bounds the scan, and the glob runs once per distinct path, not per hit. The
+//! paths as written are found with one seek each (a path the query does not keep is stepped
+//! over, its blocks unread); then each kept path's key range is read, ranges in parallel on the
+//! rayon pool (most of a big query's scan is redb's page reads). The scan only collects the
+//! blocks ([`FileScan`]); then either
 //! - [`FileScan::collect`] decodes them all and sorts the hits by (entry key, op index) (each
 //!   path's hits already come in about that order, so the stable sort merges a few runs); or
 //! - [`FileScan::stream`] renders them without holding the output: a hit lies in its entry's
 //!   chunk, so the blocks are grouped by chunk, and each chunk is decoded, sorted and rendered
 //!   on its own (chunks in parallel on the rayon pool, into a bounded set of reused buffers),
 //!   its output written after the previous chunk's. Both give the same hits in the same order.
+//!
+//! Decoding copies a block's strings into one arena as bytes, each string once (a string equal
+//! to the previous hit's is shared), and checks the arena as UTF-8 once (per query for
+//! `collect`, per chunk for `stream`); each string is then taken with `str::get`, which refuses
+//! a span off character boundaries, so a damaged block is an error, never a wrong string.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -332,7 +339,18 @@ fn put_varint(out: &mut Vec<u8>, mut n: u64) {
     out.push(n as u8);
 }
 
+#[inline]
 fn take_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    // Most numbers in a block are below 128: one byte.
+    let byte = *b.get(*pos)?;
+    if byte < 0x80 {
+        *pos += 1;
+        return Some(u64::from(byte));
+    }
+    take_long_varint(b, pos)
+}
+
+fn take_long_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     let mut n = 0u64;
     let mut shift = 0u32;
     loop {
@@ -354,6 +372,7 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
+#[inline]
 fn take_bytes<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
     let len = usize::try_from(take_varint(b, pos)?).ok()?;
     let end = pos.checked_add(len)?;
@@ -442,79 +461,68 @@ pub fn encode_block(hits: &[BlockHit], chunk: u64, out: &mut Vec<u8>) {
     }
 }
 
-/// A block that does not decode.
+/// Why a block did not decode.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Malformed;
+enum BlockError {
+    /// The block is not what [`encode_block`] writes.
+    Malformed,
+    /// Its strings would take the arena past 4 GiB.
+    TooBig,
+}
 
-/// One hit read from a block, borrowed from its [`BlockReader`].
+/// One hit read from a block: its strings are spans of the arena [`BlockReader::next_hit`]
+/// was given.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct HitView<'r> {
-    pub entry: u64,
-    pub index: u32,
-    pub op: FileOp,
-    pub status: u8,
+struct HitView {
+    entry: u64,
+    index: u32,
+    op: FileOp,
+    status: u8,
     /// The number of the tool name in [`BlockReader::names`].
-    pub name: usize,
-    /// Entry id, tool call id, timestamp.
-    pub strs: [Option<&'r str>; 3],
-    /// Whether each of `strs` equals the previous hit's.
-    pub same: [bool; 3],
+    name: usize,
+    /// Entry id, tool call id, timestamp ([`NO_SPAN`]: none).
+    strs: [Span; 3],
 }
 
-impl HitView<'_> {
-    /// The hit's strings as spans of `arena`: one equal to the previous hit's reuses that
-    /// hit's span from `last`, the others are copied in; `last` becomes these.
-    fn spans(&self, last: &mut [Span; 3], arena: &mut String) -> Result<[Span; 3], StoreError> {
-        let mut strs = [NO_SPAN; 3];
-        for ((out, prev), (s, same)) in strs
-            .iter_mut()
-            .zip(last.iter())
-            .zip(self.strs.iter().zip(self.same))
-        {
-            *out = match s {
-                _ if same => *prev,
-                None => NO_SPAN,
-                Some(s) => push_span(arena, s)?,
-            };
-        }
-        *last = strs;
-        Ok(strs)
-    }
-}
-
-/// Reads a block's hits in order (see [`encode_block`]).
-pub(crate) struct BlockReader<'b> {
+/// Reads a block's hits in order (see [`encode_block`]), appending their strings to an arena
+/// as bytes: a string equal to the previous hit's reuses its span, another one is copied in
+/// once (its shared prefix from the previous string's span). The strings are not checked for
+/// UTF-8 here: the caller checks the whole arena once, and takes each span with `str::get`
+/// (which refuses a span that does not start and end on character boundaries), so every
+/// string it hands out is valid UTF-8 exactly when the block's strings are.
+struct BlockReader<'b> {
     b: &'b [u8],
     pos: usize,
     /// The block's tool names.
-    pub names: Vec<&'b str>,
+    names: Vec<&'b str>,
     entry: u64,
-    prev: [String; 3],
-    some: [bool; 3],
+    /// The previous hit's strings, as spans of the arena.
+    prev: [Span; 3],
 }
 
 impl<'b> BlockReader<'b> {
     /// Reads the block's header.
-    pub(crate) fn new(b: &'b [u8], chunk: u64) -> Result<Self, Malformed> {
+    fn new(b: &'b [u8], chunk: u64) -> Result<Self, BlockError> {
         let mut pos = 0;
-        let n = take_varint(b, &mut pos).ok_or(Malformed)?;
+        let n = take_varint(b, &mut pos).ok_or(BlockError::Malformed)?;
         let mut names = Vec::new();
         // Each name takes at least one byte: a bad count ends at the end of the block.
         for _ in 0..n {
-            names.push(take_str(b, &mut pos).ok_or(Malformed)?);
+            names.push(take_str(b, &mut pos).ok_or(BlockError::Malformed)?);
         }
         Ok(Self {
             b,
             pos,
             names,
             entry: chunk,
-            prev: Default::default(),
-            some: [false; 3],
+            prev: [NO_SPAN; 3],
         })
     }
 
-    /// The next hit, `None` at the end of the block.
-    pub(crate) fn next_hit(&mut self) -> Result<Option<HitView<'_>>, Malformed> {
+    /// The next hit, `None` at the end of the block. `arena` must hold what the previous
+    /// calls on this block appended.
+    fn next_hit(&mut self, arena: &mut Vec<u8>) -> Result<Option<HitView>, BlockError> {
+        use BlockError::Malformed;
         if self.pos >= self.b.len() {
             return Ok(None);
         }
@@ -534,40 +542,56 @@ impl<'b> BlockReader<'b> {
         if name >= self.names.len() {
             return Err(Malformed);
         }
-        let mut same = [false; 3];
-        for ((prev, some), same) in self.prev.iter_mut().zip(&mut self.some).zip(&mut same) {
+        let mut strs = [NO_SPAN; 3];
+        for (prev, out) in self.prev.iter_mut().zip(&mut strs) {
             let tag = take_varint(b, pos).ok_or(Malformed)?;
             if tag == 0 {
-                *same = !*some;
-                prev.clear();
-                *some = false;
+                *prev = NO_SPAN;
                 continue;
             }
             let shared = usize::try_from(tag - 1).map_err(|_| Malformed)?;
-            if shared > prev.len() || !prev.is_char_boundary(shared) {
+            let start = prev.at as usize;
+            let plen = prev.len as usize;
+            if shared > 0 && start + shared > arena.len() {
                 return Err(Malformed);
             }
-            let rest =
-                std::str::from_utf8(take_bytes(b, pos).ok_or(Malformed)?).map_err(|_| Malformed)?;
-            *same = *some && shared == prev.len() && rest.is_empty();
-            prev.truncate(shared);
-            prev.push_str(rest);
-            *some = true;
+            // The shared prefix ends at a character boundary of the previous string (a byte
+            // that does not continue a character, or its end).
+            if shared > plen
+                || (shared < plen && arena.get(start + shared).is_none_or(|&c| (c as i8) < -0x40))
+            {
+                return Err(Malformed);
+            }
+            let rest = take_bytes(b, pos).ok_or(Malformed)?;
+            if prev.at != u32::MAX && shared == plen && rest.is_empty() {
+                *out = *prev;
+                continue;
+            }
+            let at = arena.len();
+            let len = shared + rest.len();
+            if at
+                .checked_add(len)
+                .is_none_or(|end| end >= u32::MAX as usize)
+            {
+                return Err(BlockError::TooBig);
+            }
+            if shared > 0 {
+                arena.extend_from_within(start..start + shared);
+            }
+            arena.extend_from_slice(rest);
+            *prev = Span {
+                at: at as u32,
+                len: len as u32,
+            };
+            *out = *prev;
         }
-        let [a, b2, c] = &self.prev;
-        let s = self.some;
         Ok(Some(HitView {
             entry: self.entry,
             index,
             op,
             status,
             name,
-            strs: [
-                s[0].then_some(a.as_str()),
-                s[1].then_some(b2.as_str()),
-                s[2].then_some(c.as_str()),
-            ],
-            same,
+            strs,
         }))
     }
 }
@@ -576,17 +600,27 @@ impl<'b> BlockReader<'b> {
 pub fn decode_block(b: &[u8], chunk: u64) -> Option<Vec<BlockHit>> {
     let mut r = BlockReader::new(b, chunk).ok()?;
     let names: Vec<String> = r.names.iter().map(|n| (*n).to_owned()).collect();
+    let mut arena = Vec::new();
     let mut out = Vec::new();
-    while let Some(h) = r.next_hit().ok()? {
+    let string = |arena: &[u8], s: Span| -> Option<Option<String>> {
+        if s.at == u32::MAX {
+            return Some(None);
+        }
+        let at = s.at as usize;
+        let bytes = arena.get(at..at + s.len as usize)?;
+        Some(Some(std::str::from_utf8(bytes).ok()?.to_owned()))
+    };
+    while let Some(h) = r.next_hit(&mut arena).ok()? {
+        let [id, call, ts] = h.strs;
         out.push(BlockHit {
             entry: h.entry,
             index: h.index,
             op: h.op,
             status: h.status,
             tool_name: names.get(h.name)?.clone(),
-            entry_id: h.strs[0].map(str::to_owned),
-            tool_call_id: h.strs[1].map(str::to_owned),
-            timestamp: h.strs[2].map(str::to_owned),
+            entry_id: string(&arena, id)?,
+            tool_call_id: string(&arena, call)?,
+            timestamp: string(&arena, ts)?,
         });
     }
     Some(out)
@@ -979,24 +1013,21 @@ impl FileHits {
         out
     }
 
-    fn get(&self, s: Span) -> Option<&str> {
-        get_span(&self.arena, s)
-    }
-
     fn hit(&self, r: &HitRow) -> Result<FileHitRef<'_>, StoreError> {
         let bad = || corrupt(FILE_HITS_NAME, format!("({}, {})", r.entry, r.index));
+        let a = self.arena.as_str();
         let [id, call, ts] = r.strs;
         Ok(FileHitRef {
             session: SessionKey(r.session),
             entry: EntryKey(r.entry),
             index: r.index,
-            entry_id: self.get(id),
-            tool_call_id: self.get(call),
-            tool_name: self.get(r.tool_name).ok_or_else(bad)?,
+            entry_id: get_opt(a, id).ok_or_else(bad)?,
+            tool_call_id: get_opt(a, call).ok_or_else(bad)?,
+            tool_name: get_span(a, r.tool_name).ok_or_else(bad)?,
             op: r.op,
-            path: self.get(r.path).ok_or_else(bad)?,
-            resolved: self.get(r.resolved).ok_or_else(bad)?,
-            timestamp: self.get(ts),
+            path: get_span(a, r.path).ok_or_else(bad)?,
+            resolved: get_span(a, r.resolved).ok_or_else(bad)?,
+            timestamp: get_opt(a, ts).ok_or_else(bad)?,
             is_error: is_error(r.status),
             active: r.active,
         })
@@ -1007,38 +1038,28 @@ impl FileHits {
         self.iter().map(|h| h.map(|h| h.to_owned_hit())).collect()
     }
 
-    /// Copies a string into the arena.
-    fn span(&mut self, s: &str) -> Result<Span, StoreError> {
-        push_span(&mut self.arena, s)
-    }
-
-    /// Adds the hits of one block that pass the filter's operations.
+    /// Adds the hits of one block to `rows`, their strings to `arena` (as bytes, checked when
+    /// the arena becomes [`Self::arena`]).
     fn push_block(
-        &mut self,
+        arena: &mut Vec<u8>,
+        rows: &mut Vec<HitRow>,
         block: &[u8],
         (p, session, chunk): (&str, u64, u64),
         path: Span,
         resolved: Span,
-        f: &FileFilter,
     ) -> Result<(), StoreError> {
         let bad = || corrupt(FILE_HITS_NAME, format!("{p:?} ({session}, {chunk})"));
-        let mut r = BlockReader::new(block, chunk).map_err(|_| bad())?;
+        let fail = |e: BlockError| match e {
+            BlockError::Malformed => bad(),
+            BlockError::TooBig => too_big(),
+        };
+        let mut r = BlockReader::new(block, chunk).map_err(fail)?;
         let mut names = Vec::with_capacity(r.names.len());
         for n in &r.names {
-            names.push(self.span(n)?);
+            names.push(push_span(arena, n.as_bytes())?);
         }
-        let mut last = [NO_SPAN; 3];
-        loop {
-            let h = match r.next_hit() {
-                Ok(Some(h)) => h,
-                Ok(None) => break,
-                Err(Malformed) => return Err(bad()),
-            };
-            let strs = h.spans(&mut last, &mut self.arena)?;
-            if !f.admits(h.op, self.get(strs[2])) {
-                continue;
-            }
-            self.rows.push(HitRow {
+        while let Some(h) = r.next_hit(arena).map_err(fail)? {
+            rows.push(HitRow {
                 entry: h.entry,
                 session,
                 index: h.index,
@@ -1048,7 +1069,7 @@ impl FileHits {
                 path,
                 resolved,
                 tool_name: names.get(h.name).copied().ok_or_else(bad)?,
-                strs,
+                strs: h.strs,
             });
         }
         Ok(())
@@ -1150,16 +1171,32 @@ pub struct FileScan<'s> {
     filter: FileFilter,
     /// The paths (as written or resolved) the blocks name.
     paths: Vec<String>,
+    /// The key ranges to read, in order (emptied by [`Snapshot::read_ranges`]).
+    ranges: Vec<ScanRange>,
     blocks: Vec<FoundBlock>,
+}
+
+/// A key range of `file_hits` a query reads: every block of one path as written in the
+/// sessions `sessions` (inclusive).
+struct ScanRange {
+    /// The path as written: its number in [`FileScan::paths`].
+    path: u32,
+    sessions: (u64, u64),
+    /// As [`FoundBlock::resolved`].
+    resolved: Option<u32>,
 }
 
 /// How [`FileScan::stream`] renders hits.
 pub trait RenderHit: Sync {
+    /// Appends the part of a hit's output that depends on its session only: made once per
+    /// session, and given to [`Self::hit`] for each of its hits.
+    fn session(&self, s: SessionKey, out: &mut Vec<u8>);
     /// Appends the part of a hit's output that depends on its paths only (as written and
     /// resolved): made once per block, and given to [`Self::hit`] for each of its hits.
     fn paths(&self, path: &str, resolved: &str, out: &mut Vec<u8>);
-    /// Appends a hit's output (`paths`: what [`Self::paths`] made for its paths).
-    fn hit(&self, h: &FileHitRef<'_>, paths: &[u8], out: &mut Vec<u8>);
+    /// Appends a hit's output (`session` and `paths`: what [`Self::session`] and
+    /// [`Self::paths`] made for it).
+    fn hit(&self, h: &FileHitRef<'_>, session: &[u8], paths: &[u8], out: &mut Vec<u8>);
 }
 
 /// The sizes [`FileScan::stream_with`] works with.
@@ -1184,36 +1221,49 @@ impl Default for StreamOptions {
     }
 }
 
-/// What [`FileScan::stream`] knows of a session: its cwd and its active path's key ranges.
+/// What [`FileScan::stream`] knows of a session: its cwd, its active path's key ranges and
+/// what [`RenderHit::session`] made for it.
 struct SessionFacts {
     cwd: String,
     runs: Vec<(u64, u64)>,
+    head: Vec<u8>,
 }
 
 /// What every [`FileScan::stream`] job reads.
 #[derive(Clone, Copy)]
 struct JobContext<'c> {
+    /// By session key.
     facts: &'c [(u64, SessionFacts)],
     emit: &'c dyn RenderHit,
     /// Output bytes gathered before they are handed on.
     buffer: usize,
 }
 
-/// A hit of a [`FileScan::stream`] job, its strings as spans of the job's arena.
+/// A block of a [`FileScan::stream`] job.
 #[derive(Clone, Copy)]
-struct JobRow<'a> {
-    entry: u64,
-    session: u64,
-    index: u32,
-    op: FileOp,
-    status: u8,
-    /// The number of the tool name in [`Scratch::names`].
-    name: u32,
+struct JobBlock<'a> {
+    /// The block's number in [`FileScan::blocks`].
+    n: u32,
+    /// Its session's number in [`JobContext::facts`] (`usize::MAX`: none).
+    fact: usize,
     path: &'a str,
-    /// [`NO_SPAN`]: the path as written.
-    resolved: Span,
+    /// The resolved path in [`Scratch::arena`]; `None`: the path as written.
+    resolved: Option<Span>,
     /// The block's [`RenderHit::paths`] output, in [`Scratch::paths`].
     paths: Span,
+}
+
+/// A hit of a [`FileScan::stream`] job, its strings as spans of the job's arena.
+#[derive(Clone, Copy)]
+struct JobRow {
+    entry: u64,
+    index: u32,
+    /// The number of its block in [`Scratch::blocks`].
+    block: u32,
+    /// The number of the tool name in [`Scratch::names`].
+    name: u32,
+    op: FileOp,
+    status: u8,
     /// Entry id, tool call id, timestamp.
     strs: [Span; 3],
 }
@@ -1221,11 +1271,15 @@ struct JobRow<'a> {
 /// A [`FileScan::stream`] worker's buffers, reused from job to job.
 #[derive(Default)]
 struct Scratch<'a> {
-    arena: String,
+    /// The job's strings, as bytes until every block is read, then checked as UTF-8 once.
+    arena: Vec<u8>,
+    /// Where each block's strings begin in `arena`, with the block's number.
+    starts: Vec<(usize, u32)>,
     /// Each block's [`RenderHit::paths`] output.
     paths: Vec<u8>,
     names: Vec<&'a str>,
-    rows: Vec<JobRow<'a>>,
+    blocks: Vec<JobBlock<'a>>,
+    rows: Vec<JobRow>,
     keys: Vec<(u64, u32, u32)>,
     packed: Vec<u64>,
     /// The rows to render, in order.
@@ -1251,18 +1305,22 @@ struct Flow {
     stop: bool,
 }
 
-/// Copies a string into an arena.
-fn push_span(arena: &mut String, s: &str) -> Result<Span, StoreError> {
-    let too_big = || StoreError::Inconsistent("a file query's strings pass 4 GiB".into());
+fn too_big() -> StoreError {
+    StoreError::Inconsistent("a file query's strings pass 4 GiB".into())
+}
+
+/// Copies bytes into an arena.
+fn push_span(arena: &mut Vec<u8>, s: &[u8]) -> Result<Span, StoreError> {
     let at = u32::try_from(arena.len()).map_err(|_| too_big())?;
     let len = u32::try_from(s.len()).map_err(|_| too_big())?;
     if at.checked_add(len).is_none_or(|end| end == u32::MAX) {
         return Err(too_big());
     }
-    arena.push_str(s);
+    arena.extend_from_slice(s);
     Ok(Span { at, len })
 }
 
+/// A span's string; `None` for [`NO_SPAN`] or a span that is not a string of the arena.
 fn get_span(arena: &str, s: Span) -> Option<&str> {
     if s.at == u32::MAX {
         return None;
@@ -1271,12 +1329,31 @@ fn get_span(arena: &str, s: Span) -> Option<&str> {
     arena.get(at..at + s.len as usize)
 }
 
+/// A span's string, `Some(None)` for [`NO_SPAN`]; `None` for a span that is not a string of
+/// the arena (a damaged block's).
+fn get_opt(arena: &str, s: Span) -> Option<Option<&str>> {
+    if s.at == u32::MAX {
+        return Some(None);
+    }
+    get_span(arena, s).map(Some)
+}
+
+/// Which block's strings hold arena offset `at`: `starts` gives the offset where each block's
+/// strings begin (ascending), with the block's number.
+fn block_at(starts: &[(usize, u32)], at: usize) -> u32 {
+    let k = starts.partition_point(|&(start, _)| start <= at);
+    k.checked_sub(1)
+        .and_then(|k| starts.get(k))
+        .map_or(0, |&(_, n)| n)
+}
+
 impl<'s> FileScan<'s> {
     fn new(snap: &'s Snapshot, f: &FileFilter) -> Self {
         Self {
             snap,
             filter: f.clone(),
             paths: Vec::new(),
+            ranges: Vec::new(),
             blocks: Vec::new(),
         }
     }
@@ -1305,37 +1382,83 @@ impl<'s> FileScan<'s> {
 
     /// Decodes every block: the hits, each once, in (entry key, op index) order.
     pub fn collect(self) -> Result<FileHits, StoreError> {
-        let mut out = FileHits::default();
+        let mut arena = Vec::new();
+        let mut rows = Vec::new();
+        // Where each block's strings begin in the arena.
+        let mut starts = Vec::with_capacity(self.blocks.len());
         let mut cwds = Cwds::default();
         // The last block's (path, session) and their spans.
         let mut last: Option<(u32, u64, Span, Span)> = None;
-        for b in &self.blocks {
+        for (b, n) in self.blocks.iter().zip(0u32..) {
             let p = self.path(b.path)?;
+            starts.push((arena.len(), n));
             let (path, resolved) = match last {
                 Some((lp, ls, x, r)) if lp == b.path && ls == b.session => (x, r),
                 _ => {
-                    let x = out.span(p)?;
+                    let x = push_span(&mut arena, p.as_bytes())?;
                     let r = match b.resolved {
-                        Some(r) => out.span(self.path(r)?)?,
+                        Some(r) => push_span(&mut arena, self.path(r)?.as_bytes())?,
                         None => {
                             let r = normalize(cwds.get(self.snap, b.session)?, p);
-                            if r == p { x } else { out.span(&r)? }
+                            if r == p {
+                                x
+                            } else {
+                                push_span(&mut arena, r.as_bytes())?
+                            }
                         }
                     };
                     last = Some((b.path, b.session, x, r));
                     (x, r)
                 }
             };
-            out.push_block(
+            FileHits::push_block(
+                &mut arena,
+                &mut rows,
                 b.value.value(),
                 (p, b.session, b.chunk),
                 path,
                 resolved,
-                &self.filter,
             )?;
         }
-        self.snap.finish_hits(&mut out, &self.filter)?;
+        let arena = String::from_utf8(arena)
+            .map_err(|e| self.bad_block(block_at(&starts, e.utf8_error().valid_up_to())))?;
+        let f = &self.filter;
+        if !f.ops.is_empty() || f.since_ms.is_some() {
+            let mut damaged = None;
+            rows.retain(|r| match get_opt(&arena, r.strs[2]) {
+                Some(ts) => f.admits(r.op, ts),
+                None => {
+                    damaged = Some((r.entry, r.index));
+                    false
+                }
+            });
+            if let Some((e, i)) = damaged {
+                return Err(corrupt(FILE_HITS_NAME, format!("({e}, {i})")));
+            }
+        }
+        let mut out = FileHits {
+            arena,
+            rows,
+            order: Vec::new(),
+        };
+        self.snap.finish_hits(&mut out, f)?;
         Ok(out)
+    }
+
+    /// The error for block `n`, which is damaged.
+    fn bad_block(&self, n: u32) -> StoreError {
+        match self.blocks.get(n as usize) {
+            Some(b) => corrupt(
+                FILE_HITS_NAME,
+                format!(
+                    "{:?} ({}, {})",
+                    self.path(b.path).unwrap_or_default(),
+                    b.session,
+                    b.chunk
+                ),
+            ),
+            None => corrupt(FILE_HITS_NAME, "a query's blocks"),
+        }
     }
 
     /// Renders every hit, each once, in (entry key, op index) order: `emit` appends each hit's
@@ -1378,11 +1501,14 @@ impl<'s> FileScan<'s> {
         let sessions = self.sessions();
         let facts = |s: &SessionKey| -> Result<(u64, SessionFacts), StoreError> {
             let cwd = self.snap.session(*s)?.map(|r| r.cwd).unwrap_or_default();
+            let mut head = Vec::new();
+            emit.session(*s, &mut head);
             Ok((
                 s.0,
                 SessionFacts {
                     cwd,
                     runs: self.snap.active_runs(*s)?,
+                    head,
                 },
             ))
         };
@@ -1566,8 +1692,10 @@ impl<'s> FileScan<'s> {
         flush: &mut dyn FnMut(&mut Vec<u8>) -> bool,
     ) -> Result<Option<usize>, StoreError> {
         st.arena.clear();
+        st.starts.clear();
         st.paths.clear();
         st.names.clear();
+        st.blocks.clear();
         st.rows.clear();
         let JobContext {
             facts,
@@ -1575,74 +1703,70 @@ impl<'s> FileScan<'s> {
             buffer,
         } = *cx;
         let f = &self.filter;
-        let fact = |s: u64| {
-            facts
-                .binary_search_by_key(&s, |x| x.0)
-                .ok()
-                .and_then(|n| facts.get(n))
-                .map(|x| &x.1)
-        };
         for &n in job {
             let Some(b) = self.blocks.get(n as usize) else {
                 continue;
             };
             let p = self.path(b.path)?;
-            let bad = || {
-                corrupt(
-                    FILE_HITS_NAME,
-                    format!("{p:?} ({}, {})", b.session, b.chunk),
-                )
+            let bad = || self.bad_block(n);
+            let fail = |e: BlockError| match e {
+                BlockError::Malformed => bad(),
+                BlockError::TooBig => too_big(),
             };
+            st.starts.push((st.arena.len(), n));
+            let fact = facts
+                .binary_search_by_key(&b.session, |x| x.0)
+                .unwrap_or(usize::MAX);
             let norm;
             let rstr = match b.resolved {
                 Some(r) => self.path(r)?,
                 None => {
-                    norm = normalize(fact(b.session).map_or("", |x| x.cwd.as_str()), p);
+                    let cwd = facts.get(fact).map_or("", |x| x.1.cwd.as_str());
+                    norm = normalize(cwd, p);
                     norm.as_str()
                 }
             };
             let resolved = if rstr == p {
-                NO_SPAN
+                None
             } else {
-                push_span(&mut st.arena, rstr)?
+                Some(push_span(&mut st.arena, rstr.as_bytes())?)
             };
             let at = st.paths.len();
             emit.paths(p, rstr, &mut st.paths);
             let paths = Span {
-                at: u32::try_from(at).map_err(|_| bad())?,
-                len: u32::try_from(st.paths.len() - at).map_err(|_| bad())?,
+                at: u32::try_from(at).map_err(|_| too_big())?,
+                len: u32::try_from(st.paths.len() - at).map_err(|_| too_big())?,
             };
-            let mut r = BlockReader::new(b.value.value(), b.chunk).map_err(|_| bad())?;
+            let block = u32::try_from(st.blocks.len()).map_err(|_| too_big())?;
+            st.blocks.push(JobBlock {
+                n,
+                fact,
+                path: p,
+                resolved,
+                paths,
+            });
+            let mut r = BlockReader::new(b.value.value(), b.chunk).map_err(fail)?;
             let base = u32::try_from(st.names.len()).map_err(|_| bad())?;
             st.names.extend(r.names.iter().copied());
-            let mut last = [NO_SPAN; 3];
-            loop {
-                let h = match r.next_hit() {
-                    Ok(Some(h)) => h,
-                    Ok(None) => break,
-                    Err(Malformed) => return Err(bad()),
-                };
-                let strs = h.spans(&mut last, &mut st.arena)?;
-                if !f.admits(h.op, get_span(&st.arena, strs[2])) {
-                    continue;
-                }
+            while let Some(h) = r.next_hit(&mut st.arena).map_err(fail)? {
                 if st.rows.len() >= u32::MAX as usize {
-                    return Err(bad());
+                    return Err(too_big());
                 }
                 st.rows.push(JobRow {
                     entry: h.entry,
-                    session: b.session,
                     index: h.index,
+                    block,
+                    // `next_hit` checked it against the block's names.
+                    name: base + h.name as u32,
                     op: h.op,
                     status: h.status,
-                    name: base + u32::try_from(h.name).map_err(|_| bad())?,
-                    path: p,
-                    resolved,
-                    paths,
-                    strs,
+                    strs: h.strs,
                 });
             }
         }
+        // The strings, checked once for the whole job.
+        let arena = std::str::from_utf8(&st.arena)
+            .map_err(|e| self.bad_block(block_at(&st.starts, e.valid_up_to())))?;
         // The order: (entry key, op index), sorted as one packed number when the entry's
         // offset in the chunk and the index fit 16 bits each (always, but for a damaged block).
         // A hit found under both of its paths comes twice, the same both times.
@@ -1677,50 +1801,78 @@ impl<'s> FileScan<'s> {
             st.order.clear();
             st.order.extend(st.keys.iter().map(|k| k.2));
         }
+        let filtered = !f.ops.is_empty() || f.since_ms.is_some();
+        let no_fact = SessionFacts {
+            cwd: String::new(),
+            runs: Vec::new(),
+            head: Vec::new(),
+        };
         let mut count = 0;
-        let mut runs: Option<(u64, &[(u64, u64)])> = None;
+        // Where the last hit lay in its session's active path: (session's number in `facts`,
+        // entry, the number of runs starting at or before it). A session's hits come in
+        // ascending entry order, so the runs are mostly walked, not searched.
+        let mut at_run = (usize::MAX, 0, 0);
         for &n in &st.order {
             let Some(r) = st.rows.get(n as usize) else {
                 continue;
             };
-            let path = match runs {
-                Some((s, p)) if s == r.session => p,
-                _ => {
-                    let p = fact(r.session).map_or(&[][..], |x| x.runs.as_slice());
-                    runs = Some((r.session, p));
-                    p
-                }
+            let Some(b) = st.blocks.get(r.block as usize) else {
+                continue;
             };
-            let active = in_runs(path, r.entry);
+            let (session, fact) = facts.get(b.fact).map_or((0, &no_fact), |x| (x.0, &x.1));
+            let runs = fact.runs.as_slice();
+            if at_run.0 == b.fact && at_run.1 <= r.entry {
+                while runs
+                    .get(at_run.2)
+                    .is_some_and(|&(start, _)| start <= r.entry)
+                {
+                    at_run.2 += 1;
+                }
+            } else {
+                at_run = (
+                    b.fact,
+                    r.entry,
+                    runs.partition_point(|&(start, _)| start <= r.entry),
+                );
+            }
+            at_run.1 = r.entry;
+            let active = at_run
+                .2
+                .checked_sub(1)
+                .and_then(|k| runs.get(k))
+                .is_some_and(|&(_, end)| r.entry <= end);
             if f.active_only && !active {
                 continue;
             }
-            let bad = || corrupt(FILE_HITS_NAME, format!("({}, {})", r.entry, r.index));
+            let bad = || self.bad_block(b.n);
             let [id, call, ts] = r.strs;
+            let timestamp = get_opt(arena, ts).ok_or_else(bad)?;
+            if filtered && !f.admits(r.op, timestamp) {
+                continue;
+            }
             let hit = FileHitRef {
-                session: SessionKey(r.session),
+                session: SessionKey(session),
                 entry: EntryKey(r.entry),
                 index: r.index,
-                entry_id: get_span(&st.arena, id),
-                tool_call_id: get_span(&st.arena, call),
+                entry_id: get_opt(arena, id).ok_or_else(bad)?,
+                tool_call_id: get_opt(arena, call).ok_or_else(bad)?,
                 tool_name: st.names.get(r.name as usize).copied().ok_or_else(bad)?,
                 op: r.op,
-                path: r.path,
-                resolved: if r.resolved == NO_SPAN {
-                    r.path
-                } else {
-                    get_span(&st.arena, r.resolved).ok_or_else(bad)?
+                path: b.path,
+                resolved: match b.resolved {
+                    None => b.path,
+                    Some(s) => get_span(arena, s).ok_or_else(bad)?,
                 },
-                timestamp: get_span(&st.arena, ts),
+                timestamp,
                 is_error: is_error(r.status),
                 active,
             };
-            let at = r.paths.at as usize;
+            let at = b.paths.at as usize;
             let paths = st
                 .paths
-                .get(at..at + r.paths.len as usize)
+                .get(at..at + b.paths.len as usize)
                 .ok_or_else(bad)?;
-            emit.hit(&hit, paths, out);
+            emit.hit(&hit, &fact.head, paths, out);
             count += 1;
             if out.len() >= buffer && !flush(out) {
                 return Ok(None);
@@ -1735,6 +1887,7 @@ impl Snapshot {
     pub fn files_exact(&self, path: &str, f: &FileFilter) -> Result<Vec<FileHit>, StoreError> {
         let mut scan = FileScan::new(self, f);
         self.files_scan(&mut scan, path, |p| p == path)?;
+        self.read_ranges(&mut scan)?;
         scan.collect()?.to_vec()
     }
 
@@ -1742,6 +1895,7 @@ impl Snapshot {
     pub fn files_under(&self, folder: &str, f: &FileFilter) -> Result<Vec<FileHit>, StoreError> {
         let mut scan = FileScan::new(self, f);
         self.scan_under(&mut scan, folder)?;
+        self.read_ranges(&mut scan)?;
         scan.collect()?.to_vec()
     }
 
@@ -1789,6 +1943,7 @@ impl Snapshot {
                 }
             }
         }
+        self.read_ranges(&mut scan)?;
         Ok(scan)
     }
 
@@ -1807,9 +1962,14 @@ impl Snapshot {
         }
         let mut scan = FileScan::new(self, &filter);
         for p in &paths {
-            let id = scan.intern(p)?;
-            self.push_blocks(&mut scan, p, s.0, id, None)?;
+            let path = scan.intern(p)?;
+            scan.ranges.push(ScanRange {
+                path,
+                sessions: (s.0, s.0),
+                resolved: None,
+            });
         }
+        self.read_ranges(&mut scan)?;
         scan.collect()?.to_vec()
     }
 
@@ -1825,26 +1985,35 @@ impl Snapshot {
         })
     }
 
-    /// Adds every block of (path as written, session) (`id`: the path's number in the scan).
-    fn push_blocks(
-        &self,
-        scan: &mut FileScan<'_>,
-        p: &str,
-        s: u64,
-        id: u32,
-        resolved: Option<u32>,
-    ) -> Result<(), StoreError> {
-        for row in self.file_hits.range((p, s, 0)..=(p, s, u64::MAX))? {
-            let (k, v) = row?;
-            let (_, _, c) = k.value();
-            scan.blocks.push(FoundBlock {
-                chunk: c,
-                session: s,
-                path: id,
-                resolved,
-                value: v,
-            });
-        }
+    /// Reads the blocks of the scan's ranges, in order: on the rayon pool when there are
+    /// several ranges (a scan spends most of its time in redb's page reads: allocating,
+    /// zeroing and filling each page), on the calling thread otherwise.
+    fn read_ranges(&self, scan: &mut FileScan<'_>) -> Result<(), StoreError> {
+        use rayon::prelude::*;
+        let ranges = std::mem::take(&mut scan.ranges);
+        let read = |r: &ScanRange| -> Result<Vec<FoundBlock>, StoreError> {
+            let p = scan.path(r.path)?;
+            let (lo, hi) = r.sessions;
+            let mut out = Vec::new();
+            for row in self.file_hits.range((p, lo, 0)..=(p, hi, u64::MAX))? {
+                let (k, v) = row?;
+                let (_, s, c) = k.value();
+                out.push(FoundBlock {
+                    chunk: c,
+                    session: s,
+                    path: r.path,
+                    resolved: r.resolved,
+                    value: v,
+                });
+            }
+            Ok(out)
+        };
+        let found: Vec<Vec<FoundBlock>> = if ranges.len() < 2 || rayon::current_num_threads() < 2 {
+            ranges.iter().map(read).collect::<Result<_, _>>()?
+        } else {
+            ranges.par_iter().map(read).collect::<Result<_, _>>()?
+        };
+        scan.blocks.extend(found.into_iter().flatten());
         Ok(())
     }
 
@@ -1860,65 +2029,47 @@ impl Snapshot {
         self.scan_resolved(scan, prefix, &keep)
     }
 
-    /// The `file_hits` part of [`Self::files_scan`]: blocks come grouped by path; a path that is
-    /// not kept is stepped over with a new range, its blocks unread.
+    /// The `file_hits` part of [`Self::files_scan`]: the paths as written, each found with one
+    /// seek (a path that is not kept is stepped over, its blocks unread); a kept path's blocks
+    /// are read later, by [`Self::read_ranges`].
     fn scan_written(
         &self,
         scan: &mut FileScan<'_>,
         prefix: &str,
         keep: &impl Fn(&str) -> bool,
     ) -> Result<(), StoreError> {
-        let only = scan.filter.session;
+        let sessions = scan.filter.session.map_or((0, u64::MAX), |s| (s.0, s.0));
         let mut after: Option<String> = None;
         loop {
-            let range = match &after {
+            let mut range = match &after {
                 None => self.file_hits.range::<(&str, u64, u64)>((prefix, 0, 0)..)?,
                 Some(p) => self.file_hits.range::<(&str, u64, u64)>((
                     Bound::Excluded((p.as_str(), u64::MAX, u64::MAX)),
                     Bound::Unbounded,
                 ))?,
             };
-            let mut skip = None;
-            // The current path and its number.
-            let mut cur: Option<(String, u32)> = None;
-            for row in range {
-                let (k, v) = row?;
-                let (p, s, c) = k.value();
-                let id = match &cur {
-                    Some((cp, id)) if cp == p => *id,
-                    _ => {
-                        if !p.starts_with(prefix) {
-                            return Ok(());
-                        }
-                        if !keep(p) {
-                            skip = Some(p.to_owned());
-                            break;
-                        }
-                        let id = scan.intern(p)?;
-                        cur = Some((p.to_owned(), id));
-                        id
-                    }
-                };
-                if only.is_some_and(|x| x.0 != s) {
-                    continue;
-                }
-                scan.blocks.push(FoundBlock {
-                    chunk: c,
-                    session: s,
-                    path: id,
+            let Some(row) = range.next() else {
+                return Ok(());
+            };
+            let (k, _) = row?;
+            let p = k.value().0;
+            if !p.starts_with(prefix) {
+                return Ok(());
+            }
+            if keep(p) {
+                let path = scan.intern(p)?;
+                scan.ranges.push(ScanRange {
+                    path,
+                    sessions,
                     resolved: None,
-                    value: v,
                 });
             }
-            match skip {
-                Some(p) => after = Some(p),
-                None => return Ok(()),
-            }
+            after = Some(p.to_owned());
         }
     }
 
     /// The `file_resolved` part of [`Self::files_scan`]: each kept resolved path's (session,
-    /// path as written) pairs, and their blocks.
+    /// path as written) pairs, whose blocks [`Self::read_ranges`] reads.
     fn scan_resolved(
         &self,
         scan: &mut FileScan<'_>,
@@ -1954,8 +2105,12 @@ impl Snapshot {
                     x
                 }
             };
-            let id = scan.intern(p)?;
-            self.push_blocks(scan, p, s, id, Some(rid))?;
+            let path = scan.intern(p)?;
+            scan.ranges.push(ScanRange {
+                path,
+                sessions: (s, s),
+                resolved: Some(rid),
+            });
         }
         Ok(())
     }

@@ -83,16 +83,25 @@ fn stream_equals_collect(snap: &pisess_engine::Snapshot, files: &[std::path::Pat
     /// A hit as its Debug form, after its paths as the paths part gave them.
     struct Line;
     impl RenderHit for Line {
+        fn session(&self, s: pisess_engine::SessionKey, out: &mut Vec<u8>) {
+            out.extend_from_slice(format!("{}|", s.0).as_bytes());
+        }
         fn paths(&self, path: &str, resolved: &str, out: &mut Vec<u8>) {
             out.extend_from_slice(format!("{path}|{resolved}|").as_bytes());
         }
-        fn hit(&self, h: &FileHitRef<'_>, paths: &[u8], out: &mut Vec<u8>) {
+        fn hit(&self, h: &FileHitRef<'_>, session: &[u8], paths: &[u8], out: &mut Vec<u8>) {
+            out.extend_from_slice(session);
             out.extend_from_slice(paths);
             out.extend_from_slice(format!("{:?}\n", h.to_owned_hit()).as_bytes());
         }
     }
     let line = |h: &FileHitRef<'_>, out: &mut Vec<u8>| {
-        Line.hit(h, format!("{}|{}|", h.path, h.resolved).as_bytes(), out);
+        Line.hit(
+            h,
+            format!("{}|", h.session.0).as_bytes(),
+            format!("{}|{}|", h.path, h.resolved).as_bytes(),
+            out,
+        );
     };
     let one = files
         .iter()

@@ -132,6 +132,17 @@ struct Render<'a> {
 }
 
 impl RenderHit for Render<'_> {
+    fn session(&self, s: SessionKey, out: &mut Vec<u8>) {
+        if let Some((_, head)) = self
+            .heads
+            .binary_search_by_key(&s, |x| x.0)
+            .ok()
+            .and_then(|n| self.heads.get(n))
+        {
+            out.extend_from_slice(head);
+        }
+    }
+
     fn paths(&self, path: &str, resolved: &str, out: &mut Vec<u8>) {
         if self.json {
             out.extend_from_slice(b",\"path\":");
@@ -149,13 +160,7 @@ impl RenderHit for Render<'_> {
         }
     }
 
-    fn hit(&self, h: &FileHitRef<'_>, paths: &[u8], out: &mut Vec<u8>) {
-        let head = self
-            .heads
-            .binary_search_by_key(&h.session, |x| x.0)
-            .ok()
-            .and_then(|n| self.heads.get(n))
-            .map_or(&[][..], |x| x.1.as_slice());
+    fn hit(&self, h: &FileHitRef<'_>, head: &[u8], paths: &[u8], out: &mut Vec<u8>) {
         if self.json {
             json_line(out, head, paths, h);
         } else {
@@ -269,10 +274,12 @@ mod tests {
                 json: true,
                 heads: &heads,
             };
+            let mut head = Vec::new();
+            r.session(h.session, &mut head);
             let mut paths = Vec::new();
             r.paths(h.path, h.resolved, &mut paths);
             let mut got = Vec::new();
-            r.hit(&h, &paths, &mut got);
+            r.hit(&h, &head, &paths, &mut got);
             let want = json!({
                 "type": "file_op", "session": s, "entry": h.entry_id,
                 "toolCallId": h.tool_call_id, "tool": h.tool_name, "op": h.op.as_str(),
