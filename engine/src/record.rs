@@ -460,6 +460,20 @@ pub fn decode_entry(bytes: &[u8], key: u64) -> Result<EntryRecord, StoreError> {
     Ok(rec)
 }
 
+/// `n` incompressible bytes (a xorshift stream), for tests of the codecs.
+#[cfg(test)]
+pub(crate) fn noise(n: usize) -> Vec<u8> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -512,15 +526,7 @@ mod tests {
         let a = RecordRef::<EntryRecord>::new(&bytes).archived().unwrap();
         assert_eq!(a.raw_bytes().unwrap().as_ref(), line.as_bytes());
         // Incompressible bytes (a xorshift stream) stay plain.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let noise: Vec<u8> = (0..2 * LARGE_ROW)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let noise = noise(2 * LARGE_ROW);
         let mut rec = EntryRecord::with_raw(noise.clone());
         rec.pack();
         assert_eq!(rec.codec, Codec::Plain);

@@ -257,15 +257,7 @@ mod tests {
         assert!(b.record(4).is_err());
         assert_eq!(rows_of(&v).unwrap(), 4);
         // Incompressible bytes are stored plain and read in place.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let noise: Vec<u8> = (0..5000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let noise = crate::record::noise(5000);
         let v = block_of(&[&noise]);
         assert_eq!(v[v.len() - 1], PLAIN);
         let b = Block::decode(&v).unwrap();
