@@ -1435,8 +1435,7 @@ impl<'t> Writer<'t> {
                 first.saturating_add(u64::from(block.rows()))
             )));
         }
-        drop(block);
-        let b = RowBlockBuilder::resume(value).map_err(corrupt)?;
+        let b = RowBlockBuilder::resume(&block).map_err(corrupt)?;
         Ok((!b.is_full()).then_some((first, b)))
     }
 

@@ -59,10 +59,9 @@ impl RowBlockBuilder {
         Self::default()
     }
 
-    /// The block stored as `value`, to be continued (an append reopening its session's last
+    /// A stored block, decoded, to be continued (an append reopening its session's last
     /// block).
-    pub fn resume(value: &[u8]) -> Result<Self, BlockError> {
-        let block = Block::decode(value)?;
+    pub fn resume(block: &Block<'_>) -> Result<Self, BlockError> {
         let mut b = Self::new();
         for i in 0..block.rows() {
             b.push(block.record(i)?);
@@ -272,7 +271,7 @@ mod tests {
             .collect();
         let all = block_of(&rows.iter().map(Vec::as_slice).collect::<Vec<_>>());
         let head = block_of(&rows[..4].iter().map(Vec::as_slice).collect::<Vec<_>>());
-        let mut b = RowBlockBuilder::resume(&head).unwrap();
+        let mut b = RowBlockBuilder::resume(&Block::decode(&head).unwrap()).unwrap();
         for r in &rows[4..] {
             b.push(r);
         }
