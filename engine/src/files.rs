@@ -642,6 +642,11 @@ struct PendingPair {
 #[derive(Debug, Default)]
 pub(crate) struct PendingHits {
     paths: HashMap<String, BTreeMap<u64, PendingPair>>,
+    /// `tool_results` values written in this transaction and not yet in the table (session →
+    /// tool call id → value): they supersede the table's, and reach it, in key order, with the
+    /// hits.
+    results: HashMap<u64, HashMap<String, Vec<u8>>>,
+    /// Pending hits and results.
     len: usize,
 }
 
@@ -662,22 +667,20 @@ impl Writer<'_> {
         if let Some((id, err)) = ops.result {
             self.record_result(s, &id, if err { RESULT_ERROR } else { RESULT_OK })?;
         }
-        let mut buf = Vec::new();
         for (i, op) in ops.ops.into_iter().enumerate() {
             let i = u32::try_from(i).unwrap_or(u32::MAX);
             let mut status = RESULT_NONE;
             if let Some(t) = op.tool_call_id.as_deref() {
                 // The call's operations are listed under its id, so a later result finds them.
-                buf.clear();
-                match self.tool_results.get((s.0, t))? {
-                    Some(g) => buf.extend_from_slice(g.value()),
-                    None => buf.push(RESULT_NONE),
+                let mut v = self.take_result(s, t)?;
+                if v.is_empty() {
+                    v.push(RESULT_NONE);
                 }
-                status = buf.first().copied().unwrap_or(RESULT_NONE);
-                buf.extend_from_slice(&key.to_le_bytes());
-                buf.extend_from_slice(&i.to_le_bytes());
-                put_bytes(&mut buf, op.path.as_bytes());
-                self.tool_results.insert((s.0, t), buf.as_slice())?;
+                status = v.first().copied().unwrap_or(RESULT_NONE);
+                v.extend_from_slice(&key.to_le_bytes());
+                v.extend_from_slice(&i.to_le_bytes());
+                put_bytes(&mut v, op.path.as_bytes());
+                self.put_result(s, t, v);
             }
             let pending = &mut self.file_pending;
             let known = pending
@@ -721,6 +724,15 @@ impl Writer<'_> {
     /// transaction commits.
     pub(crate) fn flush_file_hits(&mut self) -> Result<(), StoreError> {
         let pending = std::mem::take(&mut self.file_pending);
+        let mut results: Vec<_> = pending.results.into_iter().collect();
+        results.sort_unstable_by_key(|r| r.0);
+        for (s, ids) in results {
+            let mut ids: Vec<_> = ids.into_iter().collect();
+            ids.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            for (id, v) in ids {
+                self.tool_results.insert((s, id.as_str()), v.as_slice())?;
+            }
+        }
         let mut paths: Vec<_> = pending.paths.into_iter().collect();
         paths.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut buf = Vec::new();
@@ -750,13 +762,43 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// The `tool_results` value of call `id` (pending or stored; empty when there is none),
+    /// removed from the pending ones: the caller puts it back with [`Self::put_result`].
+    fn take_result(&mut self, s: SessionKey, id: &str) -> Result<Vec<u8>, StoreError> {
+        if let Some(v) = self
+            .file_pending
+            .results
+            .get_mut(&s.0)
+            .and_then(|m| m.get_mut(id))
+        {
+            return Ok(std::mem::take(v));
+        }
+        Ok(match self.tool_results.get((s.0, id))? {
+            Some(g) => g.value().to_vec(),
+            None => Vec::new(),
+        })
+    }
+
+    /// Sets the `tool_results` value of call `id` (written by [`Self::flush_file_hits`]).
+    fn put_result(&mut self, s: SessionKey, id: &str, v: Vec<u8>) {
+        let ids = self.file_pending.results.entry(s.0).or_default();
+        match ids.get_mut(id) {
+            Some(old) => *old = v,
+            None => {
+                ids.insert(id.to_owned(), v);
+                self.file_pending.len += 1;
+            }
+        }
+    }
+
     /// Records a tool result and rewrites the status of the call's operations.
     fn record_result(&mut self, s: SessionKey, id: &str, status: u8) -> Result<(), StoreError> {
-        let mut v = match self.tool_results.get((s.0, id))? {
-            Some(g) => g.value().to_vec(),
-            None => vec![RESULT_NONE],
-        };
+        let mut v = self.take_result(s, id)?;
+        if v.is_empty() {
+            v.push(RESULT_NONE);
+        }
         if v.first() == Some(&status) {
+            self.put_result(s, id, v);
             return Ok(());
         }
         let bad = || corrupt(TOOL_RESULTS_NAME, format!("({s}, {id})"));
@@ -779,7 +821,7 @@ impl Writer<'_> {
         if let Some(b) = v.first_mut() {
             *b = status;
         }
-        self.tool_results.insert((s.0, id), v.as_slice())?;
+        self.put_result(s, id, v);
         Ok(())
     }
 
@@ -843,6 +885,9 @@ pub(crate) fn delete_session_ops(
                 .len
                 .saturating_sub(p.chunks.values().map(Vec::len).sum::<usize>());
         }
+    }
+    if let Some(ids) = pending.results.remove(&s.0) {
+        pending.len = pending.len.saturating_sub(ids.len());
     }
     let range = (s.0, "")..(s.0.saturating_add(1), "");
     let mut paths = Vec::new();
