@@ -56,7 +56,7 @@
 //! `collect`, per chunk for `stream`); each string is then taken with `str::get`, which refuses
 //! a span off character boundaries, so a damaged block is an error, never a wrong string.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 
 use redb::{ReadableTable, TableDefinition};
@@ -646,6 +646,9 @@ pub(crate) struct PendingHits {
     /// tool call id → value): they supersede the table's, and reach it, in key order, with the
     /// hits.
     results: HashMap<u64, HashMap<String, Vec<u8>>>,
+    /// Sessions with no `tool_results` rows in the table (new, or just deleted), until the
+    /// next flush: their lookups stop at the pending results.
+    fresh: HashSet<u64>,
     /// Pending hits and results.
     len: usize,
 }
@@ -762,6 +765,13 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// Records that session `s` has no rows in `tool_results` (a new session, or one whose
+    /// rows were just deleted), so that lookups of its tool calls skip the table until the
+    /// pending rows are flushed into it.
+    pub(crate) fn mark_fresh(&mut self, s: SessionKey) {
+        self.file_pending.fresh.insert(s.0);
+    }
+
     /// The `tool_results` value of call `id` (pending or stored; empty when there is none),
     /// removed from the pending ones: the caller puts it back with [`Self::put_result`].
     fn take_result(&mut self, s: SessionKey, id: &str) -> Result<Vec<u8>, StoreError> {
@@ -772,6 +782,9 @@ impl Writer<'_> {
             .and_then(|m| m.get_mut(id))
         {
             return Ok(std::mem::take(v));
+        }
+        if self.file_pending.fresh.contains(&s.0) {
+            return Ok(Vec::new());
         }
         Ok(match self.tool_results.get((s.0, id))? {
             Some(g) => g.value().to_vec(),

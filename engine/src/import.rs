@@ -652,10 +652,12 @@ impl Store {
             Plan::Fresh(None) => {
                 let s = SessionKey(w.next_session);
                 w.next_session += 1;
+                w.mark_fresh(s);
                 (s, SessionRecord::default(), Outcome::New, 0)
             }
             Plan::Fresh(Some((s, old))) => {
                 w.delete_session(s, &old)?;
+                w.mark_fresh(s);
                 (s, SessionRecord::default(), Outcome::Rewritten, 0)
             }
             Plan::Append(s, old) => {
@@ -1632,10 +1634,26 @@ impl<'t> Writer<'t> {
         }
         // The id index, in key order (a B-tree fills its pages best that way): each id once,
         // with its last node in file order (pi's index: a later duplicate wins).
-        let mut order: Vec<usize> = (0..nodes.len()).collect();
-        order.sort_unstable_by(|&a, &b| {
-            (nodes[a].id.as_str(), nodes[a].key).cmp(&(nodes[b].id.as_str(), nodes[b].key))
+        // Sorted by the id's first 8 bytes as a number (zero-padded, so in the same order as
+        // the bytes), then by the whole id: pi's ids are 8 hex digits, so most comparisons
+        // are of two integers.
+        let prefix = |id: &str| {
+            let mut b = [0u8; 8];
+            let n = id.len().min(8);
+            b[..n].copy_from_slice(&id.as_bytes()[..n]);
+            u64::from_be_bytes(b)
+        };
+        let mut order: Vec<(u64, usize)> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (prefix(&n.id), i))
+            .collect();
+        order.sort_unstable_by(|&(pa, a), &(pb, b)| {
+            pa.cmp(&pb).then_with(|| {
+                (nodes[a].id.as_str(), nodes[a].key).cmp(&(nodes[b].id.as_str(), nodes[b].key))
+            })
         });
+        let order: Vec<usize> = order.into_iter().map(|(_, i)| i).collect();
         for (i, &a) in order.iter().enumerate() {
             let id = nodes[a].id.as_str();
             if order.get(i + 1).is_some_and(|&b| nodes[b].id == id) {
