@@ -661,7 +661,8 @@ pub fn value_parse_safe(json: &str) -> bool {
             b'"' => {
                 i += 1;
                 loop {
-                    let Some(off) = memchr::memchr2(b'"', b'\\', &b[i..]) else {
+                    // (Past the end only after an escape cut short: not JSON.)
+                    let Some(off) = b.get(i..).and_then(|r| memchr::memchr2(b'"', b'\\', r)) else {
                         return false;
                     };
                     i += off;
@@ -720,6 +721,109 @@ pub fn value_parse_safe(json: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`value_parse_safe`] written plainly, byte by byte, as the reference for its memchr scan.
+    fn value_parse_safe_plain(json: &str) -> bool {
+        let b = json.as_bytes();
+        let (mut depth, mut i) = (0usize, 0);
+        while i < b.len() {
+            match b[i] {
+                b'"' => {
+                    i += 1;
+                    loop {
+                        match b.get(i) {
+                            None => return false,
+                            Some(b'"') => {
+                                i += 1;
+                                break;
+                            }
+                            Some(b'\\') if b.get(i + 1) == Some(&b'u') => {
+                                let hi = b.get(i + 2).is_some_and(|c| matches!(c, b'd' | b'D'));
+                                let lo = b.get(i + 3).is_some_and(
+                                    |c| matches!(c, b'8' | b'9' | b'a'..=b'f' | b'A'..=b'F'),
+                                );
+                                if hi && lo {
+                                    return false;
+                                }
+                                i += 6;
+                            }
+                            Some(b'\\') => i += 2,
+                            Some(_) => i += 1,
+                        }
+                    }
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > SAFE_DEPTH {
+                        return false;
+                    }
+                    i += 1;
+                }
+                b'}' | b']' => {
+                    depth = depth.saturating_sub(1);
+                    i += 1;
+                }
+                b'-' | b'0'..=b'9' => {
+                    let end = b[i..]
+                        .iter()
+                        .position(|c| !matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                        .map_or(b.len(), |n| i + n);
+                    let t = &json[i..end];
+                    if (t.contains(['e', 'E']) || t.len() > 300)
+                        && !t
+                            .parse::<f64>()
+                            .is_ok_and(|x| x.is_finite() && x.abs() < 1e300)
+                    {
+                        return false;
+                    }
+                    i = end;
+                }
+                _ => i += 1,
+            }
+        }
+        true
+    }
+
+    #[test]
+    fn the_safety_scan_agrees_with_a_plain_one() {
+        let long = "x".repeat(40);
+        let mut cases: Vec<String> = vec![
+            r#"{"a":"b"}"#.into(),
+            r#"{"a":"\ud83d\ude00"}"#.into(),
+            r#"{"a":"\u00e9","b":1e400}"#.into(),
+            r#"{"a":1.5e3,"b":[1,2,{"c":"\"q\""}]}"#.into(),
+            format!(r#"{{"k":"{long}\ud800{long}"}}"#),
+            format!(r#"{{"k":"{long}\u00ff{long}","n":-0.25}}"#),
+            format!(r#"{{"k":"{long}\\","v":"{long}"}}"#),
+            format!("{}1{}", "[".repeat(SAFE_DEPTH), "]".repeat(SAFE_DEPTH)),
+            format!(
+                "{}1{}",
+                "[".repeat(SAFE_DEPTH + 1),
+                "]".repeat(SAFE_DEPTH + 1)
+            ),
+            format!(r#"{{"s":"{}"}}"#, "{".repeat(SAFE_DEPTH + 5)),
+            format!(r#"{{"n":{}}}"#, "9".repeat(400)),
+            r#"{"unterminated":"abc"#.into(),
+            r#"{"cut":"abc\"#.into(),
+            format!(r#"{{"unterminated":"{long}"#),
+        ];
+        // Every prefix of the cases: strings, escapes and numbers cut at every byte.
+        let prefixes: Vec<String> = cases
+            .iter()
+            .flat_map(|c| (0..=c.len()).filter_map(|n| c.get(..n).map(str::to_owned)))
+            .collect();
+        cases.extend(prefixes);
+        let mut seen = [0usize; 2];
+        for c in &cases {
+            let want = value_parse_safe_plain(c);
+            assert_eq!(value_parse_safe(c), want, "{c:?}");
+            seen[usize::from(want)] += 1;
+        }
+        // Both answers occur, and the full cases give the ones they were written for.
+        assert!(seen[0] > 10 && seen[1] > 10, "{seen:?}");
+        assert!(!value_parse_safe(r#"{"a":"\ud83d\ude00"}"#));
+        assert!(value_parse_safe(r#"{"a":1.5e3,"b":[1,2,{"c":"\"q\""}]}"#));
+    }
 
     fn typed(json: &str) -> Option<Facts> {
         let e = Entry::parse_lenient(json).ok()?;
