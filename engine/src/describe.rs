@@ -752,31 +752,30 @@ mod tests {
                         }
                     }
                 }
-                b'{' | b'[' => {
-                    depth += 1;
+                open @ (b'{' | b'[' | b'}' | b']') => {
+                    if matches!(open, b'{' | b'[') {
+                        depth += 1;
+                    } else {
+                        depth = depth.saturating_sub(1);
+                    }
                     if depth > SAFE_DEPTH {
                         return false;
                     }
                     i += 1;
                 }
-                b'}' | b']' => {
-                    depth = depth.saturating_sub(1);
-                    i += 1;
-                }
-                b'-' | b'0'..=b'9' => {
-                    let end = b[i..]
+                c if c == b'-' || c.is_ascii_digit() => {
+                    let n = b[i..]
                         .iter()
-                        .position(|c| !matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
-                        .map_or(b.len(), |n| i + n);
-                    let t = &json[i..end];
-                    if (t.contains(['e', 'E']) || t.len() > 300)
-                        && !t
-                            .parse::<f64>()
-                            .is_ok_and(|x| x.is_finite() && x.abs() < 1e300)
-                    {
-                        return false;
+                        .take_while(|c| b"-+.eE0123456789".contains(c))
+                        .count();
+                    let t = &json[i..i + n];
+                    if t.bytes().any(|c| c == b'e' || c == b'E') || n > 300 {
+                        match t.parse::<f64>() {
+                            Ok(x) if x.is_finite() && x.abs() < 1e300 => {}
+                            _ => return false,
+                        }
                     }
-                    i = end;
+                    i += n;
                 }
                 _ => i += 1,
             }
