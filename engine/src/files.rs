@@ -470,6 +470,21 @@ enum BlockError {
     TooBig,
 }
 
+impl BlockError {
+    /// The store error for this failure of a block that `bad` names.
+    fn into_store(self, bad: impl FnOnce() -> StoreError) -> StoreError {
+        match self {
+            Self::Malformed => bad(),
+            Self::TooBig => too_big(),
+        }
+    }
+}
+
+/// The error for a damaged `file_hits` block: path as written, session, chunk.
+fn bad_block_at(path: &str, session: u64, chunk: u64) -> StoreError {
+    corrupt(FILE_HITS_NAME, format!("{path:?} ({session}, {chunk})"))
+}
+
 /// One hit read from a block: its strings are spans of the arena [`BlockReader::next_hit`]
 /// was given.
 #[derive(Debug, Clone, Copy)]
@@ -676,9 +691,6 @@ impl Writer<'_> {
             if let Some(t) = op.tool_call_id.as_deref() {
                 // The call's operations are listed under its id, so a later result finds them.
                 let mut v = self.take_result(s, t)?;
-                if v.is_empty() {
-                    v.push(RESULT_NONE);
-                }
                 status = v.first().copied().unwrap_or(RESULT_NONE);
                 v.extend_from_slice(&key.to_le_bytes());
                 v.extend_from_slice(&i.to_le_bytes());
@@ -772,8 +784,9 @@ impl Writer<'_> {
         self.file_pending.fresh.insert(s.0);
     }
 
-    /// The `tool_results` value of call `id` (pending or stored; empty when there is none),
-    /// removed from the pending ones: the caller puts it back with [`Self::put_result`].
+    /// The `tool_results` value of call `id` (pending or stored; just [`RESULT_NONE`] when
+    /// there is none), removed from the pending ones: the caller puts it back with
+    /// [`Self::put_result`].
     fn take_result(&mut self, s: SessionKey, id: &str) -> Result<Vec<u8>, StoreError> {
         if let Some(v) = self
             .file_pending
@@ -784,11 +797,11 @@ impl Writer<'_> {
             return Ok(std::mem::take(v));
         }
         if self.file_pending.fresh.contains(&s.0) {
-            return Ok(Vec::new());
+            return Ok(vec![RESULT_NONE]);
         }
         Ok(match self.tool_results.get((s.0, id))? {
             Some(g) => g.value().to_vec(),
-            None => Vec::new(),
+            None => vec![RESULT_NONE],
         })
     }
 
@@ -807,9 +820,6 @@ impl Writer<'_> {
     /// Records a tool result and rewrites the status of the call's operations.
     fn record_result(&mut self, s: SessionKey, id: &str, status: u8) -> Result<(), StoreError> {
         let mut v = self.take_result(s, id)?;
-        if v.is_empty() {
-            v.push(RESULT_NONE);
-        }
         if v.first() == Some(&status) {
             self.put_result(s, id, v);
             return Ok(());
@@ -1106,11 +1116,8 @@ impl FileHits {
         path: Span,
         resolved: Span,
     ) -> Result<(), StoreError> {
-        let bad = || corrupt(FILE_HITS_NAME, format!("{p:?} ({session}, {chunk})"));
-        let fail = |e: BlockError| match e {
-            BlockError::Malformed => bad(),
-            BlockError::TooBig => too_big(),
-        };
+        let bad = || bad_block_at(p, session, chunk);
+        let fail = |e: BlockError| e.into_store(bad);
         let mut r = BlockReader::new(block, chunk).map_err(fail)?;
         let mut names = Vec::with_capacity(r.names.len());
         for n in &r.names {
@@ -1506,15 +1513,7 @@ impl<'s> FileScan<'s> {
     /// The error for block `n`, which is damaged.
     fn bad_block(&self, n: u32) -> StoreError {
         match self.blocks.get(n as usize) {
-            Some(b) => corrupt(
-                FILE_HITS_NAME,
-                format!(
-                    "{:?} ({}, {})",
-                    self.path(b.path).unwrap_or_default(),
-                    b.session,
-                    b.chunk
-                ),
-            ),
+            Some(b) => bad_block_at(self.path(b.path).unwrap_or_default(), b.session, b.chunk),
             None => corrupt(FILE_HITS_NAME, "a query's blocks"),
         }
     }
@@ -1767,10 +1766,7 @@ impl<'s> FileScan<'s> {
             };
             let p = self.path(b.path)?;
             let bad = || self.bad_block(n);
-            let fail = |e: BlockError| match e {
-                BlockError::Malformed => bad(),
-                BlockError::TooBig => too_big(),
-            };
+            let fail = |e: BlockError| e.into_store(bad);
             st.starts.push((st.arena.len(), n));
             let fact = facts
                 .binary_search_by_key(&b.session, |x| x.0)

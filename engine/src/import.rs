@@ -1653,10 +1653,9 @@ impl<'t> Writer<'t> {
                 (nodes[a].id.as_str(), nodes[a].key).cmp(&(nodes[b].id.as_str(), nodes[b].key))
             })
         });
-        let order: Vec<usize> = order.into_iter().map(|(_, i)| i).collect();
-        for (i, &a) in order.iter().enumerate() {
+        for (i, &(_, a)) in order.iter().enumerate() {
             let id = nodes[a].id.as_str();
-            if order.get(i + 1).is_some_and(|&b| nodes[b].id == id) {
+            if order.get(i + 1).is_some_and(|&(_, b)| nodes[b].id == id) {
                 continue;
             }
             self.entry_ids.insert((s, id), nodes[a].key)?;
