@@ -1524,8 +1524,8 @@ impl<'t> Writer<'t> {
     fn link(&mut self, st: &mut FileState<'_>) -> Result<(), StoreError> {
         let s = st.s.0;
         let nodes = std::mem::take(&mut st.nodes);
-        // foldhash, not SipHash: these maps hold no attacker's choice of keys worth the cost
-        // (an adversarial file can only slow its own import).
+        // hashbrown's default hasher (foldhash, seeded per process) rather than SipHash: ids
+        // are short, and a file crafted to collide could only slow its own import.
         let mut by_id: hashbrown::HashMap<&str, usize> =
             hashbrown::HashMap::with_capacity(nodes.len());
         for (i, n) in nodes.iter().enumerate() {
@@ -1559,14 +1559,25 @@ impl<'t> Writer<'t> {
         // Node index by key: this import's keys are consecutive, so a table over their span
         // answers in one step (a binary search over the nodes took a third of `link`).
         let first = nodes.first().map_or(0, |n| n.key);
-        let span = nodes.last().map_or(0, |n| n.key - first + 1);
-        let slots: Option<Vec<u32>> = (nodes.len() < u32::MAX as usize).then(|| {
-            let mut slots = vec![u32::MAX; span as usize];
-            for (i, n) in nodes.iter().enumerate() {
-                slots[(n.key - first) as usize] = i as u32;
-            }
-            slots
-        });
+        let span = nodes
+            .last()
+            .map_or(0, |n| n.key.saturating_sub(first).saturating_add(1));
+        let slots: Option<Vec<u32>> = (nodes.len() < u32::MAX as usize)
+            .then(|| usize::try_from(span).ok())
+            .flatten()
+            .map(|span| {
+                let mut slots = vec![u32::MAX; span];
+                for (i, n) in nodes.iter().enumerate() {
+                    let at = n
+                        .key
+                        .checked_sub(first)
+                        .and_then(|d| usize::try_from(d).ok());
+                    if let Some(slot) = at.and_then(|at| slots.get_mut(at)) {
+                        *slot = i as u32;
+                    }
+                }
+                slots
+            });
         let key_index = |k: u64| match &slots {
             Some(slots) => {
                 let i = *slots.get(usize::try_from(k.checked_sub(first)?).ok()?)?;
