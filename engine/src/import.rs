@@ -1562,10 +1562,8 @@ impl<'t> Writer<'t> {
         let span = nodes
             .last()
             .map_or(0, |n| n.key.saturating_sub(first).saturating_add(1));
-        let slots: Option<Vec<u32>> = (nodes.len() < u32::MAX as usize)
-            .then(|| usize::try_from(span).ok())
-            .flatten()
-            .map(|span| {
+        let slots: Option<Vec<u32>> = match usize::try_from(span) {
+            Ok(span) if nodes.len() < u32::MAX as usize => {
                 let mut slots = vec![u32::MAX; span];
                 for (i, n) in nodes.iter().enumerate() {
                     let at = n
@@ -1576,8 +1574,10 @@ impl<'t> Writer<'t> {
                         *slot = i as u32;
                     }
                 }
-                slots
-            });
+                Some(slots)
+            }
+            _ => None,
+        };
         let key_index = |k: u64| match &slots {
             Some(slots) => {
                 let i = *slots.get(usize::try_from(k.checked_sub(first)?).ok()?)?;
@@ -1701,9 +1701,6 @@ impl<'t> Writer<'t> {
                 self.run_starts.insert(n.key, l.parent.0)?;
             }
         }
-        drop(by_id);
-        // Keep the node list for the file-operation index.
-        st.nodes = nodes;
         Ok(())
     }
 
