@@ -26,7 +26,15 @@ use clap::{FromArgMatches, Parser};
 
 /// Parses the arguments, runs the command and turns the outcome into an exit status.
 pub fn main() -> ExitCode {
+    main_with(|_| {})
+}
+
+/// [`main`], with `prepare` called once the command is known and before it runs (before any
+/// thread starts): the binary uses it to set up its heap for the commands that
+/// [`short_query`] names.
+pub fn main_with(prepare: impl FnOnce(&commands::Command)) -> ExitCode {
     let args = parse_args(std::env::args_os().collect());
+    prepare(&args.command);
     session_arg::set_store_wait(std::time::Duration::from_secs(args.global.wait));
     let mut ui = ui::Ui::new(&args.global);
     let outcome = commands::run(&mut ui, args.command);
@@ -39,6 +47,13 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether `command` only reads the store and exits, touching tens of megabytes of fresh memory
+/// once, so that the binary may back its heap with huge pages: `files` over the whole store (with
+/// `--session`, a session file may be imported on the fly, which keeps the usual heap).
+pub fn short_query(command: &commands::Command) -> bool {
+    matches!(command, commands::Command::Files(a) if a.session.is_none())
 }
 
 /// Parses the command line. Building clap's full command (every command's arguments, the global
@@ -106,6 +121,22 @@ mod tests {
             "a command was added: give it a line in commands::lone"
         );
         assert!(commands::lone("nope").is_none());
+    }
+
+    /// Only `files` over the whole store gets the huge-page heap: with `--session` it may import
+    /// a file, and no other command is a short query.
+    #[test]
+    fn short_query_is_files_over_the_store() {
+        let q = |argv: &[&str]| {
+            short_query(&parse_args(argv.iter().map(OsString::from).collect()).command)
+        };
+        assert!(q(&["pisess", "files", "src/**"]));
+        assert!(q(&["pisess", "--json", "files", "--op", "read", "a.rs"]));
+        assert!(!q(&["pisess", "files", "--session", "s.jsonl", "src/**"]));
+        assert!(!q(&["pisess", "files", "src/**", "--session=@latest"]));
+        assert!(!q(&["pisess", "log", "s.jsonl"]));
+        assert!(!q(&["pisess", "import"]));
+        assert!(!q(&["pisess", "grep", "x"]));
     }
 
     /// The lean parse gives the same result as clap's full parse.

@@ -105,6 +105,19 @@ impl TestEnv {
         }
     }
 
+    /// [`Self::pisess`] as a `std::process::Command`, for a child the test talks to while it
+    /// runs.
+    pub fn pisess_child(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"));
+        cmd.env_clear()
+            .env("HOME", self.home.path())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
+            .env("PISESS_STORE", self.home.path().join("store.redb"));
+        cmd
+    }
+
     /// `pisess ARGS…` with a cleared environment.
     pub fn pisess(&self) -> Command {
         let mut cmd = Command::cargo_bin("pisess").unwrap();

@@ -1063,6 +1063,73 @@ fn files_json(env: &TestEnv, args: &[&str], want_any: bool) -> Vec<crate::tool_s
         .collect()
 }
 
+/// `pisess files` over the whole store backs its heap with huge pages where the kernel has
+/// them (`cli/src/heap.rs`): while it writes its output, its `[heap]` mapping carries
+/// `MADV_HUGEPAGE` (`hg` in `/proc/PID/smaps`). Its output (~1.2 MB) outgrows the pipe, which
+/// this test does not read until it has looked, so the process is still alive. Without THP in
+/// the kernel the advice fails and no mapping may carry the flag. The output is then the same
+/// as `--session`'s (whose process keeps the usual heap).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn files_over_the_store_asks_for_huge_pages() {
+    use std::io::Read;
+    let env = TestEnv::new();
+    let file = crate::common::corpus().join("13-large-10000.jsonl");
+    let file = file.to_str().unwrap();
+    assert_eq!(run(&env, &["import", file]).code, 0);
+    let mut child = env
+        .pisess_child()
+        .args(["--json", "files", "**"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let smaps = format!("/proc/{}/smaps", child.id());
+    let heap_flags = |text: &str| -> Vec<String> {
+        let mut in_heap = false;
+        let mut flags = Vec::new();
+        for l in text.lines() {
+            let first = l.split_whitespace().next().unwrap_or("");
+            if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+                in_heap = l.ends_with("[heap]");
+            } else if in_heap && let Some(f) = l.strip_prefix("VmFlags:") {
+                flags.push(f.trim().to_owned());
+            }
+        }
+        flags
+    };
+    let thp = Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut seen = Vec::new();
+    while std::time::Instant::now() < deadline {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "pisess files exited before the test looked at its heap (its output fit the pipe)"
+        );
+        seen = heap_flags(&std::fs::read_to_string(&smaps).unwrap_or_default());
+        if seen.iter().any(|f| f.split(' ').any(|x| x == "hg")) || !thp && !seen.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let advised = seen.iter().any(|f| f.split(' ').any(|x| x == "hg"));
+    assert_eq!(
+        advised, thp,
+        "THP in the kernel: {thp}; [heap] VmFlags: {seen:?}"
+    );
+    assert!(out.len() > 1 << 20, "{}", out.len());
+    let again = run(&env, &["--json", "files", "--session", file, "**"]);
+    assert_eq!(again.code, 0);
+    assert_eq!(out, again.stdout);
+}
+
 /// `files --json` equals an independent serde_json scan of the tool calls of every v3 fixture
 /// and of the standard corpus's v3 files up to 8 MB, for the whole session and under each
 /// filter: `--op read|write|edit|modified`, `--active-only`, `--since`.
