@@ -11,8 +11,9 @@
 //! heap: one arena for every thread, large blocks from the heap rather than their own
 //! mappings, no trimming) and to grow that heap by [`PAD`] at once, then marks the grown part
 //! `MADV_HUGEPAGE`. Invariants:
-//! - it only tunes and advises: every call may fail (another libc, a kernel without THP, `brk`
-//!   refused) and the process then runs exactly as without it;
+//! - it only tunes and advises: every step may fail (a kernel without THP, `brk` refused, a
+//!   `mallopt` refused) and the process then runs without huge pages, tuned as far as the
+//!   steps before the failure went; elsewhere than glibc on Linux it does nothing;
 //! - it is for commands that read the store and exit (their peak memory is a query's output
 //!   buffers, not a growing import): `main` calls it for those alone, before any thread starts;
 //! - memory beyond [`PAD`] comes in normal pages, as without the call.
