@@ -4,8 +4,15 @@ mod heap;
 
 fn main() -> std::process::ExitCode {
     pisess_cli::main_with(|command| {
-        if pisess_cli::short_query(command) {
-            heap::prefer_huge_pages();
+        if pisess_cli::short_query(command) && heap::prefer_huge_pages() {
+            // The global pool, built before anything else could build it, so that each worker
+            // advises its own arena's heap as it starts (if it was built already, the workers
+            // keep the usual heaps, and nothing else changes).
+            let _ = rayon::ThreadPoolBuilder::new()
+                .start_handler(|_| {
+                    heap::prefer_huge_pages_in_thread();
+                })
+                .build_global();
         }
     })
 }

@@ -1064,11 +1064,12 @@ fn files_json(env: &TestEnv, args: &[&str], want_any: bool) -> Vec<crate::tool_s
 }
 
 /// `pisess files` over the whole store backs its heap with huge pages where the kernel has
-/// them (`cli/src/heap.rs`): while it writes its output, its `[heap]` mapping carries
-/// `MADV_HUGEPAGE` (`hg` in `/proc/PID/smaps`). Its output (~1.2 MB) outgrows the pipe, which
-/// this test does not read until it has looked, so the process is still alive. Without THP in
-/// the kernel the advice fails and no mapping may carry the flag. The output is then the same
-/// as `--session`'s (whose process keeps the usual heap).
+/// them (`cli/src/heap.rs`): while it writes its output, its `[heap]` mapping and the heap of
+/// each worker thread's arena (an unnamed mapping) carry `MADV_HUGEPAGE` (`hg` in
+/// `/proc/PID/smaps`). Its output (~1.2 MB) outgrows the pipe, which this test does not read
+/// until it has looked, so the process is still alive. Without THP in the kernel the advice
+/// fails and no mapping may carry the flag. The output is then the same as `--session`'s (whose
+/// process keeps the usual heap).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
 fn files_over_the_store_asks_for_huge_pages() {
@@ -1084,29 +1085,38 @@ fn files_over_the_store_asks_for_huge_pages() {
         .spawn()
         .unwrap();
     let smaps = format!("/proc/{}/smaps", child.id());
-    let heap_flags = |text: &str| -> Vec<String> {
-        let mut in_heap = false;
-        let mut flags = Vec::new();
+    // (whether a `[heap]` mapping is advised, whether an unnamed one is, every heap's flags)
+    let advice = |text: &str| -> (bool, bool, Vec<String>) {
+        let (mut heap, mut arena, mut flags) = (false, false, Vec::new());
+        let mut name: Option<String> = None;
         for l in text.lines() {
             let first = l.split_whitespace().next().unwrap_or("");
             if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-                in_heap = l.ends_with("[heap]");
-            } else if in_heap && let Some(f) = l.strip_prefix("VmFlags:") {
-                flags.push(f.trim().to_owned());
+                name = Some(l.split_whitespace().nth(5).unwrap_or("").to_owned());
+            } else if let Some(f) = l.strip_prefix("VmFlags:") {
+                let hg = f.split_whitespace().any(|x| x == "hg");
+                match name.as_deref() {
+                    Some("[heap]") => {
+                        heap |= hg;
+                        flags.push(f.trim().to_owned());
+                    }
+                    Some("") => arena |= hg,
+                    _ => {}
+                }
             }
         }
-        flags
+        (heap, arena, flags)
     };
     let thp = Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let mut seen = Vec::new();
+    let mut seen = (false, false, Vec::new());
     while std::time::Instant::now() < deadline {
         assert!(
             child.try_wait().unwrap().is_none(),
             "pisess files exited before the test looked at its heap (its output fit the pipe)"
         );
-        seen = heap_flags(&std::fs::read_to_string(&smaps).unwrap_or_default());
-        if seen.iter().any(|f| f.split(' ').any(|x| x == "hg")) || !thp && !seen.is_empty() {
+        seen = advice(&std::fs::read_to_string(&smaps).unwrap_or_default());
+        if seen.0 && seen.1 || !thp && !seen.2.is_empty() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -1119,10 +1129,11 @@ fn files_over_the_store_asks_for_huge_pages() {
         .read_to_string(&mut out)
         .unwrap();
     assert!(child.wait().unwrap().success());
-    let advised = seen.iter().any(|f| f.split(' ').any(|x| x == "hg"));
     assert_eq!(
-        advised, thp,
-        "THP in the kernel: {thp}; [heap] VmFlags: {seen:?}"
+        (seen.0, seen.1),
+        (thp, thp),
+        "THP in the kernel: {thp}; (main heap advised, a thread heap advised, [heap] VmFlags): \
+         {seen:?}"
     );
     assert!(out.len() > 1 << 20, "{}", out.len());
     let again = run(&env, &["--json", "files", "--session", file, "**"]);
