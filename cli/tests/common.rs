@@ -105,8 +105,8 @@ impl TestEnv {
         }
     }
 
-    /// [`Self::pisess`] as a `std::process::Command`, for a child the test talks to while it
-    /// runs.
+    /// `pisess ARGS…` with a cleared environment, as a `std::process::Command` (for a child
+    /// the test talks to while it runs).
     pub fn pisess_child(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"));
         cmd.env_clear()
@@ -120,14 +120,7 @@ impl TestEnv {
 
     /// `pisess ARGS…` with a cleared environment.
     pub fn pisess(&self) -> Command {
-        let mut cmd = Command::cargo_bin("pisess").unwrap();
-        cmd.env_clear()
-            .env("HOME", self.home.path())
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("NO_COLOR", "1")
-            .env("COLUMNS", "100")
-            .env("PISESS_STORE", self.home.path().join("store.redb"));
-        cmd
+        Command::from_std(self.pisess_child())
     }
 }
 
