@@ -1351,23 +1351,46 @@ struct Scratch<'a> {
     order: Vec<u32>,
 }
 
-/// A message from a [`FileScan::stream`] worker to the writer.
-enum Note {
-    /// Output of a job, in order.
-    Out(usize, Vec<u8>),
-    /// A job is complete, with this many hits.
-    Done(usize, usize),
-    Failed(StoreError),
-}
-
-/// The flow control of [`FileScan::stream`].
+/// What [`FileScan::stream`]'s writer and workers share, behind one lock.
 struct Flow {
-    /// Jobs completely written.
+    /// Jobs completely written (and so the job being written).
     written: usize,
     /// Buffers handed out and not yet given back.
     lent: usize,
     free: Vec<Vec<u8>>,
+    /// Set by the writer when it stops: workers stop at their next buffer.
     stop: bool,
+    /// Each job's rendered buffers, in order, not yet written.
+    ready: Vec<std::collections::VecDeque<Vec<u8>>>,
+    /// Each finished job's number of hits.
+    counts: Vec<Option<usize>>,
+    /// The first worker's error.
+    failed: Option<StoreError>,
+    /// Workers still running.
+    live: usize,
+    /// Whether the writer waits for the job it is writing.
+    writer_waits: bool,
+    /// Workers waiting for a buffer.
+    lenders_wait: usize,
+}
+
+/// Counts a [`FileScan::stream`] worker out when it ends, however it ends.
+struct Leave<'a> {
+    flow: &'a std::sync::Mutex<Flow>,
+    wake: &'a std::sync::Condvar,
+}
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        let mut g = match self.flow.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        g.live = g.live.saturating_sub(1);
+        if g.writer_waits && g.live == 0 {
+            self.wake.notify_one();
+        }
+    }
 }
 
 fn too_big() -> StoreError {
@@ -1611,11 +1634,28 @@ impl<'s> FileScan<'s> {
             lent: 0,
             free: Vec::new(),
             stop: false,
+            ready: (0..jobs.len()).map(|_| Default::default()).collect(),
+            counts: vec![None; jobs.len()],
+            failed: None,
+            live: 0,
+            writer_waits: false,
+            lenders_wait: 0,
         });
-        let wake = std::sync::Condvar::new();
+        // The writer waits on `wake_writer`, only ever for the job it is writing; lenders wait
+        // on `wake_lenders`. Each is notified only when someone waits on it.
+        let wake_writer = std::sync::Condvar::new();
+        let wake_lenders = std::sync::Condvar::new();
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let (tx, rx) = std::sync::mpsc::channel::<Note>();
         let workers = rayon::current_num_threads().min(jobs.len());
+        if let Ok(mut g) = flow.lock() {
+            g.live = workers;
+        }
+        // Tells the writer what changed for job `j`, if it waits for that job.
+        let tell = |g: &Flow, j: usize| {
+            if g.writer_waits && (j == g.written || g.failed.is_some()) {
+                wake_writer.notify_one();
+            }
+        };
         // A buffer for job `j`, `None` once the writer has stopped.
         let lend = |j: usize| -> Option<Vec<u8>> {
             let mut g = flow.lock().ok()?;
@@ -1631,10 +1671,33 @@ impl<'s> FileScan<'s> {
                     g.lent += 1;
                     return Some(Vec::with_capacity(opt.buffer + (opt.buffer >> 3)));
                 }
-                g = wake.wait(g).ok()?;
+                g.lenders_wait += 1;
+                g = wake_lenders.wait(g).ok()?;
+                g.lenders_wait -= 1;
             }
         };
-        let work = |tx: std::sync::mpsc::Sender<Note>| {
+        // Hands job `j`'s next buffer to the writer, and with its last one (`done`), the job's
+        // number of hits. False once the writer has stopped.
+        let deliver = |j: usize, b: Vec<u8>, done: Option<usize>| -> bool {
+            let Ok(mut g) = flow.lock() else {
+                return false;
+            };
+            if let Some(q) = g.ready.get_mut(j) {
+                q.push_back(b);
+            }
+            if let Some(c) = g.counts.get_mut(j) {
+                *c = c.or(done);
+            }
+            tell(&g, j);
+            !g.stop
+        };
+        let work = || {
+            // Counts this worker out however it ends (an unwinding panic included), so that a
+            // writer waiting for a job nobody will finish learns of it.
+            let _out = Leave {
+                flow: &flow,
+                wake: &wake_writer,
+            };
             let mut st = Scratch::default();
             loop {
                 let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1648,18 +1711,20 @@ impl<'s> FileScan<'s> {
                     let Some(fresh) = lend(j) else {
                         return false;
                     };
-                    tx.send(Note::Out(j, std::mem::replace(b, fresh))).is_ok()
+                    deliver(j, std::mem::replace(b, fresh), None)
                 };
                 match self.render_job(job, &cx, &mut st, &mut buf, &mut flush) {
                     Ok(Some(n)) => {
-                        if tx.send(Note::Out(j, buf)).is_err() || tx.send(Note::Done(j, n)).is_err()
-                        {
+                        if !deliver(j, buf, Some(n)) {
                             return;
                         }
                     }
                     Ok(None) => return,
                     Err(e) => {
-                        let _ = tx.send(Note::Failed(e));
+                        if let Ok(mut g) = flow.lock() {
+                            g.failed.get_or_insert(e);
+                            tell(&g, j);
+                        }
                         return;
                     }
                 }
@@ -1668,72 +1733,87 @@ impl<'s> FileScan<'s> {
         let mut result: Result<usize, FileQueryError> = Ok(0);
         rayon::in_place_scope(|scope| {
             for _ in 0..workers {
-                let tx = tx.clone();
                 let work = &work;
-                scope.spawn(move |_| work(tx));
+                scope.spawn(move |_| work());
             }
-            drop(tx);
-            let mut pending: Vec<std::collections::VecDeque<Vec<u8>>> =
-                (0..jobs.len()).map(|_| Default::default()).collect();
-            let mut done = vec![false; jobs.len()];
             let mut cur = 0;
             let mut total = 0;
-            'write: while cur < jobs.len() {
-                let Ok(note) = rx.recv() else {
+            let mut taken: Vec<Vec<u8>> = Vec::new();
+            // A poisoned lock (a thread panicked holding it; nothing here panics) ends the
+            // query: waiting lenders are woken, find the lock poisoned, and stop.
+            let lost = || -> FileQueryError {
+                wake_lenders.notify_all();
+                StoreError::Inconsistent("a file query's state was lost".into()).into()
+            };
+            let Ok(mut g) = flow.lock() else {
+                result = Err(lost());
+                return;
+            };
+            loop {
+                if let Some(e) = g.failed.take() {
+                    result = Err(e.into());
+                    break;
+                }
+                if cur == jobs.len() {
+                    result = Ok(total);
+                    break;
+                }
+                if let Some(q) = g.ready.get_mut(cur).filter(|q| !q.is_empty()) {
+                    taken.extend(q.drain(..));
+                    drop(g);
+                    let mut wrote = Ok(());
+                    for b in &taken {
+                        wrote = sink(b);
+                        if wrote.is_err() {
+                            break;
+                        }
+                    }
+                    let Ok(back) = flow.lock() else {
+                        result = Err(lost());
+                        return;
+                    };
+                    g = back;
+                    for mut b in taken.drain(..) {
+                        b.clear();
+                        g.lent = g.lent.saturating_sub(1);
+                        g.free.push(b);
+                    }
+                    if g.lenders_wait > 0 {
+                        wake_lenders.notify_all();
+                    }
+                    if let Err(e) = wrote {
+                        result = Err(FileQueryError::Write(e));
+                        break;
+                    }
+                    continue;
+                }
+                if let Some(n) = g.counts.get(cur).copied().flatten() {
+                    total += n;
+                    cur += 1;
+                    g.written = cur;
+                    if g.lenders_wait > 0 {
+                        wake_lenders.notify_all();
+                    }
+                    continue;
+                }
+                if g.live == 0 {
                     result = Err(StoreError::Inconsistent(
                         "a file query's workers stopped early".into(),
                     )
                     .into());
                     break;
+                }
+                g.writer_waits = true;
+                let Ok(back) = wake_writer.wait(g) else {
+                    result = Err(lost());
+                    return;
                 };
-                match note {
-                    Note::Out(j, b) => {
-                        if let Some(p) = pending.get_mut(j) {
-                            p.push_back(b);
-                        }
-                    }
-                    Note::Done(j, n) => {
-                        if let Some(d) = done.get_mut(j) {
-                            *d = true;
-                        }
-                        total += n;
-                    }
-                    Note::Failed(e) => {
-                        result = Err(e.into());
-                        break;
-                    }
-                }
-                while let Some(p) = pending.get_mut(cur) {
-                    while let Some(mut b) = p.pop_front() {
-                        if let Err(e) = sink(&b) {
-                            result = Err(FileQueryError::Write(e));
-                            break 'write;
-                        }
-                        b.clear();
-                        if let Ok(mut g) = flow.lock() {
-                            g.lent = g.lent.saturating_sub(1);
-                            g.free.push(b);
-                        }
-                        wake.notify_all();
-                    }
-                    if !done.get(cur).copied().unwrap_or(false) {
-                        break;
-                    }
-                    cur += 1;
-                    if let Ok(mut g) = flow.lock() {
-                        g.written = cur;
-                    }
-                    wake.notify_all();
-                }
+                g = back;
+                g.writer_waits = false;
             }
-            if result.is_ok() {
-                result = Ok(total);
-            }
-            if let Ok(mut g) = flow.lock() {
-                g.stop = true;
-            }
-            wake.notify_all();
-            drop(rx);
+            g.stop = true;
+            drop(g);
+            wake_lenders.notify_all();
         });
         result
     }
