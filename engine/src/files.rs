@@ -48,8 +48,10 @@
 //!   path's hits already come in about that order, so the stable sort merges a few runs); or
 //! - [`FileScan::stream`] renders them without holding the output: a hit lies in its entry's
 //!   chunk, so the blocks are grouped by chunk, and each chunk is decoded, sorted and rendered
-//!   on its own (chunks in parallel on the rayon pool, into a bounded set of reused buffers),
-//!   its output written after the previous chunk's. Both give the same hits in the same order.
+//!   on its own (chunks in parallel: on all but one of the rayon pool's threads and on the
+//!   calling thread, into a bounded set of reused buffers), its output written after the
+//!   previous chunk's, by the calling thread alone, between the jobs and buffers it renders
+//!   itself. Both give the same hits in the same order.
 //!
 //! Decoding copies a block's strings into one arena as bytes, each string once (a string equal
 //! to the previous hit's is shared), and checks the arena as UTF-8 once (per query for
@@ -1374,6 +1376,124 @@ struct Flow {
     lenders_wait: usize,
 }
 
+/// [`FileScan::stream`]'s calling thread: the only one that writes, in job order, and which
+/// renders jobs of its own between writes.
+struct Output<'a> {
+    flow: &'a std::sync::Mutex<Flow>,
+    wake_writer: &'a std::sync::Condvar,
+    wake_lenders: &'a std::sync::Condvar,
+    sink: &'a mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    /// The job being written (`Flow::written`).
+    cur: usize,
+    /// Hits of the jobs written.
+    total: usize,
+    /// Buffers taken from the queue to write outside the lock.
+    taken: Vec<Vec<u8>>,
+    buffers: usize,
+    buffer: usize,
+}
+
+type FlowGuard<'a> = std::sync::MutexGuard<'a, Flow>;
+
+impl<'a> Output<'a> {
+    fn lost(&self) -> FileQueryError {
+        self.wake_lenders.notify_all();
+        StoreError::Inconsistent("a file query's state was lost".into()).into()
+    }
+
+    fn lock(&self) -> Result<FlowGuard<'a>, FileQueryError> {
+        self.flow.lock().map_err(|_| self.lost())
+    }
+
+    /// Writes every buffer ready for the job being written, moving on past finished jobs,
+    /// until the job being written has nothing ready (or every job is written).
+    fn drain(&mut self, mut g: FlowGuard<'a>) -> Result<FlowGuard<'a>, FileQueryError> {
+        loop {
+            if let Some(e) = g.failed.take() {
+                return Err(e.into());
+            }
+            if let Some(q) = g.ready.get_mut(self.cur).filter(|q| !q.is_empty()) {
+                self.taken.extend(q.drain(..));
+                drop(g);
+                let mut wrote = Ok(());
+                for b in &self.taken {
+                    wrote = (self.sink)(b);
+                    if wrote.is_err() {
+                        break;
+                    }
+                }
+                g = self.lock()?;
+                for mut b in self.taken.drain(..) {
+                    b.clear();
+                    g.lent = g.lent.saturating_sub(1);
+                    g.free.push(b);
+                }
+                if g.lenders_wait > 0 {
+                    self.wake_lenders.notify_all();
+                }
+                wrote.map_err(FileQueryError::Write)?;
+                continue;
+            }
+            if let Some(n) = g.counts.get(self.cur).copied().flatten() {
+                self.total += n;
+                self.cur += 1;
+                g.written = self.cur;
+                if g.lenders_wait > 0 {
+                    self.wake_lenders.notify_all();
+                }
+                continue;
+            }
+            return Ok(g);
+        }
+    }
+
+    /// Waits until something changes for the job being written (an error if every worker
+    /// has left without finishing it).
+    fn wait(&self, mut g: FlowGuard<'a>) -> Result<FlowGuard<'a>, FileQueryError> {
+        if g.live == 0 && g.counts.get(self.cur).is_some_and(Option::is_none) {
+            return Err(
+                StoreError::Inconsistent("a file query's workers stopped early".into()).into(),
+            );
+        }
+        g.writer_waits = true;
+        let mut g = self.wake_writer.wait(g).map_err(|_| self.lost())?;
+        g.writer_waits = false;
+        Ok(g)
+    }
+
+    /// Takes `b`, the next output of the calling thread's own job `j`: writes it at once if
+    /// `j` is the job being written (after what was ready before it), else queues it and
+    /// leaves a fresh buffer in `b`. Never waits for a buffer while the job being written has
+    /// output to write, so the thread that writes never waits on itself.
+    fn take_own(&mut self, j: usize, b: &mut Vec<u8>) -> Result<(), FileQueryError> {
+        loop {
+            let mut g = self.drain(self.lock()?)?;
+            if j == self.cur {
+                drop(g);
+                (self.sink)(b).map_err(FileQueryError::Write)?;
+                b.clear();
+                return Ok(());
+            }
+            let fresh = match g.free.pop() {
+                Some(f) => Some(f),
+                None if g.lent < self.buffers => {
+                    Some(Vec::with_capacity(self.buffer + (self.buffer >> 3)))
+                }
+                None => None,
+            };
+            if let Some(fresh) = fresh {
+                g.lent += 1;
+                let full = std::mem::replace(b, fresh);
+                if let Some(q) = g.ready.get_mut(j) {
+                    q.push_back(full);
+                }
+                return Ok(());
+            }
+            drop(self.wait(g)?);
+        }
+    }
+}
+
 /// Counts a [`FileScan::stream`] worker out when it ends, however it ends.
 struct Leave<'a> {
     flow: &'a std::sync::Mutex<Flow>,
@@ -1387,7 +1507,13 @@ impl Drop for Leave<'_> {
             Err(poisoned) => poisoned.into_inner(),
         };
         g.live = g.live.saturating_sub(1);
-        if g.writer_waits && g.live == 0 {
+        // A worker that panics leaves its job unfinished: the writer must not wait for it.
+        if std::thread::panicking() && g.failed.is_none() {
+            g.failed = Some(StoreError::Inconsistent(
+                "a file query's worker panicked".into(),
+            ));
+        }
+        if g.writer_waits && (g.live == 0 || g.failed.is_some()) {
             self.wake.notify_one();
         }
     }
@@ -1547,7 +1673,8 @@ impl<'s> FileScan<'s> {
     ///
     /// The blocks are decoded, ordered and rendered one chunk ([`CHUNK`] entry keys) at a time
     /// (a hit lies in its entry's chunk, so the chunks' outputs follow each other), chunks in
-    /// parallel on the rayon pool; the output is written by the calling thread.
+    /// parallel on the rayon pool and the calling thread; the output is written by the calling
+    /// thread.
     pub fn stream(
         &self,
         emit: &dyn RenderHit,
@@ -1646,7 +1773,10 @@ impl<'s> FileScan<'s> {
         let wake_writer = std::sync::Condvar::new();
         let wake_lenders = std::sync::Condvar::new();
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let workers = rayon::current_num_threads().min(jobs.len());
+        // The calling thread renders too, beside one fewer pool thread.
+        let workers = rayon::current_num_threads()
+            .saturating_sub(1)
+            .min(jobs.len());
         if let Ok(mut g) = flow.lock() {
             g.live = workers;
         }
@@ -1736,81 +1866,62 @@ impl<'s> FileScan<'s> {
                 let work = &work;
                 scope.spawn(move |_| work());
             }
-            let mut cur = 0;
-            let mut total = 0;
-            let mut taken: Vec<Vec<u8>> = Vec::new();
-            // A poisoned lock (a thread panicked holding it; nothing here panics) ends the
-            // query: waiting lenders are woken, find the lock poisoned, and stop.
-            let lost = || -> FileQueryError {
-                wake_lenders.notify_all();
-                StoreError::Inconsistent("a file query's state was lost".into()).into()
+            let mut w = Output {
+                flow: &flow,
+                wake_writer: &wake_writer,
+                wake_lenders: &wake_lenders,
+                sink: &mut *sink,
+                cur: 0,
+                total: 0,
+                taken: Vec::new(),
+                buffers: opt.buffers,
+                buffer: opt.buffer,
             };
-            let Ok(mut g) = flow.lock() else {
-                result = Err(lost());
-                return;
-            };
-            loop {
-                if let Some(e) = g.failed.take() {
-                    result = Err(e.into());
-                    break;
-                }
-                if cur == jobs.len() {
-                    result = Ok(total);
-                    break;
-                }
-                if let Some(q) = g.ready.get_mut(cur).filter(|q| !q.is_empty()) {
-                    taken.extend(q.drain(..));
-                    drop(g);
-                    let mut wrote = Ok(());
-                    for b in &taken {
-                        wrote = sink(b);
-                        if wrote.is_err() {
-                            break;
-                        }
+            let mut st = Scratch::default();
+            result = (|| -> Result<usize, FileQueryError> {
+                loop {
+                    let g = w.drain(w.lock()?)?;
+                    if w.cur == jobs.len() {
+                        return Ok(w.total);
                     }
-                    let Ok(back) = flow.lock() else {
-                        result = Err(lost());
-                        return;
+                    // Between writes, the calling thread renders a job too; with none left,
+                    // it waits (holding the lock since the drain, so no news is missed).
+                    let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(job) = jobs.get(j) else {
+                        drop(w.wait(g)?);
+                        continue;
                     };
-                    g = back;
-                    for mut b in taken.drain(..) {
-                        b.clear();
-                        g.lent = g.lent.saturating_sub(1);
-                        g.free.push(b);
+                    drop(g);
+                    let mut buf = Vec::with_capacity(opt.buffer + (opt.buffer >> 3));
+                    let mut failed: Option<FileQueryError> = None;
+                    let mut flush = |b: &mut Vec<u8>| match w.take_own(j, b) {
+                        Ok(()) => true,
+                        Err(e) => {
+                            failed = Some(e);
+                            false
+                        }
+                    };
+                    let n = self.render_job(job, &cx, &mut st, &mut buf, &mut flush);
+                    if let Some(e) = failed {
+                        return Err(e);
                     }
-                    if g.lenders_wait > 0 {
-                        wake_lenders.notify_all();
+                    let Some(n) = n? else {
+                        return Err(StoreError::Inconsistent(
+                            "a file query's render stopped early".into(),
+                        )
+                        .into());
+                    };
+                    w.take_own(j, &mut buf)?;
+                    let mut g = w.lock()?;
+                    if let Some(c) = g.counts.get_mut(j) {
+                        *c = Some(n);
                     }
-                    if let Err(e) = wrote {
-                        result = Err(FileQueryError::Write(e));
-                        break;
-                    }
-                    continue;
                 }
-                if let Some(n) = g.counts.get(cur).copied().flatten() {
-                    total += n;
-                    cur += 1;
-                    g.written = cur;
-                    if g.lenders_wait > 0 {
-                        wake_lenders.notify_all();
-                    }
-                    continue;
-                }
-                if g.live == 0 {
-                    result = Err(StoreError::Inconsistent(
-                        "a file query's workers stopped early".into(),
-                    )
-                    .into());
-                    break;
-                }
-                g.writer_waits = true;
-                let Ok(back) = wake_writer.wait(g) else {
-                    result = Err(lost());
-                    return;
-                };
-                g = back;
-                g.writer_waits = false;
-            }
+            })();
+            let mut g = match flow.lock() {
+                Ok(g) => g,
+                Err(poisoned) => poisoned.into_inner(),
+            };
             g.stop = true;
             drop(g);
             wake_lenders.notify_all();
