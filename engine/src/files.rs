@@ -1376,6 +1376,25 @@ struct Flow {
     lenders_wait: usize,
 }
 
+impl Flow {
+    /// A buffer for output, counted as lent: a free one, else a new one of about `size` bytes
+    /// when fewer than `limit` are lent or `always`; `None` otherwise.
+    fn take_buffer(&mut self, size: usize, limit: usize, always: bool) -> Option<Vec<u8>> {
+        let b = match self.free.pop() {
+            Some(b) => b,
+            None if always || self.lent < limit => new_buffer(size),
+            None => return None,
+        };
+        self.lent += 1;
+        Some(b)
+    }
+}
+
+/// An output buffer that holds `size` bytes and the line that passes it.
+fn new_buffer(size: usize) -> Vec<u8> {
+    Vec::with_capacity(size + (size >> 3))
+}
+
 /// [`FileScan::stream`]'s calling thread: the only one that writes, in job order, and which
 /// renders jobs of its own between writes.
 struct Output<'a> {
@@ -1474,15 +1493,7 @@ impl<'a> Output<'a> {
                 b.clear();
                 return Ok(());
             }
-            let fresh = match g.free.pop() {
-                Some(f) => Some(f),
-                None if g.lent < self.buffers => {
-                    Some(Vec::with_capacity(self.buffer + (self.buffer >> 3)))
-                }
-                None => None,
-            };
-            if let Some(fresh) = fresh {
-                g.lent += 1;
+            if let Some(fresh) = g.take_buffer(self.buffer, self.buffers, false) {
                 let full = std::mem::replace(b, fresh);
                 if let Some(q) = g.ready.get_mut(j) {
                     q.push_back(full);
@@ -1793,13 +1804,10 @@ impl<'s> FileScan<'s> {
                 if g.stop {
                     return None;
                 }
-                if let Some(b) = g.free.pop() {
-                    g.lent += 1;
+                // The job being written always gets one, so that it never waits.
+                let always = j == g.written;
+                if let Some(b) = g.take_buffer(opt.buffer, opt.buffers, always) {
                     return Some(b);
-                }
-                if j == g.written || g.lent < opt.buffers {
-                    g.lent += 1;
-                    return Some(Vec::with_capacity(opt.buffer + (opt.buffer >> 3)));
                 }
                 g.lenders_wait += 1;
                 g = wake_lenders.wait(g).ok()?;
@@ -1892,7 +1900,7 @@ impl<'s> FileScan<'s> {
                         continue;
                     };
                     drop(g);
-                    let mut buf = Vec::with_capacity(opt.buffer + (opt.buffer >> 3));
+                    let mut buf = new_buffer(opt.buffer);
                     let mut failed: Option<FileQueryError> = None;
                     let mut flush = |b: &mut Vec<u8>| match w.take_own(j, b) {
                         Ok(()) => true,
