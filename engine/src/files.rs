@@ -1530,6 +1530,25 @@ impl Drop for Leave<'_> {
     }
 }
 
+/// Tells [`FileScan::stream`]'s workers to stop when the calling thread leaves, however it
+/// leaves.
+struct Stop<'a> {
+    flow: &'a std::sync::Mutex<Flow>,
+    wake: &'a std::sync::Condvar,
+}
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        let mut g = match self.flow.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        g.stop = true;
+        drop(g);
+        self.wake.notify_all();
+    }
+}
+
 fn too_big() -> StoreError {
     StoreError::Inconsistent("a file query's strings pass 4 GiB".into())
 }
@@ -1870,6 +1889,13 @@ impl<'s> FileScan<'s> {
         };
         let mut result: Result<usize, FileQueryError> = Ok(0);
         rayon::in_place_scope(|scope| {
+            // However the calling thread leaves this scope (an unwinding panic included), the
+            // workers are told to stop, so that none waits forever for a buffer and the scope
+            // ends.
+            let _stop = Stop {
+                flow: &flow,
+                wake: &wake_lenders,
+            };
             for _ in 0..workers {
                 let work = &work;
                 scope.spawn(move |_| work());
@@ -1926,13 +1952,6 @@ impl<'s> FileScan<'s> {
                     }
                 }
             })();
-            let mut g = match flow.lock() {
-                Ok(g) => g,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            g.stop = true;
-            drop(g);
-            wake_lenders.notify_all();
         });
         result
     }

@@ -72,6 +72,7 @@ fn file_hits_equal_an_independent_scan() {
     }
     assert!(total > 500, "only {total} file hits");
     stream_equals_collect(&snap, &files);
+    a_panicking_renderer_ends_the_stream(&snap);
 }
 
 /// `FileScan::stream` renders the same hits in the same order as `FileScan::collect`, on the
@@ -167,6 +168,74 @@ fn stream_equals_collect(snap: &pisess_engine::Snapshot, files: &[std::path::Pat
         parallel_hits > 10_000,
         "only {parallel_hits} hits streamed in parallel"
     );
+}
+
+/// A renderer that panics, on a pool thread or on the calling thread, ends `FileScan::stream`
+/// with its panic: the other threads are told to stop, and none waits forever for the job it
+/// left. It runs on a pool of four threads, so that other workers live on when one panics.
+/// (A hang here shows as a test that never ends.)
+fn a_panicking_renderer_ends_the_stream(snap: &pisess_engine::Snapshot) {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::thread::ThreadId;
+
+    use pisess_engine::files::{FileQuery, RenderHit, StreamOptions};
+    use pisess_engine::{FileHitRef, SessionKey};
+    /// Panics at the first hit it renders on a worker (`on_worker`) or on the calling thread
+    /// (`caller`); on the calling thread, when it is not the one to panic, it first gives the
+    /// workers time to take jobs of their own.
+    struct Boom {
+        caller: ThreadId,
+        on_worker: bool,
+        waited: AtomicBool,
+    }
+    impl RenderHit for Boom {
+        fn session(&self, _: SessionKey, _: &mut Vec<u8>) {}
+        fn paths(&self, _: &str, _: &str, _: &mut Vec<u8>) {}
+        fn hit(&self, _: &FileHitRef<'_>, _: &[u8], _: &[u8], out: &mut Vec<u8>) {
+            let worker = std::thread::current().id() != self.caller;
+            if worker == self.on_worker {
+                panic!("boom");
+            }
+            if !worker && !self.waited.swap(true, Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            out.extend_from_slice(b"hit\n");
+        }
+    }
+    let scan = snap
+        .file_scan(&[FileQuery::Glob("**")], &FileFilter::default())
+        .unwrap();
+    let small = StreamOptions {
+        inline_below: 0,
+        buffer: 512,
+        buffers: 2,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
+    for on_worker in [true, false] {
+        let r = pool.install(|| {
+            let boom = Boom {
+                caller: std::thread::current().id(),
+                on_worker,
+                waited: false.into(),
+            };
+            catch_unwind(AssertUnwindSafe(|| {
+                scan.stream_with(&boom, &mut |_| Ok(()), &small)
+            }))
+        });
+        let payload = match r {
+            Err(p) => p,
+            Ok(r) => panic!("on_worker {on_worker}: the stream ended without the panic: {r:?}"),
+        };
+        assert_eq!(
+            payload.downcast_ref::<&str>(),
+            Some(&"boom"),
+            "on_worker {on_worker}"
+        );
+    }
 }
 
 #[test]
