@@ -170,39 +170,41 @@ fn stream_equals_collect(snap: &pisess_engine::Snapshot, files: &[std::path::Pat
     );
 }
 
-/// A renderer that panics, on a pool thread or on the calling thread, ends `FileScan::stream`
-/// with its panic: the other threads are told to stop, and none waits forever for the job it
-/// left. It runs on a pool of four threads, so that other workers live on when one panics.
-/// (A hang here shows as a test that never ends.)
-fn a_panicking_renderer_ends_the_stream(snap: &pisess_engine::Snapshot) {
-    use std::panic::{AssertUnwindSafe, catch_unwind};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::thread::ThreadId;
+/// A renderer for the panic tests: panics at a hit when `panics(on a worker, entry key)` says
+/// so, writes a 100-byte line for the others, and on the calling thread first gives the
+/// workers time to take jobs of their own.
+struct Boom {
+    caller: std::thread::ThreadId,
+    panics: fn(bool, u64) -> bool,
+    waited: std::sync::atomic::AtomicBool,
+}
 
-    use pisess_engine::files::{FileQuery, RenderHit, StreamOptions};
-    use pisess_engine::{FileHitRef, SessionKey};
-    /// Panics at the first hit it renders on a worker (`on_worker`) or on the calling thread
-    /// (`caller`); on the calling thread, when it is not the one to panic, it first gives the
-    /// workers time to take jobs of their own.
-    struct Boom {
-        caller: ThreadId,
-        on_worker: bool,
-        waited: AtomicBool,
-    }
-    impl RenderHit for Boom {
-        fn session(&self, _: SessionKey, _: &mut Vec<u8>) {}
-        fn paths(&self, _: &str, _: &str, _: &mut Vec<u8>) {}
-        fn hit(&self, _: &FileHitRef<'_>, _: &[u8], _: &[u8], out: &mut Vec<u8>) {
-            let worker = std::thread::current().id() != self.caller;
-            if worker == self.on_worker {
-                panic!("boom");
-            }
-            if !worker && !self.waited.swap(true, Ordering::Relaxed) {
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-            out.extend_from_slice(b"hit\n");
+impl pisess_engine::files::RenderHit for Boom {
+    fn session(&self, _: pisess_engine::SessionKey, _: &mut Vec<u8>) {}
+    fn paths(&self, _: &str, _: &str, _: &mut Vec<u8>) {}
+    fn hit(&self, h: &pisess_engine::FileHitRef<'_>, _: &[u8], _: &[u8], out: &mut Vec<u8>) {
+        let worker = std::thread::current().id() != self.caller;
+        if (self.panics)(worker, h.entry.0) {
+            panic!("boom");
         }
+        if !worker && !self.waited.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        out.extend_from_slice(&[b'.'; 99]);
+        out.push(b'\n');
     }
+}
+
+/// Streams every hit of `snap` on a four-thread pool (three workers beside the calling
+/// thread) with small buffers and [`Boom`]: `Err` with the panic's message, or the number of
+/// hits.
+fn stream_with_boom(
+    snap: &pisess_engine::Snapshot,
+    panics: fn(bool, u64) -> bool,
+) -> Result<usize, String> {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    use pisess_engine::files::{FileQuery, StreamOptions};
     let scan = snap
         .file_scan(&[FileQuery::Glob("**")], &FileFilter::default())
         .unwrap();
@@ -215,27 +217,103 @@ fn a_panicking_renderer_ends_the_stream(snap: &pisess_engine::Snapshot) {
         .num_threads(4)
         .build()
         .unwrap();
-    for on_worker in [true, false] {
-        let r = pool.install(|| {
-            let boom = Boom {
-                caller: std::thread::current().id(),
-                on_worker,
-                waited: false.into(),
-            };
-            catch_unwind(AssertUnwindSafe(|| {
-                scan.stream_with(&boom, &mut |_| Ok(()), &small)
-            }))
-        });
-        let payload = match r {
-            Err(p) => p,
-            Ok(r) => panic!("on_worker {on_worker}: the stream ended without the panic: {r:?}"),
+    let r = pool.install(|| {
+        let boom = Boom {
+            caller: std::thread::current().id(),
+            panics,
+            waited: false.into(),
         };
-        assert_eq!(
-            payload.downcast_ref::<&str>(),
-            Some(&"boom"),
-            "on_worker {on_worker}"
-        );
+        catch_unwind(AssertUnwindSafe(|| {
+            scan.stream_with(&boom, &mut |_| Ok(()), &small)
+        }))
+    });
+    match r {
+        Err(p) => Err(p
+            .downcast_ref::<&str>()
+            .map_or_else(|| "?".to_owned(), |s| (*s).to_owned())),
+        Ok(n) => Ok(n.unwrap()),
     }
+}
+
+/// A renderer that panics, on a worker or on the calling thread, ends `FileScan::stream` with
+/// its panic: the other threads are told to stop, and none waits forever for the job it left.
+/// (A hang here shows as a test that never ends.)
+fn a_panicking_renderer_ends_the_stream(snap: &pisess_engine::Snapshot) {
+    assert_eq!(
+        stream_with_boom(snap, |worker, _| worker),
+        Err("boom".into())
+    );
+    assert_eq!(
+        stream_with_boom(snap, |worker, _| !worker),
+        Err("boom".into())
+    );
+}
+
+/// A worker that panics while other workers wait for output buffers (their jobs come after
+/// its, and the writer stops at its job) does not leave the writer waiting: the panic comes
+/// back. Needs more jobs (chunks of entry keys) than the corpus gives: a session of four
+/// chunks' worth of rows, a `read` call in every 500th. The worker panics in the second chunk
+/// only; when the calling thread happens to take that job itself, nothing panics and every
+/// hit is written, so the test runs until a worker took it.
+#[test]
+fn a_worker_that_panics_does_not_strand_the_writer() {
+    use std::io::Write;
+
+    use pisess_engine::files::CHUNK;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    writeln!(
+        f,
+        r#"{{"type":"session","version":3,"id":"0190aaaa-0000-7000-8000-000000000001","timestamp":"2026-07-25T09:00:00.000Z","cwd":"/home/dev/p"}}"#
+    )
+    .unwrap();
+    let rows = 4 * CHUNK;
+    let mut calls = 0;
+    for n in 1..=rows {
+        let parent = if n == 1 {
+            "null".to_owned()
+        } else {
+            format!("\"{:08x}\"", n - 1)
+        };
+        let message = if n % 500 == 0 {
+            calls += 1;
+            format!(
+                r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"call_{n}","name":"read","arguments":{{"path":"src/f{}.rs"}}}}],"api":"anthropic-messages","provider":"anthropic","model":"m","usage":{{"input":0,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":1,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"toolUse","timestamp":1}}"#,
+                n % 7
+            )
+        } else {
+            r#"{"role":"user","content":"go on","timestamp":1}"#.to_owned()
+        };
+        writeln!(
+            f,
+            r#"{{"type":"message","id":"{n:08x}","parentId":{parent},"timestamp":"2026-07-25T09:00:05.174Z","message":{message}}}"#
+        )
+        .unwrap();
+    }
+    f.flush().unwrap();
+    drop(f);
+    let store = Store::open(dir.path().join("store.redb")).unwrap();
+    store
+        .import(&[path], &Default::default(), &mut |_| {})
+        .unwrap();
+    let snap = store.snapshot().unwrap();
+    let second = |worker: bool, entry: u64| worker && (CHUNK..2 * CHUNK).contains(&entry);
+    let mut panicked = 0;
+    for _ in 0..20 {
+        match stream_with_boom(&snap, second) {
+            Err(m) => {
+                assert_eq!(m, "boom");
+                panicked += 1;
+                break;
+            }
+            Ok(n) => assert_eq!(n, calls),
+        }
+    }
+    assert_eq!(
+        panicked, 1,
+        "the calling thread took the second chunk every time"
+    );
 }
 
 #[test]
