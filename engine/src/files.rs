@@ -1511,12 +1511,16 @@ struct Leave<'a> {
     wake: &'a std::sync::Condvar,
 }
 
+/// The flow's lock, taken even when another thread panicked holding it (the drop guards below
+/// must do their part however the threads ended).
+fn lock_anyway(flow: &std::sync::Mutex<Flow>) -> FlowGuard<'_> {
+    flow.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl Drop for Leave<'_> {
     fn drop(&mut self) {
-        let mut g = match self.flow.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut g = lock_anyway(self.flow);
         g.live = g.live.saturating_sub(1);
         // A worker that panics leaves its job unfinished: the writer must not wait for it.
         if std::thread::panicking() && g.failed.is_none() {
@@ -1539,10 +1543,7 @@ struct Stop<'a> {
 
 impl Drop for Stop<'_> {
     fn drop(&mut self) {
-        let mut g = match self.flow.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut g = lock_anyway(self.flow);
         g.stop = true;
         drop(g);
         self.wake.notify_all();
