@@ -1258,12 +1258,13 @@ pub trait RenderHit: Sync {
     /// Appends the part of a hit's output that depends on its session only: made once per
     /// session, and given to [`Self::hit`] for each of its hits.
     fn session(&self, s: SessionKey, out: &mut Vec<u8>);
-    /// Appends the part of a hit's output that depends on its paths only (as written and
-    /// resolved): made once per block, and given to [`Self::hit`] for each of its hits.
-    fn paths(&self, path: &str, resolved: &str, out: &mut Vec<u8>);
-    /// Appends a hit's output (`session` and `paths`: what [`Self::session`] and
-    /// [`Self::paths`] made for it).
-    fn hit(&self, h: &FileHitRef<'_>, session: &[u8], paths: &[u8], out: &mut Vec<u8>);
+    /// Appends the part of a hit's output that depends only on its tool name, operation and
+    /// paths (as written and resolved): made once per block for each (tool, operation) in it,
+    /// and given to [`Self::hit`] for each of its hits.
+    fn part(&self, tool: &str, op: FileOp, path: &str, resolved: &str, out: &mut Vec<u8>);
+    /// Appends a hit's output (`session` and `part`: what [`Self::session`] and
+    /// [`Self::part`] made for it).
+    fn hit(&self, h: &FileHitRef<'_>, session: &[u8], part: &[u8], out: &mut Vec<u8>);
 }
 
 /// The sizes [`FileScan::stream_with`] works with.
@@ -1316,8 +1317,6 @@ struct JobBlock<'a> {
     path: &'a str,
     /// The resolved path in [`Scratch::arena`]; `None`: the path as written.
     resolved: Option<Span>,
-    /// The block's [`RenderHit::paths`] output, in [`Scratch::paths`].
-    paths: Span,
 }
 
 /// A hit of a [`FileScan::stream`] job, its strings as spans of the job's arena.
@@ -1329,6 +1328,8 @@ struct JobRow {
     block: u32,
     /// The number of the tool name in [`Scratch::names`].
     name: u32,
+    /// The number of its [`RenderHit::part`] in [`Scratch::parts`].
+    part: u32,
     op: FileOp,
     status: u8,
     /// Entry id, tool call id, timestamp.
@@ -1342,8 +1343,11 @@ struct Scratch<'a> {
     arena: Vec<u8>,
     /// Where each block's strings begin in `arena`, with the block's number.
     starts: Vec<(usize, u32)>,
-    /// Each block's [`RenderHit::paths`] output.
-    paths: Vec<u8>,
+    /// The [`RenderHit::part`] outputs of the job.
+    text: Vec<u8>,
+    /// Each (block, tool name, operation)'s [`RenderHit::part`]: the tool name's number in
+    /// `names`, the operation, the output in `text`.
+    parts: Vec<(u32, FileOp, Span)>,
     names: Vec<&'a str>,
     blocks: Vec<JobBlock<'a>>,
     rows: Vec<JobRow>,
@@ -1969,7 +1973,8 @@ impl<'s> FileScan<'s> {
     ) -> Result<Option<usize>, StoreError> {
         st.arena.clear();
         st.starts.clear();
-        st.paths.clear();
+        st.text.clear();
+        st.parts.clear();
         st.names.clear();
         st.blocks.clear();
         st.rows.clear();
@@ -2004,33 +2009,48 @@ impl<'s> FileScan<'s> {
             } else {
                 Some(push_span(&mut st.arena, rstr.as_bytes())?)
             };
-            let at = st.paths.len();
-            emit.paths(p, rstr, &mut st.paths);
-            let paths = Span {
-                at: u32::try_from(at).map_err(|_| too_big())?,
-                len: u32::try_from(st.paths.len() - at).map_err(|_| too_big())?,
-            };
             let block = u32::try_from(st.blocks.len()).map_err(|_| too_big())?;
             st.blocks.push(JobBlock {
                 n,
                 fact,
                 path: p,
                 resolved,
-                paths,
             });
             let mut r = BlockReader::new(b.value.value(), b.chunk).map_err(fail)?;
             let base = u32::try_from(st.names.len()).map_err(|_| bad())?;
             st.names.extend(r.names.iter().copied());
+            // This block's parts (one per tool name and operation in it, usually one or two).
+            let first_part = st.parts.len();
             while let Some(h) = r.next_hit(&mut st.arena).map_err(fail)? {
                 if st.rows.len() >= u32::MAX as usize {
                     return Err(too_big());
                 }
+                // `next_hit` checked the name against the block's names.
+                let name = base + h.name as u32;
+                let part = match st
+                    .parts
+                    .get(first_part..)
+                    .and_then(|ps| ps.iter().position(|&(n, op, _)| n == name && op == h.op))
+                {
+                    Some(k) => first_part + k,
+                    None => {
+                        let tool = r.names.get(h.name).copied().ok_or_else(bad)?;
+                        let at = st.text.len();
+                        emit.part(tool, h.op, p, rstr, &mut st.text);
+                        let span = Span {
+                            at: u32::try_from(at).map_err(|_| too_big())?,
+                            len: u32::try_from(st.text.len() - at).map_err(|_| too_big())?,
+                        };
+                        st.parts.push((name, h.op, span));
+                        st.parts.len() - 1
+                    }
+                };
                 st.rows.push(JobRow {
                     entry: h.entry,
                     index: h.index,
                     block,
-                    // `next_hit` checked it against the block's names.
-                    name: base + h.name as u32,
+                    name,
+                    part: u32::try_from(part).map_err(|_| too_big())?,
                     op: h.op,
                     status: h.status,
                     strs: h.strs,
@@ -2140,12 +2160,12 @@ impl<'s> FileScan<'s> {
                 is_error: is_error(r.status),
                 active,
             };
-            let at = b.paths.at as usize;
-            let paths = st
-                .paths
-                .get(at..at + b.paths.len as usize)
+            let part = st
+                .parts
+                .get(r.part as usize)
+                .and_then(|&(_, _, s)| st.text.get(s.at as usize..(s.at + s.len) as usize))
                 .ok_or_else(bad)?;
-            emit.hit(&hit, &fact.head, paths, out);
+            emit.hit(&hit, &fact.head, part, out);
             count += 1;
             if out.len() >= buffer && !flush(out) {
                 return Ok(None);

@@ -81,18 +81,18 @@ fn file_hits_equal_an_independent_scan() {
 fn stream_equals_collect(snap: &pisess_engine::Snapshot, files: &[std::path::PathBuf]) {
     use pisess_engine::files::{FileQuery, RenderHit, StreamOptions};
     use pisess_engine::{FileHitRef, FileOp};
-    /// A hit as its Debug form, after its paths as the paths part gave them.
+    /// A hit as its Debug form, after its tool, op and paths as the part gave them.
     struct Line;
     impl RenderHit for Line {
         fn session(&self, s: pisess_engine::SessionKey, out: &mut Vec<u8>) {
             out.extend_from_slice(format!("{}|", s.0).as_bytes());
         }
-        fn paths(&self, path: &str, resolved: &str, out: &mut Vec<u8>) {
-            out.extend_from_slice(format!("{path}|{resolved}|").as_bytes());
+        fn part(&self, tool: &str, op: FileOp, path: &str, resolved: &str, out: &mut Vec<u8>) {
+            out.extend_from_slice(format!("{tool}|{op:?}|{path}|{resolved}|").as_bytes());
         }
-        fn hit(&self, h: &FileHitRef<'_>, session: &[u8], paths: &[u8], out: &mut Vec<u8>) {
+        fn hit(&self, h: &FileHitRef<'_>, session: &[u8], part: &[u8], out: &mut Vec<u8>) {
             out.extend_from_slice(session);
-            out.extend_from_slice(paths);
+            out.extend_from_slice(part);
             out.extend_from_slice(format!("{:?}\n", h.to_owned_hit()).as_bytes());
         }
     }
@@ -100,7 +100,7 @@ fn stream_equals_collect(snap: &pisess_engine::Snapshot, files: &[std::path::Pat
         Line.hit(
             h,
             format!("{}|", h.session.0).as_bytes(),
-            format!("{}|{}|", h.path, h.resolved).as_bytes(),
+            format!("{}|{:?}|{}|{}|", h.tool_name, h.op, h.path, h.resolved).as_bytes(),
             out,
         );
     };
@@ -181,7 +181,7 @@ struct Boom {
 
 impl pisess_engine::files::RenderHit for Boom {
     fn session(&self, _: pisess_engine::SessionKey, _: &mut Vec<u8>) {}
-    fn paths(&self, _: &str, _: &str, _: &mut Vec<u8>) {}
+    fn part(&self, _: &str, _: pisess_engine::FileOp, _: &str, _: &str, _: &mut Vec<u8>) {}
     fn hit(&self, h: &pisess_engine::FileHitRef<'_>, _: &[u8], _: &[u8], out: &mut Vec<u8>) {
         let worker = std::thread::current().id() != self.caller;
         if (self.panics)(worker, h.entry.0) {

@@ -143,13 +143,20 @@ impl RenderHit for Render<'_> {
         }
     }
 
-    fn paths(&self, path: &str, resolved: &str, out: &mut Vec<u8>) {
+    fn part(&self, tool: &str, op: FileOp, path: &str, resolved: &str, out: &mut Vec<u8>) {
         if self.json {
+            out.extend_from_slice(b",\"tool\":");
+            js::write_str(out, tool);
+            out.extend_from_slice(b",\"op\":\"");
+            out.extend_from_slice(op.as_str().as_bytes());
+            out.push(b'"');
             out.extend_from_slice(b",\"path\":");
             js::write_str(out, path);
             out.extend_from_slice(b",\"resolved\":");
             js::write_str(out, resolved);
         } else {
+            // Writing to a Vec cannot fail.
+            let _ = write!(out, "{:<8} {:<6} ", op.as_str(), safe(tool));
             out.extend_from_slice(safe(resolved).as_bytes());
             out.push(b' ');
             if path != resolved {
@@ -160,32 +167,27 @@ impl RenderHit for Render<'_> {
         }
     }
 
-    fn hit(&self, h: &FileHitRef<'_>, head: &[u8], paths: &[u8], out: &mut Vec<u8>) {
+    fn hit(&self, h: &FileHitRef<'_>, head: &[u8], part: &[u8], out: &mut Vec<u8>) {
         if self.json {
-            json_line(out, head, paths, h);
+            json_line(out, head, part, h);
         } else {
-            text_line(out, head, paths, h);
+            text_line(out, head, part, h);
         }
     }
 }
 
-/// One hit's text line (`sid`: the session id's first eight characters, made safe; `paths`:
-/// the resolved path, a space and the path as written in brackets when it differs).
-fn text_line(out: &mut Vec<u8>, sid: &[u8], paths: &[u8], h: &FileHitRef<'_>) {
+/// One hit's text line (`sid`: the session id's first eight characters, made safe; `part`:
+/// the operation and tool name, padded, the resolved path, a space and the path as written in
+/// brackets when it differs).
+fn text_line(out: &mut Vec<u8>, sid: &[u8], part: &[u8], h: &FileHitRef<'_>) {
     let err = match h.is_error {
         Some(true) => " error",
         _ => "",
     };
     let active = if h.active { "*" } else { " " };
     // Writing to a Vec cannot fail.
-    let _ = write!(
-        out,
-        "{active} {} {:<8} {:<6} ",
-        safe(h.timestamp.unwrap_or("-")),
-        h.op.as_str(),
-        safe(h.tool_name),
-    );
-    out.extend_from_slice(paths);
+    let _ = write!(out, "{active} {} ", safe(h.timestamp.unwrap_or("-")));
+    out.extend_from_slice(part);
     out.extend_from_slice(err.as_bytes());
     out.extend_from_slice(b"  (");
     out.extend_from_slice(sid);
@@ -195,9 +197,9 @@ fn text_line(out: &mut Vec<u8>, sid: &[u8], paths: &[u8], h: &FileHitRef<'_>) {
 /// One hit as a JSON Lines record, written field by field in the order `serde_json::json!`
 /// would give (`type, session, entry, toolCallId, tool, op, path, resolved, timestamp,
 /// isError, active`; `head` holds the first two, up to the session id's closing quote, and
-/// `paths` the path and resolved fields). Strings are escaped by [`js::write_str`], which
+/// `part` the tool, op, path and resolved fields). Strings are escaped by [`js::write_str`], which
 /// escapes exactly what serde_json does: `"`, `\\` and control characters.
-fn json_line(out: &mut Vec<u8>, head: &[u8], paths: &[u8], h: &FileHitRef<'_>) {
+fn json_line(out: &mut Vec<u8>, head: &[u8], part: &[u8], h: &FileHitRef<'_>) {
     fn opt(out: &mut Vec<u8>, v: Option<&str>) {
         match v {
             Some(s) => js::write_str(out, s),
@@ -209,12 +211,7 @@ fn json_line(out: &mut Vec<u8>, head: &[u8], paths: &[u8], h: &FileHitRef<'_>) {
     opt(out, h.entry_id);
     out.extend_from_slice(b",\"toolCallId\":");
     opt(out, h.tool_call_id);
-    out.extend_from_slice(b",\"tool\":");
-    js::write_str(out, h.tool_name);
-    out.extend_from_slice(b",\"op\":\"");
-    out.extend_from_slice(h.op.as_str().as_bytes());
-    out.push(b'"');
-    out.extend_from_slice(paths);
+    out.extend_from_slice(part);
     out.extend_from_slice(b",\"timestamp\":");
     opt(out, h.timestamp);
     out.extend_from_slice(match h.is_error {
@@ -276,10 +273,10 @@ mod tests {
             };
             let mut head = Vec::new();
             r.session(h.session, &mut head);
-            let mut paths = Vec::new();
-            r.paths(h.path, h.resolved, &mut paths);
+            let mut part = Vec::new();
+            r.part(h.tool_name, h.op, h.path, h.resolved, &mut part);
             let mut got = Vec::new();
-            r.hit(&h, &head, &paths, &mut got);
+            r.hit(&h, &head, &part, &mut got);
             let want = json!({
                 "type": "file_op", "session": s, "entry": h.entry_id,
                 "toolCallId": h.tool_call_id, "tool": h.tool_name, "op": h.op.as_str(),
