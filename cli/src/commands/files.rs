@@ -184,14 +184,17 @@ fn text_line(out: &mut Vec<u8>, sid: &[u8], part: &[u8], h: &FileHitRef<'_>) {
         Some(true) => " error",
         _ => "",
     };
-    let active = if h.active { "*" } else { " " };
-    // Writing to a Vec cannot fail.
-    let _ = write!(out, "{active} {} ", safe(h.timestamp.unwrap_or("-")));
+    // Pieces, not `write!`: a big query writes a line per hit.
+    out.extend_from_slice(if h.active { b"* " } else { b"  " });
+    out.extend_from_slice(safe(h.timestamp.unwrap_or("-")).as_bytes());
+    out.push(b' ');
     out.extend_from_slice(part);
     out.extend_from_slice(err.as_bytes());
     out.extend_from_slice(b"  (");
     out.extend_from_slice(sid);
-    let _ = writeln!(out, "…/{})", safe(h.entry_id.unwrap_or("-")));
+    out.extend_from_slice("…/".as_bytes());
+    out.extend_from_slice(safe(h.entry_id.unwrap_or("-")).as_bytes());
+    out.extend_from_slice(b")\n");
 }
 
 /// One hit as a JSON Lines record, written field by field in the order `serde_json::json!`
