@@ -1326,9 +1326,7 @@ struct JobRow {
     index: u32,
     /// The number of its block in [`Scratch::blocks`].
     block: u32,
-    /// The number of the tool name in [`Scratch::names`].
-    name: u32,
-    /// The number of its [`RenderHit::part`] in [`Scratch::parts`].
+    /// The number of its [`RenderHit::part`] in [`Scratch::parts`], which names its tool.
     part: u32,
     op: FileOp,
     status: u8,
@@ -2049,7 +2047,6 @@ impl<'s> FileScan<'s> {
                     entry: h.entry,
                     index: h.index,
                     block,
-                    name,
                     part: u32::try_from(part).map_err(|_| too_big())?,
                     op: h.op,
                     status: h.status,
@@ -2143,13 +2140,14 @@ impl<'s> FileScan<'s> {
             if filtered && !f.admits(r.op, timestamp) {
                 continue;
             }
+            let &(name, _, part) = st.parts.get(r.part as usize).ok_or_else(bad)?;
             let hit = FileHitRef {
                 session: SessionKey(session),
                 entry: EntryKey(r.entry),
                 index: r.index,
                 entry_id: get_opt(arena, id).ok_or_else(bad)?,
                 tool_call_id: get_opt(arena, call).ok_or_else(bad)?,
-                tool_name: st.names.get(r.name as usize).copied().ok_or_else(bad)?,
+                tool_name: st.names.get(name as usize).copied().ok_or_else(bad)?,
                 op: r.op,
                 path: b.path,
                 resolved: match b.resolved {
@@ -2160,11 +2158,8 @@ impl<'s> FileScan<'s> {
                 is_error: is_error(r.status),
                 active,
             };
-            let part = st
-                .parts
-                .get(r.part as usize)
-                .and_then(|&(_, _, s)| st.text.get(s.at as usize..(s.at + s.len) as usize))
-                .ok_or_else(bad)?;
+            let at = part.at as usize;
+            let part = st.text.get(at..at + part.len as usize).ok_or_else(bad)?;
             emit.hit(&hit, &fact.head, part, out);
             count += 1;
             if out.len() >= buffer && !flush(out) {
