@@ -1262,9 +1262,18 @@ pub trait RenderHit: Sync {
     /// paths (as written and resolved): made once per block for each (tool, operation) in it,
     /// and given to [`Self::hit`] for each of its hits.
     fn part(&self, tool: &str, op: FileOp, path: &str, resolved: &str, out: &mut Vec<u8>);
+    /// Whether the hits of a job may be written with their strings as they are: called once
+    /// per job with all the strings its hits borrow (entry ids, tool call ids, timestamps, and
+    /// more) end to end, so that a renderer that escapes strings checks them once, not once
+    /// per hit. What it returns is handed to [`Self::hit`] for each hit of the job. The
+    /// default says no, without looking.
+    fn plain(&self, strings: &str) -> bool {
+        let _ = strings;
+        false
+    }
     /// Appends a hit's output (`session` and `part`: what [`Self::session`] and
-    /// [`Self::part`] made for it).
-    fn hit(&self, h: &FileHitRef<'_>, session: &[u8], part: &[u8], out: &mut Vec<u8>);
+    /// [`Self::part`] made for it; `plain`: what [`Self::plain`] said of its job's strings).
+    fn hit(&self, h: &FileHitRef<'_>, session: &[u8], part: &[u8], plain: bool, out: &mut Vec<u8>);
 }
 
 /// The sizes [`FileScan::stream_with`] works with.
@@ -2057,6 +2066,7 @@ impl<'s> FileScan<'s> {
         // The strings, checked once for the whole job.
         let arena = std::str::from_utf8(&st.arena)
             .map_err(|e| self.bad_block(block_at(&st.starts, e.valid_up_to())))?;
+        let plain = emit.plain(arena);
         // The order: (entry key, op index), sorted as one packed number when the entry's
         // offset in the chunk and the index fit 16 bits each (always, but for a damaged block).
         // A hit found under both of its paths comes twice, the same both times.
@@ -2160,7 +2170,7 @@ impl<'s> FileScan<'s> {
             };
             let at = part.at as usize;
             let part = st.text.get(at..at + part.len as usize).ok_or_else(bad)?;
-            emit.hit(&hit, &fact.head, part, out);
+            emit.hit(&hit, &fact.head, part, plain, out);
             count += 1;
             if out.len() >= buffer && !flush(out) {
                 return Ok(None);

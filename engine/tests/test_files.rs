@@ -90,7 +90,7 @@ fn stream_equals_collect(snap: &pisess_engine::Snapshot, files: &[std::path::Pat
         fn part(&self, tool: &str, op: FileOp, path: &str, resolved: &str, out: &mut Vec<u8>) {
             out.extend_from_slice(format!("{tool}|{op:?}|{path}|{resolved}|").as_bytes());
         }
-        fn hit(&self, h: &FileHitRef<'_>, session: &[u8], part: &[u8], out: &mut Vec<u8>) {
+        fn hit(&self, h: &FileHitRef<'_>, session: &[u8], part: &[u8], _: bool, out: &mut Vec<u8>) {
             out.extend_from_slice(session);
             out.extend_from_slice(part);
             out.extend_from_slice(format!("{:?}\n", h.to_owned_hit()).as_bytes());
@@ -101,6 +101,7 @@ fn stream_equals_collect(snap: &pisess_engine::Snapshot, files: &[std::path::Pat
             h,
             format!("{}|", h.session.0).as_bytes(),
             format!("{}|{:?}|{}|{}|", h.tool_name, h.op, h.path, h.resolved).as_bytes(),
+            false,
             out,
         );
     };
@@ -182,7 +183,14 @@ struct Boom {
 impl pisess_engine::files::RenderHit for Boom {
     fn session(&self, _: pisess_engine::SessionKey, _: &mut Vec<u8>) {}
     fn part(&self, _: &str, _: pisess_engine::FileOp, _: &str, _: &str, _: &mut Vec<u8>) {}
-    fn hit(&self, h: &pisess_engine::FileHitRef<'_>, _: &[u8], _: &[u8], out: &mut Vec<u8>) {
+    fn hit(
+        &self,
+        h: &pisess_engine::FileHitRef<'_>,
+        _: &[u8],
+        _: &[u8],
+        _: bool,
+        out: &mut Vec<u8>,
+    ) {
         let worker = std::thread::current().id() != self.caller;
         if (self.panics)(worker, h.entry.0) {
             panic!("boom");

@@ -75,6 +75,13 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// Whether [`write_str`] would escape anything in `s` (exactly: `"`, `\\` or a control
+/// character). A caller that writes many strings may check them together once and, where
+/// nothing needs escaping, write each between quotes as it is.
+pub fn needs_escaping(s: &str) -> bool {
+    any_needs_escape(s.as_bytes()) && s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
 /// Whether any byte of `bytes` may need escaping ([`needs_escape`], eight bytes at a time: the
 /// last few with the string's last eight bytes, or, in a shorter string, padded with spaces).
 #[inline]
@@ -251,6 +258,33 @@ mod tests {
         let mut out = Vec::new();
         write_f64(&mut out, v);
         String::from_utf8(out).unwrap()
+    }
+
+    /// `needs_escaping` says yes exactly when a byte is `"`, `\\` or below 0x20, wherever
+    /// it sits (short strings, word edges, the last few bytes), and never for bytes above.
+    #[test]
+    fn needs_escaping_is_exact() {
+        let naive = |s: &str| s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+        let fillers = [
+            "",
+            "a",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefghijklmno",
+            "é😀\u{7f}\u{2028}x",
+        ];
+        let specials = [
+            '"', '\\', '\u{0}', '\n', '\u{1f}', ' ', '!', '#', '[', ']', '\u{7f}', 'é',
+        ];
+        for a in fillers {
+            for b in fillers {
+                assert!(!needs_escaping(&format!("{a}{b}")) || naive(&format!("{a}{b}")));
+                for c in specials {
+                    let t = format!("{a}{c}{b}");
+                    assert_eq!(needs_escaping(&t), naive(&t), "{t:?}");
+                }
+            }
+        }
     }
 
     #[test]

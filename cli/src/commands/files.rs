@@ -167,9 +167,14 @@ impl RenderHit for Render<'_> {
         }
     }
 
-    fn hit(&self, h: &FileHitRef<'_>, head: &[u8], part: &[u8], out: &mut Vec<u8>) {
+    fn plain(&self, strings: &str) -> bool {
+        // Text lines make each string safe apart (`safe`); JSON needs only the escapes.
+        self.json && !js::needs_escaping(strings)
+    }
+
+    fn hit(&self, h: &FileHitRef<'_>, head: &[u8], part: &[u8], plain: bool, out: &mut Vec<u8>) {
         if self.json {
-            json_line(out, head, part, h);
+            json_line(out, head, part, h, plain);
         } else {
             text_line(out, head, part, h);
         }
@@ -201,14 +206,19 @@ fn text_line(out: &mut Vec<u8>, sid: &[u8], part: &[u8], h: &FileHitRef<'_>) {
 /// would give (`type, session, entry, toolCallId, tool, op, path, resolved, timestamp,
 /// isError, active`; `head` holds the first two, up to the session id's closing quote, and
 /// `part` the tool, op, path and resolved fields). Strings are escaped by [`js::write_str`], which
-/// escapes exactly what serde_json does: `"`, `\\` and control characters.
-fn json_line(out: &mut Vec<u8>, head: &[u8], part: &[u8], h: &FileHitRef<'_>) {
-    fn opt(out: &mut Vec<u8>, v: Option<&str>) {
-        match v {
-            Some(s) => js::write_str(out, s),
-            None => out.extend_from_slice(b"null"),
+/// escapes exactly what serde_json does: `"`, `\\` and control characters; `plain`: none of
+/// the hit's strings needs escaping (its job's strings were checked at once), so they are
+/// written as they are.
+fn json_line(out: &mut Vec<u8>, head: &[u8], part: &[u8], h: &FileHitRef<'_>, plain: bool) {
+    let opt = |out: &mut Vec<u8>, v: Option<&str>| match v {
+        Some(s) if plain => {
+            out.push(b'"');
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'"');
         }
-    }
+        Some(s) => js::write_str(out, s),
+        None => out.extend_from_slice(b"null"),
+    };
     out.extend_from_slice(head);
     out.extend_from_slice(b",\"entry\":");
     opt(out, h.entry_id);
@@ -239,6 +249,7 @@ mod tests {
     /// The hand-written record equals serde_json's for the same fields, escapes included.
     #[test]
     fn json_line_equals_serde_json() {
+        let mut verdicts = std::collections::HashSet::new();
         for (s, opt, flag) in [
             ("plain/path.rs", None, None),
             (
@@ -279,7 +290,15 @@ mod tests {
             let mut part = Vec::new();
             r.part(h.tool_name, h.op, h.path, h.resolved, &mut part);
             let mut got = Vec::new();
-            r.hit(&h, &head, &part, &mut got);
+            // The job's verdict, from this hit's strings alone (escapes and none both occur).
+            let strings: String = [h.entry_id, h.tool_call_id, h.timestamp]
+                .iter()
+                .flatten()
+                .copied()
+                .collect();
+            let plain = r.plain(&strings);
+            verdicts.insert(plain);
+            r.hit(&h, &head, &part, plain, &mut got);
             let want = json!({
                 "type": "file_op", "session": s, "entry": h.entry_id,
                 "toolCallId": h.tool_call_id, "tool": h.tool_name, "op": h.op.as_str(),
@@ -288,5 +307,7 @@ mod tests {
             });
             assert_eq!(String::from_utf8(got).unwrap(), format!("{want}\n"));
         }
+        // Both ways of writing the strings were taken.
+        assert_eq!(verdicts.len(), 2);
     }
 }
