@@ -1262,11 +1262,13 @@ pub trait RenderHit: Sync {
     /// paths (as written and resolved): made once per block for each (tool, operation) in it,
     /// and given to [`Self::hit`] for each of its hits.
     fn part(&self, tool: &str, op: FileOp, path: &str, resolved: &str, out: &mut Vec<u8>);
-    /// Whether the hits of a job may be written with their strings as they are: called once
-    /// per job with all the strings its hits borrow (entry ids, tool call ids, timestamps, and
-    /// more) end to end, so that a renderer that escapes strings checks them once, not once
-    /// per hit. What it returns is handed to [`Self::hit`] for each hit of the job. The
-    /// default says no, without looking.
+    /// Whether a job's entry ids, tool call ids and timestamps may be written as they are:
+    /// called once per job, on the thread that then renders its hits, with a string that
+    /// holds every one of those (each hit's three are slices of it; it also holds resolved
+    /// paths that differ from the paths as written), so that a renderer that escapes strings
+    /// checks them once, not once per hit. Tool names and paths are not covered: they reach
+    /// [`Self::part`], never this. What it returns is handed to [`Self::hit`] for each hit of
+    /// the job. The default says no, without looking.
     fn plain(&self, strings: &str) -> bool {
         let _ = strings;
         false

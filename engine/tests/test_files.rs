@@ -81,22 +81,61 @@ fn file_hits_equal_an_independent_scan() {
 fn stream_equals_collect(snap: &pisess_engine::Snapshot, files: &[std::path::PathBuf]) {
     use pisess_engine::files::{FileQuery, RenderHit, StreamOptions};
     use pisess_engine::{FileHitRef, FileOp};
-    /// A hit as its Debug form, after its tool, op and paths as the part gave them.
+    /// A hit as its Debug form, after its tool, op and paths as the part gave them. While
+    /// streaming it also checks `plain`'s contract: each hit's entry id, tool call id and
+    /// timestamp are slices of the string its job gave `plain` on the same thread, and `hit`
+    /// gets what `plain` returned (an arbitrary verdict: whether that string's length is even).
     struct Line;
+    thread_local! {
+        /// The address range of the string `plain` last saw on this thread and its verdict;
+        /// `None` outside a stream.
+        static JOB: std::cell::Cell<Option<(usize, usize, bool)>> =
+            const { std::cell::Cell::new(None) };
+    }
+    /// Hits whose strings `hit` found inside their job's string.
+    static CHECKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     impl RenderHit for Line {
+        fn plain(&self, strings: &str) -> bool {
+            let at = strings.as_ptr() as usize;
+            let verdict = strings.len().is_multiple_of(2);
+            JOB.set(Some((at, at + strings.len(), verdict)));
+            verdict
+        }
         fn session(&self, s: pisess_engine::SessionKey, out: &mut Vec<u8>) {
             out.extend_from_slice(format!("{}|", s.0).as_bytes());
         }
         fn part(&self, tool: &str, op: FileOp, path: &str, resolved: &str, out: &mut Vec<u8>) {
             out.extend_from_slice(format!("{tool}|{op:?}|{path}|{resolved}|").as_bytes());
         }
-        fn hit(&self, h: &FileHitRef<'_>, session: &[u8], part: &[u8], _: bool, out: &mut Vec<u8>) {
+        fn hit(
+            &self,
+            h: &FileHitRef<'_>,
+            session: &[u8],
+            part: &[u8],
+            plain: bool,
+            out: &mut Vec<u8>,
+        ) {
+            if let Some((lo, hi, verdict)) = JOB.get() {
+                assert_eq!(plain, verdict);
+                for s in [h.entry_id, h.tool_call_id, h.timestamp]
+                    .into_iter()
+                    .flatten()
+                {
+                    let at = s.as_ptr() as usize;
+                    assert!(
+                        lo <= at && at + s.len() <= hi,
+                        "{s:?} outside its job's strings"
+                    );
+                }
+                CHECKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             out.extend_from_slice(session);
             out.extend_from_slice(part);
             out.extend_from_slice(format!("{:?}\n", h.to_owned_hit()).as_bytes());
         }
     }
     let line = |h: &FileHitRef<'_>, out: &mut Vec<u8>| {
+        JOB.set(None);
         Line.hit(
             h,
             format!("{}|", h.session.0).as_bytes(),
@@ -169,6 +208,8 @@ fn stream_equals_collect(snap: &pisess_engine::Snapshot, files: &[std::path::Pat
         parallel_hits > 10_000,
         "only {parallel_hits} hits streamed in parallel"
     );
+    // Every streamed hit went through the check (the collected ones do not).
+    assert!(CHECKED.load(std::sync::atomic::Ordering::Relaxed) >= parallel_hits);
 }
 
 /// A renderer for the panic tests: panics at a hit when `panics(on a worker, entry key)` says

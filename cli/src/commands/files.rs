@@ -206,9 +206,9 @@ fn text_line(out: &mut Vec<u8>, sid: &[u8], part: &[u8], h: &FileHitRef<'_>) {
 /// would give (`type, session, entry, toolCallId, tool, op, path, resolved, timestamp,
 /// isError, active`; `head` holds the first two, up to the session id's closing quote, and
 /// `part` the tool, op, path and resolved fields). Strings are escaped by [`js::write_str`], which
-/// escapes exactly what serde_json does: `"`, `\\` and control characters; `plain`: none of
-/// the hit's strings needs escaping (its job's strings were checked at once), so they are
-/// written as they are.
+/// escapes exactly what serde_json does: `"`, `\\` and control characters; `plain`: the hit's
+/// entry id, tool call id and timestamp need no escaping (its job's were checked at once,
+/// `RenderHit::plain`), so those three are written as they are (`part` was escaped when made).
 fn json_line(out: &mut Vec<u8>, head: &[u8], part: &[u8], h: &FileHitRef<'_>, plain: bool) {
     let opt = |out: &mut Vec<u8>, v: Option<&str>| match v {
         Some(s) if plain => {
