@@ -47,13 +47,14 @@ pub fn prefer_huge_pages() -> bool {
     }
     // SAFETY: `sbrk(0)` reads the program break without moving it; the block is freed at once
     // and never read or written.
-    let (before, after) = unsafe {
+    let (before, after, top) = unsafe {
         let before = libc::sbrk(0) as usize;
+        // Nothing free is that big: it comes from the top, and goes back to it.
         let p = libc::malloc(PAD / 4);
         let after = libc::sbrk(0) as usize;
         // Kept opaque: a `malloc` whose block is only freed may be removed by the optimiser.
         libc::free(std::hint::black_box(p));
-        (before, after)
+        (before, after, p as usize)
     };
     let start = before.div_ceil(HUGE).saturating_mul(HUGE);
     if before == usize::MAX || after <= start {
@@ -70,7 +71,7 @@ pub fn prefer_huge_pages() -> bool {
     };
     if advised {
         // Not only past the top's 2 MiB range: past the break it had, where the advice begins.
-        skip_to_huge_page(start);
+        skip_to_huge_page(top, start);
     }
     advised
 }
@@ -90,8 +91,8 @@ fn tune() -> bool {
     }
 }
 
-/// Keeps the heap's next blocks out of the 2 MiB range its top (where new blocks come from)
-/// lies in, and below `past`: that range was touched before the advice (glibc's bookkeeping of
+/// Keeps the heap's next blocks out of the 2 MiB range its top (where new blocks come from;
+/// `top`: where a block just taken from it and freed began) lies in, and below `past`: that range was touched before the advice (glibc's bookkeeping of
 /// a thread's arena, the blocks allocated before `main`), and the kernel backs a 2 MiB range
 /// with a huge page only if none of it is mapped yet, so the rest of it would fault in 4 KiB at
 /// a time (512 faults where one would do). Takes one block from the top to just past the next
@@ -99,32 +100,26 @@ fn tune() -> bool {
 /// (nothing writes it but glibc's header at its start). Done whenever the advice was taken,
 /// whether or not the kernel will back anything with huge pages.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn skip_to_huge_page(past: usize) {
-    // SAFETY: `malloc`/`free` of blocks that are never read or written.
+fn skip_to_huge_page(top: usize, past: usize) {
+    if top == 0 {
+        return;
+    }
+    let boundary = ((top | (HUGE - 1)) + 1).max(past);
+    // Ends past the boundary: glibc's header and alignment add less than 64 bytes.
+    let gap = boundary.saturating_sub(top).saturating_add(64);
+    // SAFETY: `malloc`/`free` of a block that is never read or written.
     unsafe {
-        // Too big for glibc's per-thread cache and small-block bins: it comes from the top of
-        // the arena, and goes back to it (unless a free block that big exists; then the
-        // filler may come from there too and hold space for nothing, up to 2 MiB of address
-        // space: harmless, and not seen in a fresh arena).
-        let probe = libc::malloc(PROBE);
-        if probe.is_null() {
-            return;
-        }
-        let at = probe as usize;
-        libc::free(std::hint::black_box(probe));
-        let boundary = ((at | (HUGE - 1)) + 1).max(past);
-        // Ends past the boundary: glibc's header and alignment add less than 64 bytes.
-        let gap = boundary.saturating_sub(at).saturating_add(64);
         // Kept opaque: a block that is never used may be removed by the optimiser.
         let filler = std::hint::black_box(libc::malloc(gap));
-        if !filler.is_null() && filler as usize != at {
-            // Not where the probe was: not the top's start.
+        // Elsewhere than `top` (a free block that big existed, which a fresh arena does not
+        // have), it would hold space for nothing.
+        if !filler.is_null() && filler as usize != top {
             libc::free(filler);
         }
     }
 }
 
-/// The size of [`skip_to_huge_page`]'s probe.
+/// The size of the block [`prefer_huge_pages_in_thread`] takes to find its heap and top.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const PROBE: usize = 64 << 10;
 
@@ -154,7 +149,8 @@ pub fn prefer_huge_pages_in_thread() -> bool {
     let (p, brk) = unsafe {
         // Not a small block: the thread may hold small ones of the main arena in its cache
         // (blocks it freed that another thread had allocated), and this one must come from
-        // its own arena.
+        // its own arena; too big for the small-block bins too, so it comes from the top (in
+        // a fresh arena) and goes back to it.
         let p = libc::malloc(PROBE);
         let brk = libc::sbrk(0) as usize;
         libc::free(std::hint::black_box(p));
@@ -171,7 +167,7 @@ pub fn prefer_huge_pages_in_thread() -> bool {
         unsafe { libc::madvise(base as *mut libc::c_void, ARENA_HEAP, libc::MADV_HUGEPAGE) == 0 };
     if advised {
         // The heap's first 2 MiB hold the arena's bookkeeping, written before the advice.
-        skip_to_huge_page(0);
+        skip_to_huge_page(p, 0);
     }
     advised
 }
