@@ -58,7 +58,7 @@
 //! `collect`, per chunk for `stream`); each string is then taken with `str::get`, which refuses
 //! a span off character boundaries, so a damaged block is an error, never a wrong string.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
 use redb::{ReadableTable, TableDefinition};
@@ -655,17 +655,19 @@ struct PendingPair {
 }
 
 /// Hits written in this transaction and not yet in `file_hits` (path as written → session →
-/// the hits by chunk), so that a block is written once per import, not once per hit.
+/// the hits by chunk), so that a block is written once per import, not once per hit. The maps
+/// are looked up for every tool call and result on the import's writer thread: hashbrown's
+/// foldhash, not SipHash (they are sorted before anything is written).
 #[derive(Debug, Default)]
 pub(crate) struct PendingHits {
-    paths: HashMap<String, BTreeMap<u64, PendingPair>>,
+    paths: hashbrown::HashMap<String, BTreeMap<u64, PendingPair>>,
     /// `tool_results` values written in this transaction and not yet in the table (session →
     /// tool call id → value): they supersede the table's, and reach it, in key order, with the
     /// hits.
-    results: HashMap<u64, HashMap<String, Vec<u8>>>,
+    results: hashbrown::HashMap<u64, hashbrown::HashMap<String, Vec<u8>>>,
     /// Sessions with no `tool_results` rows in the table (new, or just deleted), until the
     /// next flush: their lookups stop at the pending results.
-    fresh: HashSet<u64>,
+    fresh: hashbrown::HashSet<u64>,
     /// Pending hits and results.
     len: usize,
 }
