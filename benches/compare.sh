@@ -110,6 +110,9 @@ rm -rf "$BIGDIR"
 for ((k = 0; k < COPIES; k++)); do
     mkdir -p "$BIGDIR/copy-$k" && cp "$CORPUS"/*.jsonl "$BIGDIR/copy-$k/"
 done
+# The copies are ~1 GB of dirty page cache, which the kernel writes back 30 s later
+# (vm.dirty_expire_centisecs), in the middle of whichever scenario runs then: write it now.
+sync
 
 echo
 echo "== inputs (cached in $cache)"
