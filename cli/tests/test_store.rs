@@ -117,3 +117,72 @@ fn failed_files_give_exit_2_after_all_were_tried() {
     );
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("bad.jsonl"));
 }
+
+/// `pisess import` of an unchanged folder answers from the copy of the catalogue beside the
+/// store without opening the store: the first import writes the store, the second (unchanged,
+/// on the store opened read-only) leaves the copy, and the third answers even while another
+/// process holds the store's lock, where opening the store says it is busy. A changed file
+/// opens the store again, which removes the copy.
+#[test]
+fn an_unchanged_import_answers_from_the_copy_without_opening_the_store() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in ["02-small-branches.jsonl", "03-compactions.jsonl"] {
+        std::fs::copy(fixture("sessions").join(n), dir.join(n)).unwrap();
+    }
+    let store = env.home.path().join("store.redb");
+    let copy = store.with_file_name("store.redb.sources");
+    let import = |env: &TestEnv| {
+        env.pisess()
+            .args(["--json", "import"])
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
+    let field = |out: &std::process::Output, k: &str| -> serde_json::Value {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v[k].clone()
+    };
+    let out = import(&env);
+    assert!(out.status.success());
+    assert_eq!(field(&out, "new"), 2);
+    assert!(!copy.exists(), "a writing import leaves no copy");
+    let out = import(&env);
+    assert_eq!(field(&out, "unchanged"), 2);
+    assert!(copy.exists(), "an unchanged import leaves the copy");
+
+    let held = std::fs::File::open(&store).unwrap();
+    held.lock().unwrap();
+    let out = import(&env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(field(&out, "unchanged"), 2);
+    std::fs::remove_file(&copy).unwrap();
+    let out = import(&env);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the store is busy"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(held);
+
+    let out = import(&env);
+    assert_eq!(field(&out, "unchanged"), 2);
+    assert!(copy.exists());
+    let f = dir.join("02-small-branches.jsonl");
+    let mut bytes = std::fs::read(&f).unwrap();
+    bytes.extend_from_slice(b"{\"type\":\"label\",\"id\":\"cafe0001\",\"parentId\":null,\"timestamp\":\"2026-07-26T09:10:00.000Z\",\"targetId\":\"cafe0001\",\"label\":\"x\"}\n");
+    std::fs::write(&f, bytes).unwrap();
+    let out = import(&env);
+    assert!(out.status.success());
+    assert_eq!(field(&out, "unchanged"), 1);
+    assert!(
+        !copy.exists(),
+        "opening the store for writing removes the copy"
+    );
+}

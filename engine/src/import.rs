@@ -48,6 +48,7 @@ use crate::outline::{BlockBuilder, NodeFacts, OUTLINE, RowIn};
 use crate::record::{EntryRecord, RecordRef, Rkyv, RowKind, SessionRecord, decode_session, encode};
 use crate::row_block::{Block, RowBlockBuilder};
 use crate::schema::{self, META, META_NEXT_ENTRY, META_NEXT_SESSION};
+use crate::source_copy::SourceCopy;
 use crate::store::{Store, meta_get};
 
 /// Size of the head and tail windows hashed to check an old prefix.
@@ -246,28 +247,7 @@ impl Store {
         opts: &ImportOptions,
         progress: &mut dyn FnMut(ImportEvent<'_>),
     ) -> Result<ImportReport, StoreError> {
-        let mut files: Vec<Found> = Vec::new();
-        let mut folders = Vec::new();
-        for p in paths {
-            if p.is_dir() {
-                match std::fs::canonicalize(p) {
-                    Ok(canon) => {
-                        files.extend(files_under(p, Some(&canon)));
-                        folders.push(canon);
-                    }
-                    Err(_) => {
-                        files.extend(files_under(p, None));
-                        folders.push(p.clone());
-                    }
-                }
-            } else {
-                files.push(Found {
-                    path: p.clone(),
-                    canon: None,
-                    stat: None,
-                });
-            }
-        }
+        let (files, folders) = discover(paths);
         // The common case of a re-import: nothing changed. Decided in one read transaction,
         // so it also works on a store opened read-only and writes nothing.
         if let Some(report) = self.unchanged(&files, &folders)? {
@@ -313,9 +293,20 @@ impl Store {
         .map(|mut r| r.files.remove(0))
     }
 
-    /// The report of an import of `files` (each with its canonical path when known) that
-    /// would change nothing: every file known, not gone, with the size and mtime on record,
-    /// and no session under `folders` whose file has disappeared. `None` otherwise.
+    /// The report of importing `paths` into the store at `store` when that would change
+    /// nothing, decided from the copy of the store's catalogue beside it
+    /// ([`crate::source_copy`]) without opening the store; `None` when there is no valid copy
+    /// or a file changed (then open the store and [`Store::import`] as usual). Same answer as
+    /// [`Store::import`]'s when it is `Some`.
+    pub fn unchanged_by_copy(store: &Path, paths: &[PathBuf]) -> Option<ImportReport> {
+        let copy = SourceCopy::load(store)?;
+        let (files, folders) = discover(paths);
+        unchanged_in(&copy, &files, &folders).ok().flatten()
+    }
+
+    /// [`unchanged_in`] the store's `sources` table. On a store opened read-only (nothing can
+    /// write it meanwhile, see [`crate::source_copy`]), a yes also writes the table's copy
+    /// beside the store when there is no valid one, so that the next re-import need not open it.
     fn unchanged(
         &self,
         files: &[Found],
@@ -323,77 +314,17 @@ impl Store {
     ) -> Result<Option<ImportReport>, StoreError> {
         let rtx = self.db.begin_read()?;
         let sources = rtx.open_table(schema::SOURCES)?;
-        // The catalogue keys of the files, for the gone check below (borrowed from the scan's
-        // canonical paths: no copy per file).
-        let mut seen: Vec<std::borrow::Cow<'_, str>> = Vec::new();
-        let mut report = ImportReport::default();
-        for f in files {
-            // The directory scan's size and mtime when it has them (a plain file under a
-            // folder), else a `stat` of the path.
-            let (key, size, mtime) = match (&f.canon, f.stat) {
-                (Some(c), Some((size, mtime))) => (c.to_string_lossy(), size, mtime),
-                _ => {
-                    let Ok((c, size, mtime)) = stat(&f.path, f.canon.as_deref()) else {
-                        return Ok(None);
-                    };
-                    let key = std::borrow::Cow::Owned(c.to_string_lossy().into_owned());
-                    (key, size, mtime)
-                }
-            };
-            let Some((s, sz, mt, gone)) = sources.get(key.as_ref())?.map(|v| v.value()) else {
-                return Ok(None);
-            };
-            if gone || sz != size || mt != mtime {
-                return Ok(None);
+        let report = unchanged_in(&sources, files, folders)?;
+        if report.is_some() && !self.is_writable() && SourceCopy::load(self.path()).is_none() {
+            let mut rows = Vec::new();
+            for row in sources.iter()? {
+                let (path, stat) = row?;
+                rows.push((path.value().to_owned(), stat.value()));
             }
-            report.files.push(FileReport {
-                path: f.path.clone(),
-                outcome: Outcome::Unchanged,
-                session: Some(SessionKey(s)),
-                bytes_read: 0,
-                lines_read: 0,
-                entries_added: 0,
-                error: None,
-            });
-            if !folders.is_empty() {
-                seen.push(key);
-            }
+            // Best effort: without a copy the next re-import opens the store, as it did here.
+            let _ = crate::source_copy::write(self.path(), &rows);
         }
-        seen.sort_unstable();
-        // A session whose file was under one of the folders and has disappeared must be marked
-        // gone (so the import is not a no-op). Only the part of the catalogue that can hold
-        // such files is read.
-        let disappeared = |path: &str, (_, _, _, gone): schema::SourceStat| -> bool {
-            !gone
-                && seen.binary_search_by(|k| k.as_ref().cmp(path)).is_err()
-                && folders.iter().any(|f| Path::new(path).starts_with(f))
-                && !Path::new(path).exists()
-        };
-        match folders
-            .iter()
-            .map(|f| keys_under(f))
-            .collect::<Option<Vec<_>>>()
-        {
-            Some(ranges) => {
-                for (lo, hi) in &ranges {
-                    for row in sources.range(lo.as_str()..hi.as_str())? {
-                        let (path, stat) = row?;
-                        if disappeared(path.value(), stat.value()) {
-                            return Ok(None);
-                        }
-                    }
-                }
-            }
-            None => {
-                for row in sources.iter()? {
-                    let (path, stat) = row?;
-                    if disappeared(path.value(), stat.value()) {
-                        return Ok(None);
-                    }
-                }
-            }
-        }
-        Ok(Some(report))
+        Ok(report)
     }
 
     fn import_one(
@@ -1807,6 +1738,158 @@ fn window_hashes(path: &Path, len: u64) -> std::io::Result<([u8; 32], [u8; 32])>
 fn windows_match(path: &Path, rec: &SessionRecord) -> std::io::Result<bool> {
     let (h, t) = window_hashes(path, rec.file_size)?;
     Ok(h == rec.head_hash && t == rec.tail_hash)
+}
+
+/// Where [`unchanged_in`] reads the catalogue: the store's `sources` table, or its copy.
+trait Catalogue {
+    /// The row of `path`.
+    fn get(&self, path: &str) -> Result<Option<schema::SourceStat>, StoreError>;
+    /// Whether `f` holds for a row whose path is in `lo..hi` (for any row when `None`).
+    fn any_in(
+        &self,
+        range: Option<(&str, &str)>,
+        f: &dyn Fn(&str, schema::SourceStat) -> bool,
+    ) -> Result<bool, StoreError>;
+}
+
+impl Catalogue for redb::ReadOnlyTable<&'static str, schema::SourceStat> {
+    fn get(&self, path: &str) -> Result<Option<schema::SourceStat>, StoreError> {
+        Ok(ReadableTable::get(self, path)?.map(|v| v.value()))
+    }
+    fn any_in(
+        &self,
+        range: Option<(&str, &str)>,
+        f: &dyn Fn(&str, schema::SourceStat) -> bool,
+    ) -> Result<bool, StoreError> {
+        let rows = match range {
+            Some((lo, hi)) => self.range(lo..hi)?,
+            None => self.iter()?,
+        };
+        for row in rows {
+            let (path, stat) = row?;
+            if f(path.value(), stat.value()) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl Catalogue for SourceCopy {
+    fn get(&self, path: &str) -> Result<Option<schema::SourceStat>, StoreError> {
+        Ok(Self::get(self, path))
+    }
+    fn any_in(
+        &self,
+        range: Option<(&str, &str)>,
+        f: &dyn Fn(&str, schema::SourceStat) -> bool,
+    ) -> Result<bool, StoreError> {
+        Ok(self.rows_in(range).iter().any(|(p, s)| f(p, *s)))
+    }
+}
+
+/// The report of an import of `files` (each with its canonical path when known) that would
+/// change nothing, by the catalogue `sources`: every file known, not gone, with the size and
+/// mtime on record, and no session under `folders` whose file has disappeared. `None`
+/// otherwise.
+fn unchanged_in(
+    sources: &impl Catalogue,
+    files: &[Found],
+    folders: &[PathBuf],
+) -> Result<Option<ImportReport>, StoreError> {
+    // The catalogue keys of the files, for the gone check below (borrowed from the scan's
+    // canonical paths: no copy per file).
+    let mut seen: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    let mut report = ImportReport::default();
+    for f in files {
+        // The directory scan's size and mtime when it has them (a plain file under a
+        // folder), else a `stat` of the path.
+        let (key, size, mtime) = match (&f.canon, f.stat) {
+            (Some(c), Some((size, mtime))) => (c.to_string_lossy(), size, mtime),
+            _ => {
+                let Ok((c, size, mtime)) = stat(&f.path, f.canon.as_deref()) else {
+                    return Ok(None);
+                };
+                let key = std::borrow::Cow::Owned(c.to_string_lossy().into_owned());
+                (key, size, mtime)
+            }
+        };
+        let Some((s, sz, mt, gone)) = sources.get(key.as_ref())? else {
+            return Ok(None);
+        };
+        if gone || sz != size || mt != mtime {
+            return Ok(None);
+        }
+        report.files.push(FileReport {
+            path: f.path.clone(),
+            outcome: Outcome::Unchanged,
+            session: Some(SessionKey(s)),
+            bytes_read: 0,
+            lines_read: 0,
+            entries_added: 0,
+            error: None,
+        });
+        if !folders.is_empty() {
+            seen.push(key);
+        }
+    }
+    seen.sort_unstable();
+    // A session whose file was under one of the folders and has disappeared must be marked
+    // gone (so the import is not a no-op). Only the part of the catalogue that can hold
+    // such files is read.
+    let disappeared = |path: &str, (_, _, _, gone): schema::SourceStat| -> bool {
+        !gone
+            && seen.binary_search_by(|k| k.as_ref().cmp(path)).is_err()
+            && folders.iter().any(|f| Path::new(path).starts_with(f))
+            && !Path::new(path).exists()
+    };
+    match folders
+        .iter()
+        .map(|f| keys_under(f))
+        .collect::<Option<Vec<_>>>()
+    {
+        Some(ranges) => {
+            for (lo, hi) in &ranges {
+                if sources.any_in(Some((lo, hi)), &disappeared)? {
+                    return Ok(None);
+                }
+            }
+        }
+        None => {
+            if sources.any_in(None, &disappeared)? {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(report))
+}
+
+/// The files to import for `paths` (folders scanned with [`files_under`]), and the folders
+/// (canonical when they can be) whose vanished files are marked gone.
+fn discover(paths: &[PathBuf]) -> (Vec<Found>, Vec<PathBuf>) {
+    let mut files: Vec<Found> = Vec::new();
+    let mut folders = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            match std::fs::canonicalize(p) {
+                Ok(canon) => {
+                    files.extend(files_under(p, Some(&canon)));
+                    folders.push(canon);
+                }
+                Err(_) => {
+                    files.extend(files_under(p, None));
+                    folders.push(p.clone());
+                }
+            }
+        } else {
+            files.push(Found {
+                path: p.clone(),
+                canon: None,
+                stat: None,
+            });
+        }
+    }
+    (files, folders)
 }
 
 /// A `*.jsonl` file found under a folder by [`files_under`].

@@ -9,7 +9,9 @@
 //! - [`export`] writes sessions back out, byte for byte;
 //! - [`prune`] plans and writes a session with only some of its branches;
 //! - [`files`] indexes tool calls that read or change files;
-//! - [`verify`] checks the store's consistency; [`repair`] rebuilds its tree indexes.
+//! - [`verify`] checks the store's consistency; [`repair`] rebuilds its tree indexes;
+//! - [`source_copy`] keeps a copy of the catalogue of imported files beside the store, so that
+//!   re-importing unchanged files does not open it.
 //!
 //! Nothing here prints or draws: progress is reported through callbacks.
 #![forbid(unsafe_code)]
@@ -29,6 +31,7 @@ pub mod record;
 pub mod repair;
 pub mod row_block;
 pub mod schema;
+pub mod source_copy;
 pub mod store;
 pub mod verify;
 

@@ -81,8 +81,10 @@ pub const ENTRIES_NAME: &str = "entries.v4";
 
 /// Store-wide settings and counters.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// Name of [`SOURCES`] (also recorded in its copy beside the store, [`crate::source_copy`]).
+pub const SOURCES_NAME: &str = "sources.v2";
 /// Imported file path → session.
-pub const SOURCES: TableDefinition<&str, SourceStat> = TableDefinition::new("sources.v2");
+pub const SOURCES: TableDefinition<&str, SourceStat> = TableDefinition::new(SOURCES_NAME);
 
 /// A `sources.v2` value: (session key, file size, mtime in ns, gone), the last three equal to
 /// the session record's `file_size`, `mtime_ns` and `gone`, so that deciding that a file is

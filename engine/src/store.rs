@@ -12,7 +12,9 @@
 //!   a shared lock, writes no header and saves no allocator state on close, so commands that only
 //!   read neither fsync nor exclude each other; anything that must write gets
 //!   [`StoreError::ReadOnly`] and reopens with [`Store::into_writable`]. A store that was not
-//!   closed cleanly (redb needs a repair) is opened for writing instead, which repairs it.
+//!   closed cleanly (redb needs a repair) is opened for writing instead, which repairs it;
+//! - opening for writing removes the copy of the catalogue beside the store
+//!   ([`crate::source_copy`]) before anything is written.
 
 use std::path::{Path, PathBuf};
 
@@ -133,7 +135,10 @@ impl Store {
 
     fn open_at(path: PathBuf) -> Result<Self, StoreError> {
         let db = if path.exists() {
-            open_db(&path)?
+            let db = open_db(&path)?;
+            // Before anything is written (the copy never outlives a write: crate::source_copy).
+            crate::source_copy::remove(&path);
+            db
         } else {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
@@ -142,7 +147,10 @@ impl Store {
                 })?;
             }
             Self::create_atomically(&path)?;
-            open_db(&path)?
+            let db = open_db(&path)?;
+            // (A copy left by a store that was deleted: its identity cannot match, but go.)
+            crate::source_copy::remove(&path);
+            db
         };
         let store = Self {
             db: Db::Write(db),

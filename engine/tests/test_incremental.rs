@@ -318,3 +318,116 @@ fn odd_bytes_survive_the_round_trip() {
     assert_eq!(r.outcome, Outcome::Rewritten);
     assert_eq!(export(&store, &file), std::fs::read(&file).unwrap());
 }
+
+/// The copy of the catalogue beside the store (`pisess_engine::source_copy`): written by an
+/// unchanged import on a read-only store, it gives the same report as the store while nothing
+/// changes, and nothing once a file or the store changes.
+#[test]
+fn the_copy_of_the_catalogue_answers_as_the_store_until_anything_changes() {
+    use pisess_engine::source_copy::{SourceCopy, path_for};
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("sessions/--w--");
+    std::fs::create_dir_all(&src).unwrap();
+    for name in [
+        "03-small-100.jsonl",
+        "05-med-500.jsonl",
+        "04-small-250.jsonl",
+    ] {
+        std::fs::copy(corpus_file(name), src.join(name)).unwrap();
+    }
+    let path = dir.path().join("store.redb");
+    let folder = [dir.path().join("sessions")];
+    let one = [src.join("05-med-500.jsonl")];
+    let import = |store: &Store, paths: &[PathBuf]| {
+        store
+            .import(paths, &Default::default(), &mut |_| {})
+            .unwrap()
+    };
+    let facts = |r: &pisess_engine::ImportReport| -> Vec<(PathBuf, Outcome, Option<u64>)> {
+        let mut v: Vec<_> = r
+            .files
+            .iter()
+            .map(|f| (f.path.clone(), f.outcome, f.session.map(|s| s.0)))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let store = Store::open(&path).unwrap();
+    assert_eq!(import(&store, &folder).count(Outcome::New), 3);
+    store.close().unwrap();
+    // A writing import leaves no copy (redb writes on closing a writable store).
+    assert!(!path_for(&path).exists());
+    assert!(Store::unchanged_by_copy(&path, &folder).is_none());
+
+    // An unchanged import on a read-only store writes it; it then answers as the store does.
+    let ro = Store::open_read_only(&path).unwrap();
+    let slow = import(&ro, &folder);
+    let slow_one = import(&ro, &one);
+    ro.close().unwrap();
+    assert!(SourceCopy::load(&path).is_some());
+    let fast = Store::unchanged_by_copy(&path, &folder).unwrap();
+    assert_eq!(facts(&fast), facts(&slow));
+    assert_eq!(fast.count(Outcome::Unchanged), 3);
+    let fast_one = Store::unchanged_by_copy(&path, &one).unwrap();
+    assert_eq!(facts(&fast_one), facts(&slow_one));
+
+    // A file grows: no answer from the copy; the import (on a writable store) removes it.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&one[0])
+        .unwrap();
+    let tail = std::fs::read(&one[0]).unwrap();
+    let last = tail[..tail.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    f.write_all(&tail[last..]).unwrap();
+    drop(f);
+    assert!(Store::unchanged_by_copy(&path, &folder).is_none());
+    assert!(Store::unchanged_by_copy(&path, &one).is_none());
+    let store = Store::open(&path).unwrap();
+    assert!(
+        !path_for(&path).exists(),
+        "opening for writing removes the copy"
+    );
+    let r = import(&store, &folder);
+    // (The appended line repeats an id, so the file is read again rather than grown.)
+    let read_again = r.count(Outcome::Grown) + r.count(Outcome::Rewritten);
+    assert_eq!((read_again, r.count(Outcome::Unchanged)), (1, 2));
+    store.close().unwrap();
+
+    // Written again by a read-only unchanged import; a file that disappears is noticed.
+    let ro = Store::open_read_only(&path).unwrap();
+    assert_eq!(import(&ro, &folder).count(Outcome::Unchanged), 3);
+    ro.close().unwrap();
+    assert!(Store::unchanged_by_copy(&path, &folder).is_some());
+    let gone = src.join("03-small-100.jsonl");
+    let kept = std::fs::read(&gone).unwrap();
+    std::fs::remove_file(&gone).unwrap();
+    assert!(Store::unchanged_by_copy(&path, &folder).is_none());
+    std::fs::write(&gone, &kept).unwrap();
+    // (Rewritten with a new mtime: changed for the copy and for the store alike.)
+    assert!(Store::unchanged_by_copy(&path, &folder).is_none());
+    let store = Store::open(&path).unwrap();
+    assert_eq!(import(&store, &folder).count(Outcome::Rewritten), 1);
+    store.close().unwrap();
+    let ro = Store::open_read_only(&path).unwrap();
+    assert_eq!(import(&ro, &folder).count(Outcome::Unchanged), 3);
+    ro.close().unwrap();
+    assert!(Store::unchanged_by_copy(&path, &folder).is_some());
+
+    // The store written by something else than pisess: the copy no longer matches it.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        tx.open_table(pisess_engine::schema::META)
+            .unwrap()
+            .insert("written-by-a-test", 1)
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    assert!(path_for(&path).exists());
+    assert!(SourceCopy::load(&path).is_none());
+    assert!(Store::unchanged_by_copy(&path, &folder).is_none());
+}

@@ -8,9 +8,11 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use pisess_engine::{ImportEvent, ImportOptions, Outcome as FileOutcome, StoreError};
+use pisess_engine::{
+    ImportEvent, ImportOptions, ImportReport, Outcome as FileOutcome, Store, StoreError,
+};
 
-use crate::command_error::{CommandResult, Outcome};
+use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::util::{Source, default_inputs};
 use crate::session_arg::{open_store, open_store_read};
 use crate::ui::Ui;
@@ -33,37 +35,19 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
             d.display()
         ),
     }
-    // Read-only first: re-importing an unchanged folder then writes nothing and takes no
-    // exclusive lock; the store is reopened for writing only when a file changed.
-    let mut store = open_store_read()?;
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let b = indicatif::ProgressBar::new(0);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    });
     let start = Instant::now();
-    let mut on_event = |ev: ImportEvent<'_>| {
-        let Some(b) = &bar else { return };
-        match ev {
-            ImportEvent::Start { files } => b.set_length(files as u64),
-            ImportEvent::FileDone(_) => b.inc(1),
-            _ => {}
+    // Nothing changed: answered from the copy of the store's catalogue beside it, without
+    // opening the store (pisess_engine::source_copy), when there is a valid copy.
+    let (report, store) = match pisess_engine::default_store_path()
+        .ok()
+        .and_then(|p| Store::unchanged_by_copy(&p, &inputs))
+    {
+        Some(report) => (report, None),
+        None => {
+            let (report, store) = import_into_store(&inputs)?;
+            (report, Some(store))
         }
     };
-    let report = match store.import(&inputs, &ImportOptions::default(), &mut on_event) {
-        Err(StoreError::ReadOnly { .. }) => {
-            drop(store);
-            store = open_store()?;
-            store.import(&inputs, &ImportOptions::default(), &mut on_event)?
-        }
-        other => other?,
-    };
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
     let elapsed = start.elapsed();
     for f in &report.files {
         if f.outcome == FileOutcome::Failed {
@@ -74,7 +58,9 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
             );
         }
     }
-    store.close()?;
+    if let Some(store) = store {
+        store.close()?;
+    }
     let counts = [
         ("new", report.count(FileOutcome::New)),
         ("grown", report.count(FileOutcome::Grown)),
@@ -119,4 +105,39 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
     } else {
         Outcome::Success
     })
+}
+
+/// Imports `inputs` through the store, opened read-only first: re-importing unchanged files
+/// then writes nothing and takes no exclusive lock; the store is reopened for writing only when
+/// a file changed. Returns the report and the store, still open.
+fn import_into_store(inputs: &[PathBuf]) -> Result<(ImportReport, Store), CommandError> {
+    let mut store = open_store_read()?;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let mut on_event = |ev: ImportEvent<'_>| {
+        let Some(b) = &bar else { return };
+        match ev {
+            ImportEvent::Start { files } => b.set_length(files as u64),
+            ImportEvent::FileDone(_) => b.inc(1),
+            _ => {}
+        }
+    };
+    let report = match store.import(inputs, &ImportOptions::default(), &mut on_event) {
+        Err(StoreError::ReadOnly { .. }) => {
+            drop(store);
+            store = open_store()?;
+            store.import(inputs, &ImportOptions::default(), &mut on_event)?
+        }
+        other => other?,
+    };
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok((report, store))
 }

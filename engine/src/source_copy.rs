@@ -1,0 +1,252 @@
+//! A copy of the store's `sources` table in a file beside the store (`<store>.sources`), so
+//! that re-importing files that have not changed answers without opening the store.
+//!
+//! Opening the store is most of what such a re-import does besides one `statx` per file:
+//! redb reads its allocator state on every open (a tenth of the run on the 1 GB folder of
+//! issue 3). The copy holds what the unchanged check reads: every row of `sources` (path,
+//! session, size, mtime, gone).
+//!
+//! Invariants:
+//! - a copy is written only by a process that has the store open **read-only** (redb's shared
+//!   lock, so no process writes the store meanwhile, and redb writes nothing on closing it),
+//!   from rows read through that handle, under a temporary name renamed into place before the
+//!   store is closed;
+//! - every opening of the store for writing removes the copy before anything is written
+//!   ([`crate::store::Store::open`]), so a copy never survives a write by pisess, finished or
+//!   not;
+//! - a copy records the store file's device, inode, size, mtime and ctime as they were when it
+//!   was written, and is used only while the store file still has all five: a store replaced,
+//!   restored or written by anything else is opened as usual;
+//! - a copy that is damaged (its blake3 digest does not match), truncated, of another format or
+//!   of another `sources` table version is ignored, never trusted: the copy can make an import
+//!   cheaper, never change what it does.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::schema::{SOURCES_NAME, SourceStat};
+
+/// The first bytes of a copy (format version included).
+const MAGIC: &[u8; 16] = b"pisess-sources\x001";
+
+/// The copy of the store at `store`.
+pub fn path_for(store: &Path) -> PathBuf {
+    let mut p = store.as_os_str().to_owned();
+    p.push(".sources");
+    PathBuf::from(p)
+}
+
+/// The store file's identity: (device, inode, size, mtime s, mtime ns, ctime s, ctime ns).
+type Identity = (u64, u64, u64, i64, i64, i64, i64);
+
+fn identity(store: &Path) -> Option<Identity> {
+    let m = std::fs::metadata(store).ok()?;
+    Some((
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ))
+}
+
+/// The rows of a valid copy of the store at `store`, sorted by path.
+#[derive(Debug)]
+pub struct SourceCopy {
+    rows: Vec<(String, SourceStat)>,
+}
+
+impl SourceCopy {
+    /// Reads the copy beside `store`; `None` when there is none, or it is not a valid copy of
+    /// the store as it is now (see the module invariants).
+    pub fn load(store: &Path) -> Option<Self> {
+        let bytes = std::fs::read(path_for(store)).ok()?;
+        let (body, digest) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
+        if blake3::hash(body).as_bytes() != digest {
+            return None;
+        }
+        let mut r = Reader { b: body, at: 0 };
+        if r.take(MAGIC.len())? != MAGIC || r.take_str()? != SOURCES_NAME {
+            return None;
+        }
+        let recorded: Identity = (
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+            r.i64()?,
+            r.i64()?,
+            r.i64()?,
+            r.i64()?,
+        );
+        if identity(store)? != recorded {
+            return None;
+        }
+        let n = usize::try_from(r.u64()?).ok()?;
+        // (A row takes at least 29 bytes: never trust the count for an allocation.)
+        let mut rows = Vec::with_capacity(n.min(body.len() / 29));
+        for _ in 0..n {
+            let path = r.take_str()?.to_owned();
+            let stat = (r.u64()?, r.u64()?, r.i64()?, r.take(1)? != [0]);
+            rows.push((path, stat));
+        }
+        let sorted = rows.windows(2).all(|w| w[0].0 < w[1].0);
+        (r.at == body.len() && sorted).then_some(Self { rows })
+    }
+
+    /// The row of `path`.
+    pub fn get(&self, path: &str) -> Option<SourceStat> {
+        let i = self
+            .rows
+            .binary_search_by(|(p, _)| p.as_str().cmp(path))
+            .ok()?;
+        self.rows.get(i).map(|r| r.1)
+    }
+
+    /// The rows whose path is in `lo..hi`, or every row.
+    pub fn rows_in(&self, range: Option<(&str, &str)>) -> &[(String, SourceStat)] {
+        let Some((lo, hi)) = range else {
+            return &self.rows;
+        };
+        let a = self.rows.partition_point(|(p, _)| p.as_str() < lo);
+        let b = self.rows.partition_point(|(p, _)| p.as_str() < hi).max(a);
+        self.rows.get(a..b).unwrap_or_default()
+    }
+}
+
+/// Writes the copy of the store at `store` (see the module invariants for when a caller may):
+/// `rows` sorted by path, as read through the caller's handle. A temporary file renamed into
+/// place; not synced (a copy lost or torn by a crash is ignored, see [`SourceCopy::load`]).
+pub fn write(store: &Path, rows: &[(String, SourceStat)]) -> std::io::Result<()> {
+    let Some(id) = identity(store) else {
+        return Err(std::io::Error::other("the store file cannot be read"));
+    };
+    let mut b = Vec::with_capacity(128 + rows.iter().map(|r| r.0.len() + 33).sum::<usize>());
+    b.extend_from_slice(MAGIC);
+    put_str(&mut b, SOURCES_NAME);
+    for v in [id.0, id.1, id.2] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [id.3, id.4, id.5, id.6] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    b.extend_from_slice(&(rows.len() as u64).to_le_bytes());
+    for (path, (s, size, mtime, gone)) in rows {
+        put_str(&mut b, path);
+        b.extend_from_slice(&s.to_le_bytes());
+        b.extend_from_slice(&size.to_le_bytes());
+        b.extend_from_slice(&mtime.to_le_bytes());
+        b.push(u8::from(*gone));
+    }
+    let digest = blake3::hash(&b);
+    b.extend_from_slice(digest.as_bytes());
+    let target = path_for(store);
+    let mut tmp = target.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let written = std::fs::write(&tmp, &b).and_then(|()| std::fs::rename(&tmp, &target));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Removes the copy of the store at `store`, if there is one. Errors are ignored: a copy left
+/// behind (a folder that cannot be written) no longer matches the store once it is written.
+pub fn remove(store: &Path) {
+    let _ = std::fs::remove_file(path_for(store));
+}
+
+fn put_str(b: &mut Vec<u8>, s: &str) {
+    b.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    b.extend_from_slice(s.as_bytes());
+}
+
+/// Bounds-checked reads from a copy's body.
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn take_str(&mut self) -> Option<&'a str> {
+        let n = u32::from_le_bytes(self.take(4)?.try_into().ok()?) as usize;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn rows() -> Vec<(String, SourceStat)> {
+        vec![
+            ("/a/one.jsonl".to_owned(), (1, 10, 100, false)),
+            ("/a/two.jsonl".to_owned(), (2, 20, 200, true)),
+            ("/b/three.jsonl".to_owned(), (3, 30, -300, false)),
+        ]
+    }
+
+    #[test]
+    fn a_copy_reads_back_until_the_store_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store.redb");
+        std::fs::write(&store, b"not really a store").unwrap();
+        assert!(SourceCopy::load(&store).is_none(), "no copy yet");
+        write(&store, &rows()).unwrap();
+        let c = SourceCopy::load(&store).unwrap();
+        assert_eq!(c.get("/a/two.jsonl"), Some((2, 20, 200, true)));
+        assert_eq!(c.get("/a/three.jsonl"), None);
+        assert_eq!(c.rows_in(None).len(), 3);
+        let under_a: Vec<&str> = c
+            .rows_in(Some(("/a/", "/a0")))
+            .iter()
+            .map(|r| r.0.as_str())
+            .collect();
+        assert_eq!(under_a, ["/a/one.jsonl", "/a/two.jsonl"]);
+        assert!(c.rows_in(Some(("/c/", "/c0"))).is_empty());
+        // Any write to the store file (here one of the same size) makes the copy stale.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&store, b"not really a stor!").unwrap();
+        assert!(SourceCopy::load(&store).is_none(), "the store was written");
+        write(&store, &rows()).unwrap();
+        assert!(SourceCopy::load(&store).is_some());
+        remove(&store);
+        assert!(SourceCopy::load(&store).is_none(), "removed");
+        remove(&store);
+    }
+
+    #[test]
+    fn a_damaged_or_truncated_copy_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store.redb");
+        std::fs::write(&store, b"x").unwrap();
+        write(&store, &rows()).unwrap();
+        let good = std::fs::read(path_for(&store)).unwrap();
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0x40;
+            std::fs::write(path_for(&store), &bad).unwrap();
+            assert!(SourceCopy::load(&store).is_none(), "byte {i} flipped");
+        }
+        for n in 0..good.len() {
+            std::fs::write(path_for(&store), &good[..n]).unwrap();
+            assert!(SourceCopy::load(&store).is_none(), "cut at {n}");
+        }
+        std::fs::write(path_for(&store), &good).unwrap();
+        assert!(SourceCopy::load(&store).is_some());
+    }
+}
