@@ -20,6 +20,17 @@ fn export(store: &Store, path: &Path) -> Vec<u8> {
     out
 }
 
+/// Copies corpus files into `dir/sessions/--w--` (pi's layout: a folder per working
+/// directory) and returns that folder.
+fn copy_corpus_files(dir: &Path, names: &[&str]) -> PathBuf {
+    let src = dir.join("sessions/--w--");
+    std::fs::create_dir_all(&src).unwrap();
+    for name in names {
+        std::fs::copy(corpus_file(name), src.join(name)).unwrap();
+    }
+    src
+}
+
 /// Splits a file's bytes after `n` lines.
 fn split_after_lines(bytes: &[u8], n: usize) -> (&[u8], &[u8]) {
     let mut at = 0;
@@ -32,15 +43,14 @@ fn split_after_lines(bytes: &[u8], n: usize) -> (&[u8], &[u8]) {
 #[test]
 fn unchanged_files_are_not_read_and_importing_twice_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("sessions/--w--");
-    std::fs::create_dir_all(&src).unwrap();
-    for name in [
-        "03-small-100.jsonl",
-        "05-med-500.jsonl",
-        "09-med-3000-manybranch.jsonl",
-    ] {
-        std::fs::copy(corpus_file(name), src.join(name)).unwrap();
-    }
+    let src = copy_corpus_files(
+        dir.path(),
+        &[
+            "03-small-100.jsonl",
+            "05-med-500.jsonl",
+            "09-med-3000-manybranch.jsonl",
+        ],
+    );
     let store = Store::open(dir.path().join("store.redb")).unwrap();
     let folder = [dir.path().join("sessions")];
     let first = store
@@ -326,15 +336,14 @@ fn odd_bytes_survive_the_round_trip() {
 fn the_copy_of_the_catalogue_answers_as_the_store_until_anything_changes() {
     use pisess_engine::source_copy::{SourceCopy, path_for};
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("sessions/--w--");
-    std::fs::create_dir_all(&src).unwrap();
-    for name in [
-        "03-small-100.jsonl",
-        "05-med-500.jsonl",
-        "04-small-250.jsonl",
-    ] {
-        std::fs::copy(corpus_file(name), src.join(name)).unwrap();
-    }
+    let src = copy_corpus_files(
+        dir.path(),
+        &[
+            "03-small-100.jsonl",
+            "05-med-500.jsonl",
+            "04-small-250.jsonl",
+        ],
+    );
     let path = dir.path().join("store.redb");
     let folder = [dir.path().join("sessions")];
     let one = [src.join("05-med-500.jsonl")];
