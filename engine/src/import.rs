@@ -7,6 +7,10 @@
 //! - **rewritten** (anything else): the session's rows are deleted and the file read again;
 //! - **new**: read in full.
 //!
+//! When no file changed, nothing is written; on a store opened read-only that answer also leaves
+//! a copy of the `sources` table beside the store ([`crate::source_copy`]), from which
+//! [`Store::unchanged_by_copy`] gives the same answer next time without opening the store.
+//!
 //! Invariants:
 //! - one file is one write transaction: a crash leaves the file either fully imported (as of
 //!   the bytes read) or not at all, and the next import completes it;
