@@ -320,13 +320,14 @@ impl Store {
         let sources = rtx.open_table(schema::SOURCES)?;
         let report = unchanged_in(&sources, files, folders)?;
         if report.is_some() && !self.is_writable() && SourceCopy::load(self.path()).is_none() {
-            let mut rows = Vec::new();
-            for row in sources.iter()? {
-                let (path, stat) = row?;
-                rows.push((path.value().to_owned(), stat.value()));
-            }
             // Best effort: without a copy the next re-import opens the store, as it did here.
-            let _ = crate::source_copy::write(self.path(), &rows);
+            let rows = sources.iter().and_then(|rows| {
+                rows.map(|row| row.map(|(path, stat)| (path.value().to_owned(), stat.value())))
+                    .collect::<Result<Vec<_>, _>>()
+            });
+            if let Ok(rows) = rows {
+                let _ = crate::source_copy::write(self.path(), &rows);
+            }
         }
         Ok(report)
     }

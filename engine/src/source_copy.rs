@@ -11,20 +11,26 @@
 //!   lock, so no process writes the store meanwhile, and redb writes nothing on closing it),
 //!   from rows read through that handle, under a temporary name renamed into place before the
 //!   store is closed;
-//! - every opening of the store for writing removes the copy before anything is written
-//!   ([`crate::store::Store::open`]), so a copy never survives a write by pisess, finished or
-//!   not;
+//! - every opening of the store for writing removes the copy as soon as it holds redb's
+//!   exclusive lock, before pisess writes anything ([`crate::store::Store::open`]; redb itself
+//!   may already have written its header's recovery flag, which changes no table), so a copy
+//!   never survives a write by pisess, finished or not; removing it before taking the lock
+//!   would let a reader still holding its shared lock put a copy back;
 //! - a copy records the store file's device, inode, size, mtime and ctime as they were when it
 //!   was written, and is used only while the store file still has all five: a store replaced,
-//!   restored or written by anything else is opened as usual;
-//! - a copy that is damaged (its blake3 digest does not match), truncated, of another format or
-//!   of another `sources` table version is ignored, never trusted: the copy can make an import
-//!   cheaper, never change what it does.
+//!   restored or written by anything else is opened as usual. (On a kernel or filesystem with
+//!   coarse timestamps, a write by another program that keeps the file's size and lands in the
+//!   same clock tick as the last one before the copy was made would not be seen; Linux 6.13+
+//!   gives a file whose times were just read a fine-grained time at its next change.)
+//! - a copy that is damaged (its blake3 digest does not match), truncated, of another format,
+//!   of another schema version or of another `sources` table version is ignored, never
+//!   trusted: the copy can make an import cheaper, never change what it does (a store of
+//!   another schema version is refused when opened, so its copy must not answer for it).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::schema::{SOURCES_NAME, SourceStat};
+use crate::schema::{SCHEMA_VERSION, SOURCES_NAME, SourceStat};
 
 /// The first bytes of a copy (format version included).
 const MAGIC: &[u8; 16] = b"pisess-sources\x001";
@@ -68,7 +74,10 @@ impl SourceCopy {
             return None;
         }
         let mut r = Reader { b: body, at: 0 };
-        if r.take(MAGIC.len())? != MAGIC || r.take_str()? != SOURCES_NAME {
+        if r.take(MAGIC.len())? != MAGIC
+            || r.u64()? != SCHEMA_VERSION
+            || r.take_str()? != SOURCES_NAME
+        {
             return None;
         }
         let recorded: Identity = (
@@ -124,6 +133,7 @@ pub fn write(store: &Path, rows: &[(String, SourceStat)]) -> std::io::Result<()>
     };
     let mut b = Vec::with_capacity(128 + rows.iter().map(|r| r.0.len() + 33).sum::<usize>());
     b.extend_from_slice(MAGIC);
+    b.extend_from_slice(&SCHEMA_VERSION.to_le_bytes());
     put_str(&mut b, SOURCES_NAME);
     for v in [id.0, id.1, id.2] {
         b.extend_from_slice(&v.to_le_bytes());
@@ -227,6 +237,40 @@ mod tests {
         remove(&store);
         assert!(SourceCopy::load(&store).is_none(), "removed");
         remove(&store);
+    }
+
+    /// A copy re-sealed (valid digest) after `edit`.
+    fn resealed(good: &[u8], edit: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
+        let mut b = good[..good.len() - 32].to_vec();
+        edit(&mut b);
+        let d = blake3::hash(&b);
+        b.extend_from_slice(d.as_bytes());
+        b
+    }
+
+    #[test]
+    fn a_copy_of_another_schema_or_table_version_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store.redb");
+        std::fs::write(&store, b"x").unwrap();
+        write(&store, &rows()).unwrap();
+        let good = std::fs::read(path_for(&store)).unwrap();
+        std::fs::write(path_for(&store), resealed(&good, |_| {})).unwrap();
+        assert!(SourceCopy::load(&store).is_some(), "re-sealed unchanged");
+        let schema_at = MAGIC.len();
+        std::fs::write(path_for(&store), resealed(&good, |b| b[schema_at] ^= 1)).unwrap();
+        assert!(SourceCopy::load(&store).is_none(), "another schema version");
+        // The table name follows the schema version and its 4-byte length: "sources.v2".
+        let last = schema_at + 8 + 4 + SOURCES_NAME.len() - 1;
+        std::fs::write(path_for(&store), resealed(&good, |b| b[last] = b'9')).unwrap();
+        assert!(SourceCopy::load(&store).is_none(), "another table version");
+        // Rows out of order.
+        let swapped = resealed(&good, |b| {
+            let at = b.windows(12).position(|w| w == b"/a/one.jsonl").unwrap();
+            b[at + 3] = b'z';
+        });
+        std::fs::write(path_for(&store), swapped).unwrap();
+        assert!(SourceCopy::load(&store).is_none(), "rows out of order");
     }
 
     #[test]

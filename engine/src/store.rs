@@ -14,7 +14,7 @@
 //!   [`StoreError::ReadOnly`] and reopens with [`Store::into_writable`]. A store that was not
 //!   closed cleanly (redb needs a repair) is opened for writing instead, which repairs it;
 //! - opening for writing removes the copy of the catalogue beside the store
-//!   ([`crate::source_copy`]) before anything is written.
+//!   ([`crate::source_copy`]) once it holds the exclusive lock, before pisess writes anything.
 
 use std::path::{Path, PathBuf};
 
@@ -136,7 +136,7 @@ impl Store {
     fn open_at(path: PathBuf) -> Result<Self, StoreError> {
         let db = if path.exists() {
             let db = open_db(&path)?;
-            // Before anything is written (the copy never outlives a write: crate::source_copy).
+            // Under the lock, before pisess writes anything (crate::source_copy).
             crate::source_copy::remove(&path);
             db
         } else {
