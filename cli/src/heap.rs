@@ -91,14 +91,15 @@ fn tune() -> bool {
     }
 }
 
-/// Keeps the heap's next blocks out of the 2 MiB range its top (where new blocks come from;
-/// `top`: where a block just taken from it and freed began) lies in, and below `past`: that range was touched before the advice (glibc's bookkeeping of
-/// a thread's arena, the blocks allocated before `main`), and the kernel backs a 2 MiB range
-/// with a huge page only if none of it is mapped yet, so the rest of it would fault in 4 KiB at
-/// a time (512 faults where one would do). Takes one block from the top to just past the next
-/// 2 MiB boundary (or `past`, if later) and never frees it: it costs address space, not memory
-/// (nothing writes it but glibc's header at its start). Done whenever the advice was taken,
-/// whether or not the kernel will back anything with huge pages.
+/// Keeps the heap's next blocks out of the 2 MiB range its top lies in (`top`: where a block
+/// just taken from the top and freed began), and below `past`. That range was touched before
+/// the advice (glibc's bookkeeping of a thread's arena, the blocks allocated before `main`),
+/// and the kernel backs a 2 MiB range with a huge page only if none of it is mapped yet, so the
+/// rest of it would fault in 4 KiB at a time (512 faults where one would do). Takes one block
+/// from the top to just past the next 2 MiB boundary (or `past`, if later) and never frees it:
+/// it costs address space, not memory (nothing writes it but glibc's header at its start).
+/// Done whenever the advice was taken, whether or not the kernel will back anything with huge
+/// pages.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn skip_to_huge_page(top: usize, past: usize) {
     if top == 0 {

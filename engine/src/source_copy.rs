@@ -248,13 +248,20 @@ mod tests {
         b
     }
 
-    #[test]
-    fn a_copy_of_another_schema_or_table_version_is_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("store.redb");
+    /// A stand-in store file in `dir` with a copy of [`rows`] beside it: (the store, the copy's
+    /// bytes).
+    fn store_with_copy(dir: &Path) -> (PathBuf, Vec<u8>) {
+        let store = dir.join("store.redb");
         std::fs::write(&store, b"x").unwrap();
         write(&store, &rows()).unwrap();
         let good = std::fs::read(path_for(&store)).unwrap();
+        (store, good)
+    }
+
+    #[test]
+    fn a_copy_of_another_schema_or_table_version_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, good) = store_with_copy(dir.path());
         std::fs::write(path_for(&store), resealed(&good, |_| {})).unwrap();
         assert!(SourceCopy::load(&store).is_some(), "re-sealed unchanged");
         let schema_at = MAGIC.len();
@@ -276,10 +283,7 @@ mod tests {
     #[test]
     fn a_damaged_or_truncated_copy_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("store.redb");
-        std::fs::write(&store, b"x").unwrap();
-        write(&store, &rows()).unwrap();
-        let good = std::fs::read(path_for(&store)).unwrap();
+        let (store, good) = store_with_copy(dir.path());
         for i in 0..good.len() {
             let mut bad = good.clone();
             bad[i] ^= 0x40;
