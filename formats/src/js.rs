@@ -82,10 +82,23 @@ pub fn needs_escaping(s: &str) -> bool {
     any_needs_escape(s.as_bytes()) && s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
-/// Whether any byte of `bytes` may need escaping ([`needs_escape`], eight bytes at a time: the
-/// last few with the string's last eight bytes, or, in a shorter string, padded with spaces).
+/// Whether any byte of `bytes` may need escaping: 64 bytes at a time, exactly ([`BLOCK`]: a
+/// loop the compiler turns into vector compares), then the rest eight at a time
+/// ([`needs_escape`]: the last few with the rest's last eight bytes, or, in a shorter rest,
+/// padded with spaces).
 #[inline]
 fn any_needs_escape(bytes: &[u8]) -> bool {
+    let mut blocks = bytes.chunks_exact(BLOCK);
+    for block in &mut blocks {
+        // One branch per block: the flags of all its bytes are or-ed, without an early exit.
+        let hit = block.iter().fold(false, |hit, &b| {
+            hit | (b < 0x20) | (b == b'"') | (b == b'\\')
+        });
+        if hit {
+            return true;
+        }
+    }
+    let bytes = blocks.remainder();
     let mut words = bytes.chunks_exact(8);
     let mut w = [0u8; 8];
     for word in &mut words {
@@ -109,6 +122,9 @@ fn any_needs_escape(bytes: &[u8]) -> bool {
     }
     needs_escape(u64::from_le_bytes(w))
 }
+
+/// Bytes [`any_needs_escape`] checks at once in a long string.
+const BLOCK: usize = 64;
 
 /// Whether any byte of `w` is below 0x20, `"` or `\\` (may also say so for a few bytes that
 /// are fine, never the other way round: the caller then looks at each byte).
@@ -265,6 +281,8 @@ mod tests {
     #[test]
     fn needs_escaping_is_exact() {
         let naive = |s: &str| s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+        let long = "abcdefgh".repeat(8);
+        let longer = format!("{long}{long}é😀x");
         let fillers = [
             "",
             "a",
@@ -272,6 +290,9 @@ mod tests {
             "abcdefgh",
             "abcdefghijklmno",
             "é😀\u{7f}\u{2028}x",
+            &long[..63],
+            &long,
+            &longer,
         ];
         let specials = [
             '"', '\\', '\u{0}', '\n', '\u{1f}', ' ', '!', '#', '[', ']', '\u{7f}', 'é',
