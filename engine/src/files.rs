@@ -1364,6 +1364,8 @@ struct Scratch<'a> {
     rows: Vec<JobRow>,
     keys: Vec<(u64, u32, u32)>,
     packed: Vec<u64>,
+    /// [`sort_by_high_half`]'s second buffer.
+    spare: Vec<u64>,
     /// The rows to render, in order.
     order: Vec<u32>,
 }
@@ -2087,7 +2089,9 @@ impl<'s> FileScan<'s> {
             st.packed.extend(st.rows.iter().zip(0u64..).map(|(r, n)| {
                 (r.entry.wrapping_sub(chunk) << 48) | (u64::from(r.index) << 32) | n
             }));
-            st.packed.sort_unstable();
+            // The low half (the row's number) ascends in this order, so a stable sort by the
+            // high half is the sort of the whole number.
+            sort_by_high_half(&mut st.packed, &mut st.spare);
             st.packed.dedup_by_key(|k| *k >> 32);
             st.order.clear();
             st.order
@@ -2181,6 +2185,38 @@ impl<'s> FileScan<'s> {
             }
         }
         Ok(Some(count))
+    }
+}
+
+/// Sorts `v` by the high 32 bits of each number, stably (least significant byte first, one
+/// counting pass per byte, a byte every number shares skipped); `spare` is scratch space. A
+/// job's rows are a few thousand numbers whose high half is two 16-bit keys: three or four
+/// linear passes cost fewer instructions than a comparison sort.
+fn sort_by_high_half(v: &mut Vec<u64>, spare: &mut Vec<u64>) {
+    for shift in [32u32, 40, 48, 56] {
+        let mut counts = [0usize; 256];
+        for &x in v.iter() {
+            counts[((x >> shift) & 0xff) as usize] += 1;
+        }
+        if counts.contains(&v.len()) {
+            continue;
+        }
+        let mut at = 0;
+        for c in &mut counts {
+            let n = *c;
+            *c = at;
+            at += n;
+        }
+        spare.clear();
+        spare.resize(v.len(), 0);
+        for &x in v.iter() {
+            let slot = &mut counts[((x >> shift) & 0xff) as usize];
+            if let Some(d) = spare.get_mut(*slot) {
+                *d = x;
+            }
+            *slot += 1;
+        }
+        std::mem::swap(v, spare);
     }
 }
 
@@ -2480,6 +2516,36 @@ impl Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The radix sort of a job's packed rows gives what a comparison sort of the whole numbers
+    /// gives, on rows in any order, with repeated keys, and with bytes every row shares.
+    #[test]
+    fn sorting_by_the_high_half_equals_sorting_the_numbers() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut spare = Vec::new();
+        for (n, mask) in [
+            (0usize, u64::MAX),
+            (1, u64::MAX),
+            (2, u64::MAX),
+            (1000, u64::MAX),
+            (1000, 0xff),
+            (5000, 0xffff_0000),
+            (5000, 0x0000_00ff_0000_00ff),
+            (300, 0),
+        ] {
+            let mut v: Vec<u64> = (0..n as u64).map(|i| ((next() & mask) << 32) | i).collect();
+            let mut want = v.clone();
+            want.sort_unstable();
+            sort_by_high_half(&mut v, &mut spare);
+            assert_eq!(v, want, "{n} rows, mask {mask:#x}");
+        }
+    }
 
     fn hit(entry: u64, index: u32, name: &str, strs: [Option<&str>; 3]) -> BlockHit {
         BlockHit {
