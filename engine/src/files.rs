@@ -374,7 +374,7 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-#[inline]
+#[inline(always)]
 fn take_bytes<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
     let len = usize::try_from(take_varint(b, pos)?).ok()?;
     let end = pos.checked_add(len)?;
@@ -2207,7 +2207,7 @@ fn sort_by_high_half(v: &mut Vec<u64>, spare: &mut Vec<u64>) {
             *c = at;
             at += n;
         }
-        spare.clear();
+        // Every slot is written below: only a length change needs filling.
         spare.resize(v.len(), 0);
         for &x in v.iter() {
             let slot = &mut counts[((x >> shift) & 0xff) as usize];
