@@ -134,12 +134,7 @@ impl Store {
     }
 
     fn open_at(path: PathBuf) -> Result<Self, StoreError> {
-        let db = if path.exists() {
-            let db = open_db(&path)?;
-            // Under the lock, before pisess writes anything (crate::source_copy).
-            crate::source_copy::remove(&path);
-            db
-        } else {
+        if !path.exists() {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
                     path: dir.to_path_buf(),
@@ -147,11 +142,11 @@ impl Store {
                 })?;
             }
             Self::create_atomically(&path)?;
-            let db = open_db(&path)?;
-            // (A copy left by a store that was deleted: its identity cannot match, but go.)
-            crate::source_copy::remove(&path);
-            db
-        };
+        }
+        let db = open_db(&path)?;
+        // Under the lock, before pisess writes anything (crate::source_copy); for a new store,
+        // a copy left by one that was deleted (its identity could not match anyway).
+        crate::source_copy::remove(&path);
         let store = Self {
             db: Db::Write(db),
             path,

@@ -363,10 +363,10 @@ fn the_copy_of_the_catalogue_answers_as_the_store_until_anything_changes() {
     };
     let store = Store::open(&path).unwrap();
     assert_eq!(import(&store, &folder).count(Outcome::New), 3);
-    // Nor does an unchanged import on a writable store (redb may still write on closing it).
     assert_eq!(import(&store, &folder).count(Outcome::Unchanged), 3);
     store.close().unwrap();
-    // A writing import leaves no copy (redb writes on closing a writable store).
+    // Neither the writing import nor the unchanged one on the writable store left a copy
+    // (redb may write on closing a writable store).
     assert!(!path_for(&path).exists());
     assert!(Store::unchanged_by_copy(&path, &folder).is_none());
 
