@@ -9,7 +9,8 @@
 #              the 1 GiB session above a process that reads nothing (< 64 MiB)
 #   import     cold import of the corpus (20 top-level files, ~128 MB) vs the parse floor
 #              (serde_json::Value per line, one file per process, summed, / 2 = ideal 2-thread
-#              rayon), `jq -c .` over the same files, and `oracle load` of every file
+#              rayon; also measured: a real rayon + Value parse on a 2-thread pool, summed), `jq -c .`
+#              over the same files, and `oracle load` of every file
 #   reimport   a folder of COPIES copies of the corpus (~1 GB): store size vs its bytes, and
 #              re-import of the unchanged folder vs `cat` of its bytes (issue 3: >= 50x)
 #   context    `pisess context --json` at the leaf of the corpus's biggest file vs `oracle context`

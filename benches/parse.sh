@@ -3,7 +3,8 @@
 #
 #  1. parse throughput of the corpus file 15-large-50000.jsonl: the serde_json::Value baseline,
 #     pisess's SessionReader on one core (ratio, target >= 2x), and the parallel chunk reader on
-#     explicit 1- and 2-thread rayon pools (speed-up);
+#     explicit 1- and 2-thread rayon pools (speed-up), and a rayon + Value parse on 2 threads
+#     (issue 3's parse floor measured, against the idealised one-thread time / 2);
 #  2. peak RSS of reading a generated 1 GiB session with SessionReader, above a baseline process
 #     that reads nothing (the same binary with --no-read); target < 64 MiB. The same binary on
 #     a 64 KiB session shows the reader's fixed cost (its 4 MiB chunk buffer).

@@ -66,6 +66,7 @@ const TYPED_MEM: usize = 3;
 const PAR1: usize = 4;
 const PAR2: usize = 5;
 const SPLIT: usize = 6;
+const VALUE_PAR2: usize = 7;
 
 fn run() -> anyhow::Result<()> {
     let mut file = None;
@@ -123,6 +124,10 @@ fn run() -> anyhow::Result<()> {
             "split/file",
             "ChunkReader(File) + line split only, no parsing",
         ),
+        Variant::new(
+            "value/2 threads",
+            "ChunkReader(File) + from_slice::<Value> per line, 2-thread pool",
+        ),
     ];
     let one = |i: usize| -> anyhow::Result<(f64, f64, Tally)> {
         let cpu0 = measure::process_cpu_ns().unwrap_or(0);
@@ -134,6 +139,7 @@ fn run() -> anyhow::Result<()> {
             TYPED_MEM => measure::typed_reader(&buf[..])?,
             PAR1 => measure::typed_parallel(&path, &pool1, chunk_size)?,
             PAR2 => measure::typed_parallel(&path, &pool2, chunk_size)?,
+            VALUE_PAR2 => measure::value_parallel(&path, &pool2, chunk_size)?,
             _ => measure::split_only(&path)?,
         };
         let wall = start.elapsed().as_secs_f64();
@@ -196,11 +202,11 @@ fn run() -> anyhow::Result<()> {
     );
     println!();
     println!(
-        "{:<13} {:>7} {:>7} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}  what",
+        "{:<15} {:>7} {:>7} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}  what",
         "", "wall ms", "wall ms", "MB/s", "MB/s", "x base", "x base", "cpu ms", "x base"
     );
     println!(
-        "{:<13} {:>7} {:>7} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}",
+        "{:<15} {:>7} {:>7} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}",
         "variant", "min", "median", "best", "median", "median", "best", "median", "cpu"
     );
     for (i, v) in variants.iter().enumerate() {
@@ -220,7 +226,7 @@ fn run() -> anyhow::Result<()> {
             format!("{:>7} {:>7}", "-", "-")
         };
         println!(
-            "{:<13} {:>7.1} {:>7.1} {:>6.0} {:>6.0} {:>6.2}x {:>6.2}x {cpu}  {}",
+            "{:<15} {:>7.1} {:>7.1} {:>6.0} {:>6.0} {:>6.2}x {:>6.2}x {cpu}  {}",
             v.name,
             min(&v.wall) * 1e3,
             median(&v.wall) * 1e3,
@@ -262,6 +268,13 @@ fn run() -> anyhow::Result<()> {
         median(&cores),
         c(PAR2) / c(PAR1),
         100.0 * c(SPLIT) / c(PAR1)
+    );
+    println!(
+        "the parse floor measured (rayon + Value, 2 threads) vs idealised (1 thread / 2): wall \
+         {:.2}x (median), {:.2}x (best); cpu {:.2}x",
+        w(VALUE_PAR2) / (w(VALUE_FILE) / 2.0),
+        b(VALUE_PAR2) / (b(VALUE_FILE) / 2.0),
+        c(VALUE_PAR2) / c(VALUE_FILE)
     );
     Ok(())
 }
