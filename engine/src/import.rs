@@ -25,9 +25,11 @@
 //!   never depends on how the file was read in pieces;
 //! - lines are parsed in parallel (rayon) a chunk at a time; all writes come from this thread;
 //! - each tree node's outline row ([`crate::outline`]) is worked out with the parse (from the
-//!   typed view, a second parse only for the rare entries it cannot describe) and written in
-//!   file order; an append reopens the session's last, partial block, so the blocks are the
-//!   same as those of a single import of the whole file.
+//!   typed view, a second parse only for the rare entries it cannot describe), added to the
+//!   outline blocks by the worker that prepares the chunk (the keys a chunk's rows will get are
+//!   counted ahead, and the writer checks them), and the blocks are written in file order; an
+//!   append reopens the session's last, partial block, so the blocks are the same as those of
+//!   a single import of the whole file, in chunks of any size.
 //!
 //! The prefix check hashes two windows instead of the whole prefix so that importing an append
 //! to a 1 GB file costs about as much as importing the appended bytes; pi only ever appends or
@@ -610,11 +612,15 @@ impl Store {
         });
         let mut st = FileState::new(s, rec, start, canon);
         st.migrated_from = content.migrated_from;
-        // The open block of rows: the session's last one when this append continues it.
+        // The open blocks of rows and of the outline: the session's last ones when this
+        // append continues them.
         let mut carry = RowBlockBuilder::new();
+        let mut outline_open = None;
         st.rows_first = w.next_entry;
+        // The key of the next chunk's first row.
+        let mut next_key = w.next_entry;
         if st.append {
-            st.block = w.open_outline(s)?;
+            outline_open = w.open_outline(s)?;
             if let Some((first, b)) = w.open_rows(s)? {
                 st.rows_first = first;
                 carry = b;
@@ -625,53 +631,86 @@ impl Store {
         let mut first = true;
         // Line numbers from the reader count from the start offset.
         let line_base = st.rec.lines;
-        // Chunks are pipelined: while this thread writes chunk k, a worker parses, hashes,
-        // compresses and serialises chunk k+1 (on the rayon pool). Until the header is found
-        // each chunk is prepared and classified on its own first (header detection is serial).
+        // Chunks are pipelined: while this thread writes chunk k, a worker reads chunk k+1 and
+        // parses, hashes, compresses and serialises it and builds its outline blocks (on the
+        // rayon pool). Until the header is found each chunk is read, prepared and classified
+        // on its own first (header detection is serial).
         let mut pending: Option<Prepared> = None;
         loop {
-            let chunk = match reader.next_chunk() {
-                Ok(Some(c)) => c,
-                Ok(None) => break,
-                Err(e) => return Ok(Err(io(e))),
-            };
-            let bom = first && start == 0 && reader.had_bom();
-            first = false;
             let prepared = if st.header_pending {
+                let chunk = match reader.next_chunk() {
+                    Ok(Some(c)) => c,
+                    Ok(None) => break,
+                    Err(e) => return Ok(Err(io(e))),
+                };
+                let bom = first && start == 0 && reader.had_bom();
+                first = false;
                 if let Some(p) = pending.take()
                     && w.write_prepared(&mut st, p, progress)?.is_err()
                 {
                     return Ok(Ok(Err(Conflict)));
                 }
-                let mut p = prepare_chunk(&chunk, s.0, start, line_base, bom, None)?;
+                let mut p = prepare_chunk(&chunk, s.0, start, line_base, bom, next_key, None)?;
                 if let Err(e) = st.classify(&mut p.rows) {
                     return Ok(Err(e));
                 }
                 (p.blocks, carry) = encode_rows(&mut p.rows, std::mem::take(&mut carry))?;
+                (p.outline, outline_open) = outline_rows(&mut p.rows, next_key, outline_open)?;
+                next_key += p.rows.len() as u64;
                 p
             } else {
+                // The worker reads the next chunk too: reading is a tenth of this thread's
+                // work on a large file, and the writer is the slower side.
                 let prev = pending.take();
-                let open = std::mem::take(&mut carry);
-                let chunk = &chunk;
-                let (prepared, written) = std::thread::scope(|scope| {
-                    let worker = scope.spawn(move || {
-                        prepare_chunk(chunk, s.0, start, line_base, bom, Some(open))
+                let open = (std::mem::take(&mut carry), outline_open.take());
+                let reader = &mut reader;
+                let was_first = first;
+                first = false;
+                let (next, written) = std::thread::scope(|scope| {
+                    let worker = scope.spawn(move || match reader.next_chunk() {
+                        Ok(Some(chunk)) => {
+                            let bom = was_first && start == 0 && reader.had_bom();
+                            Next::Chunk(prepare_chunk(
+                                &chunk,
+                                s.0,
+                                start,
+                                line_base,
+                                bom,
+                                next_key,
+                                Some(open),
+                            ))
+                        }
+                        Ok(None) => Next::End(open),
+                        Err(e) => Next::Io(e),
                     });
                     let written = match prev {
                         Some(p) => w.write_prepared(&mut st, p, progress),
                         None => Ok(Ok(())),
                     };
-                    let prepared = worker.join().unwrap_or_else(|_| {
-                        Err(StoreError::Inconsistent("an import worker panicked".into()))
+                    let next = worker.join().unwrap_or_else(|_| {
+                        Next::Chunk(Err(StoreError::Inconsistent(
+                            "an import worker panicked".into(),
+                        )))
                     });
-                    (prepared, written)
+                    (next, written)
                 });
                 if written?.is_err() {
                     return Ok(Ok(Err(Conflict)));
                 }
-                let mut p = prepared?;
-                carry = std::mem::take(&mut p.carry);
-                p
+                match next {
+                    Next::Chunk(prepared) => {
+                        let mut p = prepared?;
+                        carry = std::mem::take(&mut p.carry);
+                        outline_open = p.outline_open.take();
+                        next_key += p.rows.len() as u64;
+                        p
+                    }
+                    Next::End(open) => {
+                        (carry, outline_open) = open;
+                        break;
+                    }
+                    Next::Io(e) => return Ok(Err(io(e))),
+                }
             };
             pending = Some(prepared);
         }
@@ -703,6 +742,7 @@ impl Store {
                 w.next_entry
             )));
         }
+        st.block = outline_open;
         w.flush_outline(&mut st)?;
         w.link(&mut st)?;
         if let Some(run) = st.run {
@@ -738,6 +778,19 @@ impl Store {
     }
 }
 
+/// What an import worker found next in the file.
+enum Next {
+    /// The next chunk, prepared.
+    Chunk(Result<Prepared, StoreError>),
+    /// The end of the file; the open blocks it was given, unchanged.
+    End(Open),
+    /// Reading failed.
+    Io(std::io::Error),
+}
+
+/// A finished outline block: (its first key, stored value).
+type FinishedOutline = (u64, Vec<u8>);
+
 /// A finished block of rows: (rows, stored value).
 type FinishedBlock = (u64, Vec<u8>);
 
@@ -749,6 +802,12 @@ struct Prepared {
     blocks: Vec<FinishedBlock>,
     /// The block left open after this chunk's rows.
     carry: RowBlockBuilder,
+    /// The key of the chunk's first row (every row gets the next key).
+    first_key: u64,
+    /// The outline blocks this chunk completed.
+    outline: Vec<FinishedOutline>,
+    /// The outline block left open after this chunk's nodes.
+    outline_open: Option<BlockBuilder>,
     /// Physical lines in the chunk.
     lines: u64,
     /// Whether the chunk's last line ends with a newline.
@@ -757,16 +816,21 @@ struct Prepared {
     bytes: u64,
 }
 
-/// Parses a chunk's lines into rows (in parallel); given the open block of rows (`carry`),
-/// also hashes, serialises and adds them to blocks (only once the header is known:
-/// classification may change rows).
+/// The blocks a chunk continues: the open block of rows and the open outline block.
+type Open = (RowBlockBuilder, Option<BlockBuilder>);
+
+/// Parses a chunk's lines into rows (in parallel), whose keys will start at `first_key`;
+/// given the open blocks, also hashes, serialises and adds the rows to blocks, and the nodes
+/// to outline blocks ([`outline_rows`]) (only once the header is known: classification may
+/// change rows).
 fn prepare_chunk(
     chunk: &pisess_formats::reader::Chunk,
     session: u64,
     start: u64,
     line_base: u64,
     bom: bool,
-    carry: Option<RowBlockBuilder>,
+    first_key: u64,
+    open: Option<Open>,
 ) -> Result<Prepared, StoreError> {
     let lines: Vec<Line<'_>> = chunk.lines().collect();
     let drafts: Vec<Vec<Draft>> = lines
@@ -784,18 +848,60 @@ fn prepare_chunk(
         r.rec.raw = raw;
         r.rec.offset = 0;
     }
-    let (blocks, carry) = match carry {
-        Some(c) => encode_rows(&mut rows, c)?,
-        None => (Vec::new(), RowBlockBuilder::new()),
+    let ((blocks, carry), (outline, outline_open)) = match open {
+        Some((c, o)) => (
+            encode_rows(&mut rows, c)?,
+            outline_rows(&mut rows, first_key, o)?,
+        ),
+        None => ((Vec::new(), RowBlockBuilder::new()), (Vec::new(), None)),
     };
     Ok(Prepared {
         rows,
         blocks,
         carry,
+        first_key,
+        outline,
+        outline_open,
         lines: lines.len() as u64,
         last_terminated: lines.last().map(|l| l.terminated),
         bytes: chunk.len() as u64 + if bom { 3 } else { 0 },
     })
+}
+
+/// Adds the nodes among `rows` (keys from `first_key`) to the open outline block `open`,
+/// cutting a block where it is full, and encodes the finished blocks (in parallel). Returns
+/// them, (first key, value), and the block left open. Done with the parse rather than by the
+/// writer: the writer is the slower side of a large file's import.
+fn outline_rows(
+    rows: &mut [Draft],
+    first_key: u64,
+    mut open: Option<BlockBuilder>,
+) -> Result<(Vec<FinishedOutline>, Option<BlockBuilder>), StoreError> {
+    let mut full = Vec::new();
+    for (r, key) in rows.iter_mut().zip(first_key..) {
+        let Some(id) = r.rec.id.as_deref() else {
+            continue;
+        };
+        let node = r.facts.node.take().unwrap_or_default();
+        let b = open.get_or_insert_with(|| BlockBuilder::new(key));
+        b.push(&RowIn {
+            key,
+            id,
+            timestamp: r.rec.timestamp.as_deref(),
+            parent_id: node.parent_id(r.rec.parent_id.as_deref()),
+            facts: node.facts.as_ref(),
+        });
+        if b.is_full()
+            && let Some(b) = open.take()
+        {
+            full.push(b);
+        }
+    }
+    let blocks = full
+        .into_par_iter()
+        .map(|b| Ok((b.first_key(), b.encode()?)))
+        .collect::<Result<_, StoreError>>()?;
+    Ok((blocks, open))
 }
 
 /// Hashes and serialises each row (in parallel), adds them in order to the open block
@@ -1205,6 +1311,12 @@ impl<'t> Writer<'t> {
         p: Prepared,
         progress: &mut dyn FnMut(ImportEvent<'_>),
     ) -> Result<Result<(), Conflict>, StoreError> {
+        if p.first_key != self.next_entry {
+            return Err(StoreError::Inconsistent(format!(
+                "a chunk prepared for key {} written at key {}",
+                p.first_key, self.next_entry
+            )));
+        }
         if let Some(t) = p.last_terminated {
             st.ends_with_newline = t;
         }
@@ -1216,6 +1328,9 @@ impl<'t> Writer<'t> {
         }
         for (rows, bytes) in &p.blocks {
             self.write_block(st, *rows, bytes)?;
+        }
+        for (first, bytes) in &p.outline {
+            self.write_outline(st.s, *first, bytes)?;
         }
         progress(ImportEvent::Bytes(p.bytes));
         Ok(Ok(()))
@@ -1249,7 +1364,6 @@ impl<'t> Writer<'t> {
                     ops,
                 )?;
             }
-            let node = row.facts.node.take();
             let rec = row.rec;
             if rec.kind == RowKind::Entry
                 && let Some(v) = schema::setting_of(rec.type_name.as_deref())
@@ -1270,18 +1384,8 @@ impl<'t> Writer<'t> {
                         return Ok(Err(Conflict));
                     }
                 }
-                // `entry_ids` is written by `link`, in id order.
-                let node = node.unwrap_or_default();
-                self.push_outline(
-                    st,
-                    &RowIn {
-                        key,
-                        id: &id,
-                        timestamp: rec.timestamp.as_deref(),
-                        parent_id: node.parent_id(rec.parent_id.as_deref()),
-                        facts: node.facts.as_ref(),
-                    },
-                )?;
+                // `entry_ids` is written by `link`, in id order; the outline row was made
+                // with the parse (`outline_rows`).
                 st.nodes.push(Node {
                     key,
                     id,
@@ -1408,27 +1512,21 @@ impl<'t> Writer<'t> {
         Ok(())
     }
 
-    /// Adds a node to the session's open outline block, writing the block when it is full.
-    fn push_outline(&mut self, st: &mut FileState<'_>, row: &RowIn<'_>) -> Result<(), StoreError> {
-        let b = st.block.get_or_insert_with(|| BlockBuilder::new(row.key));
-        b.push(row);
-        if b.is_full() {
-            self.flush_outline(st)?;
+    /// Writes the session's open outline block.
+    fn flush_outline(&mut self, st: &mut FileState<'_>) -> Result<(), StoreError> {
+        if let Some(b) = st.block.take() {
+            self.write_outline(st.s, b.first_key(), &b.encode()?)?;
         }
         Ok(())
     }
 
-    /// Writes the session's open outline block.
-    fn flush_outline(&mut self, st: &mut FileState<'_>) -> Result<(), StoreError> {
-        if let Some(b) = st.block.take() {
-            let bytes = b.encode()?;
-            let (s, first) = (st.s.0, b.first_key());
-            // A reopened block may now need fewer parts than were stored.
-            self.outline
-                .retain_in((s, first, 0)..=(s, first, u32::MAX), |_, _| false)?;
-            for (i, part) in crate::outline::parts(&bytes) {
-                self.outline.insert((s, first, i), part)?;
-            }
+    /// Stores session `s`'s outline block that starts at key `first`, encoded as `bytes`.
+    fn write_outline(&mut self, s: SessionKey, first: u64, bytes: &[u8]) -> Result<(), StoreError> {
+        // A reopened block may now need fewer parts than were stored.
+        self.outline
+            .retain_in((s.0, first, 0)..=(s.0, first, u32::MAX), |_, _| false)?;
+        for (i, part) in crate::outline::parts(bytes) {
+            self.outline.insert((s.0, first, i), part)?;
         }
         Ok(())
     }
