@@ -659,8 +659,9 @@ impl Store {
                 next_key += p.rows.len() as u64;
                 p
             } else {
-                // The worker reads the next chunk too: reading is a tenth of this thread's
-                // work on a large file, and the writer is the slower side.
+                // The worker reads the next chunk too, which takes a tenth of the writer
+                // thread's work off it on a large file (the wall did not move: the chunk loop is
+                // bound by the CPU of both cores; README, session 17).
                 let prev = pending.take();
                 let open = (std::mem::take(&mut carry), outline_open.take());
                 let reader = &mut reader;
@@ -871,7 +872,8 @@ fn prepare_chunk(
 /// Adds the nodes among `rows` (keys from `first_key`) to the open outline block `open`,
 /// cutting a block where it is full, and encodes the finished blocks (in parallel). Returns
 /// them, (first key, value), and the block left open. Done with the parse rather than by the
-/// writer: the writer is the slower side of a large file's import.
+/// writer, whose thread also works alone at the end of each file (it took a seventh of that
+/// thread's CPU).
 fn outline_rows(
     rows: &mut [Draft],
     first_key: u64,
