@@ -209,35 +209,31 @@ def oracle(*args):
     return lambda: run([ORACLE, *args])
 
 
-def floor_files(files):
-    """Sum over files of pisess-bench-parse's own timer (Value parse, one file per process);
-    / 2 = a perfectly scaling 2-thread rayon + serde_json::Value parse."""
+def parse_sum(files, variant, divide):
+    """Sum over files of pisess-bench-parse's own timer for `variant` (one file per process),
+    the wall divided by `divide`, as a bench() subject."""
     def f():
         wall = cpu = 0.0
-        rss = 0
         for path in files:
-            out = subprocess.run([PARSE, "--file", path, "--runs", "1", "--only", "value/file"],
+            out = subprocess.run([PARSE, "--file", path, "--runs", "1", "--only", variant],
                                  capture_output=True, text=True, check=True).stdout
             mm = re.search(r"wall ([0-9.]+) ms, cpu ([0-9.]+) ms", out)
             wall += float(mm.group(1)) / 1e3
             cpu += float(mm.group(2)) / 1e3
-        return wall / 2, cpu, rss
+        return wall / divide, cpu, 0
     return f
+
+
+def floor_files(files):
+    """One thread's Value parse of each file, summed, / 2 = a perfectly scaling 2-thread
+    rayon + serde_json::Value parse (the idealised floor)."""
+    return parse_sum(files, "value/file", 2)
 
 
 def floor_par_files(files):
-    """Sum over files of pisess-bench-parse's own timer for a real rayon + serde_json::Value
-    parse on a 2-thread pool (one file per process): issue 3's floor as worded, measured."""
-    def f():
-        wall = cpu = 0.0
-        for path in files:
-            out = subprocess.run([PARSE, "--file", path, "--runs", "1", "--only", "value/2 threads"],
-                                 capture_output=True, text=True, check=True).stdout
-            mm = re.search(r"wall ([0-9.]+) ms, cpu ([0-9.]+) ms", out)
-            wall += float(mm.group(1)) / 1e3
-            cpu += float(mm.group(2)) / 1e3
-        return wall, cpu, 0
-    return f
+    """A real rayon + serde_json::Value parse of each file on a 2-thread pool, summed: issue 3's
+    floor as worded, measured."""
+    return parse_sum(files, "value/2 threads", 1)
 
 
 def skip(name):

@@ -181,12 +181,23 @@ pub fn typed_parallel(
     pool: &rayon::ThreadPool,
     chunk_size: usize,
 ) -> io::Result<Tally> {
+    chunks_parallel(path, pool, chunk_size, parse_chunk)
+}
+
+/// The chunks of `path` pulled by the threads of `pool` and tallied by `tally`, the totals
+/// summed.
+fn chunks_parallel(
+    path: &Path,
+    pool: &rayon::ThreadPool,
+    chunk_size: usize,
+    tally: impl Fn(&Chunk) -> Tally + Sync + Send,
+) -> io::Result<Tally> {
     let file = File::open(path)?;
     pool.install(|| {
         let mut reader = ChunkReader::with_chunk_size(file, chunk_size);
         std::iter::from_fn(move || reader.next_chunk().transpose())
             .par_bridge()
-            .map(|chunk| chunk.map(|c| parse_chunk(&c)))
+            .map(|chunk| chunk.map(|c| tally(&c)))
             .try_reduce(Tally::default, |a, b| Ok(a.add(b)))
     })
 }
@@ -200,31 +211,22 @@ pub fn value_parallel(
     pool: &rayon::ThreadPool,
     chunk_size: usize,
 ) -> io::Result<Tally> {
-    let file = File::open(path)?;
-    pool.install(|| {
-        let mut reader = ChunkReader::with_chunk_size(file, chunk_size);
-        std::iter::from_fn(move || reader.next_chunk().transpose())
-            .par_bridge()
-            .map(|chunk| {
-                chunk.map(|c| {
-                    let lines: Vec<&[u8]> = c.lines().map(|l| l.bytes).collect();
-                    lines
-                        .par_iter()
-                        .map(|l| {
-                            let mut t = Tally {
-                                lines: 1,
-                                ..Tally::default()
-                            };
-                            match serde_json::from_slice::<Value>(l) {
-                                Ok(v) => tally_value(&mut t, &v),
-                                Err(_) => t.failed += 1,
-                            }
-                            t
-                        })
-                        .reduce(Tally::default, Tally::add)
-                })
+    chunks_parallel(path, pool, chunk_size, |c| {
+        let lines: Vec<&[u8]> = c.lines().map(|l| l.bytes).collect();
+        lines
+            .par_iter()
+            .map(|l| {
+                let mut t = Tally {
+                    lines: 1,
+                    ..Tally::default()
+                };
+                match serde_json::from_slice::<Value>(l) {
+                    Ok(v) => tally_value(&mut t, &v),
+                    Err(_) => t.failed += 1,
+                }
+                t
             })
-            .try_reduce(Tally::default, |a, b| Ok(a.add(b)))
+            .reduce(Tally::default, Tally::add)
     })
 }
 
