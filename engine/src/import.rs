@@ -654,8 +654,9 @@ impl Store {
                 if let Err(e) = st.classify(&mut p.rows) {
                     return Ok(Err(e));
                 }
-                (p.blocks, carry) = encode_rows(&mut p.rows, std::mem::take(&mut carry))?;
-                (p.outline, outline_open) = outline_rows(&mut p.rows, next_key, outline_open)?;
+                p.seal((std::mem::take(&mut carry), outline_open.take()))?;
+                carry = std::mem::take(&mut p.carry);
+                outline_open = p.outline_open.take();
                 next_key += p.rows.len() as u64;
                 p
             } else {
@@ -849,24 +850,33 @@ fn prepare_chunk(
         r.rec.raw = raw;
         r.rec.offset = 0;
     }
-    let ((blocks, carry), (outline, outline_open)) = match open {
-        Some((c, o)) => (
-            encode_rows(&mut rows, c)?,
-            outline_rows(&mut rows, first_key, o)?,
-        ),
-        None => ((Vec::new(), RowBlockBuilder::new()), (Vec::new(), None)),
-    };
-    Ok(Prepared {
+    let mut p = Prepared {
         rows,
-        blocks,
-        carry,
+        blocks: Vec::new(),
+        carry: RowBlockBuilder::new(),
         first_key,
-        outline,
-        outline_open,
+        outline: Vec::new(),
+        outline_open: None,
         lines: lines.len() as u64,
         last_terminated: lines.last().map(|l| l.terminated),
         bytes: chunk.len() as u64 + if bom { 3 } else { 0 },
-    })
+    };
+    if let Some(open) = open {
+        p.seal(open)?;
+    }
+    Ok(p)
+}
+
+impl Prepared {
+    /// Adds the rows to blocks ([`encode_rows`]) and the nodes to outline blocks
+    /// ([`outline_rows`]), continuing the `open` ones; the blocks left open are `carry` and
+    /// `outline_open`.
+    fn seal(&mut self, (carry, outline_open): Open) -> Result<(), StoreError> {
+        (self.blocks, self.carry) = encode_rows(&mut self.rows, carry)?;
+        (self.outline, self.outline_open) =
+            outline_rows(&mut self.rows, self.first_key, outline_open)?;
+        Ok(())
+    }
 }
 
 /// Adds the nodes among `rows` (keys from `first_key`) to the open outline block `open`,
