@@ -744,8 +744,7 @@ impl Store {
                 w.next_entry
             )));
         }
-        st.block = outline_open;
-        w.flush_outline(&mut st)?;
+        w.flush_outline(s, outline_open)?;
         w.link(&mut st)?;
         if let Some(run) = st.run {
             w.add_run(s, run)?;
@@ -895,19 +894,14 @@ fn outline_rows(
             continue;
         };
         let node = r.facts.node.take().unwrap_or_default();
-        let b = open.get_or_insert_with(|| BlockBuilder::new(key));
-        b.push(&RowIn {
+        let row = RowIn {
             key,
             id,
             timestamp: r.rec.timestamp.as_deref(),
             parent_id: node.parent_id(r.rec.parent_id.as_deref()),
             facts: node.facts.as_ref(),
-        });
-        if b.is_full()
-            && let Some(b) = open.take()
-        {
-            full.push(b);
-        }
+        };
+        full.extend(BlockBuilder::push_into(&mut open, &row));
     }
     let blocks = full
         .into_par_iter()
@@ -973,8 +967,6 @@ struct FileState<'p> {
     append: bool,
     /// The source's version when the rows come from its migrated copy.
     migrated_from: Option<f64>,
-    /// The session's outline block being filled.
-    block: Option<BlockBuilder>,
     /// The key of the first row of the open block of rows.
     rows_first: u64,
 }
@@ -995,7 +987,6 @@ impl<'p> FileState<'p> {
             nodes: Vec::new(),
             append: start > 0,
             migrated_from: None,
-            block: None,
             rows_first: 0,
         }
     }
@@ -1524,10 +1515,14 @@ impl<'t> Writer<'t> {
         Ok(())
     }
 
-    /// Writes the session's open outline block.
-    fn flush_outline(&mut self, st: &mut FileState<'_>) -> Result<(), StoreError> {
-        if let Some(b) = st.block.take() {
-            self.write_outline(st.s, b.first_key(), &b.encode()?)?;
+    /// Writes session `s`'s open outline block, if any.
+    fn flush_outline(
+        &mut self,
+        s: SessionKey,
+        open: Option<BlockBuilder>,
+    ) -> Result<(), StoreError> {
+        if let Some(b) = open {
+            self.write_outline(s, b.first_key(), &b.encode()?)?;
         }
         Ok(())
     }

@@ -376,6 +376,15 @@ impl BlockBuilder {
         self.rows == 0
     }
 
+    /// Adds `row` to the open block `open`, starting one at the row's key when there is none;
+    /// returns the block when that filled it (`open` is then empty), so that the blocks are
+    /// cut in the same places however the rows are fed.
+    pub fn push_into(open: &mut Option<Self>, row: &RowIn<'_>) -> Option<Self> {
+        let b = open.get_or_insert_with(|| Self::new(row.key));
+        b.push(row);
+        if b.is_full() { open.take() } else { None }
+    }
+
     /// Whether the block is full.
     pub fn is_full(&self) -> bool {
         self.rows >= BLOCK_ROWS
@@ -1767,17 +1776,14 @@ impl Snapshot {
                         .map(|en| NodeFacts::of(j, &en))
                 })
                 .unwrap_or_default();
-            let b = block.get_or_insert_with(|| BlockBuilder::new(e.0));
-            b.push(&RowIn {
+            let row = RowIn {
                 key: e.0,
                 id: &id,
                 timestamp: ts.as_deref(),
                 parent_id: facts.parent_id(parent.as_deref()),
                 facts: facts.facts.as_ref(),
-            });
-            if b.is_full()
-                && let Some(b) = block.take()
-            {
+            };
+            if let Some(b) = BlockBuilder::push_into(&mut block, &row) {
                 out.push((b.first_key(), b.encode().map_err(|e| outline_err(s, &e))?));
             }
         }
