@@ -626,8 +626,10 @@ impl Store {
                 carry = b;
             }
         }
-        let mut reader =
-            ChunkReader::with_chunk_size(file.take(content.size - start), opts.chunk_size);
+        let mut reader = ChunkReader::with_chunk_size(
+            SourceBytes::new(file.take(content.size - start), content.path),
+            opts.chunk_size,
+        );
         let mut first = true;
         // Line numbers from the reader count from the start offset.
         let line_base = st.rec.lines;
@@ -776,6 +778,42 @@ impl Store {
             entries_added: st.entries_added,
             error: None,
         })))
+    }
+}
+
+/// What an import reads of a source file: its bytes from where the import starts to the size
+/// the file had when it was looked at. In this crate's own tests a read can be made to fail
+/// part-way (`tests::fail_reads`), which no real file on this machine can be made to do.
+struct SourceBytes {
+    inner: std::io::Take<File>,
+    /// Bytes left before every read fails (tests only).
+    #[cfg(test)]
+    fail_after: Option<u64>,
+}
+
+impl SourceBytes {
+    fn new(inner: std::io::Take<File>, _path: &Path) -> Self {
+        Self {
+            inner,
+            #[cfg(test)]
+            fail_after: tests::failing_after(_path),
+        }
+    }
+}
+
+impl Read for SourceBytes {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        #[cfg(test)]
+        if let Some(left) = &mut self.fail_after {
+            if *left == 0 {
+                return Err(std::io::Error::other("injected read error"));
+            }
+            let n = buf.len().min(usize::try_from(*left).unwrap_or(usize::MAX));
+            let got = self.inner.read(&mut buf[..n])?;
+            *left -= got as u64;
+            return Ok(got);
+        }
+        self.inner.read(buf)
     }
 }
 
@@ -2150,6 +2188,165 @@ pub fn iso_to_ms(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Files whose reads fail once this many of their bytes were read ([`SourceBytes`]).
+    static FAILING: std::sync::Mutex<Vec<(PathBuf, u64)>> = std::sync::Mutex::new(Vec::new());
+
+    /// The bytes of `path` an import reads before its reads fail, if they are to.
+    pub(super) fn failing_after(path: &Path) -> Option<u64> {
+        let list = FAILING.lock().unwrap_or_else(|e| e.into_inner());
+        list.iter().find(|(p, _)| p == path).map(|&(_, n)| n)
+    }
+
+    /// Makes every read of `path` fail once `after` bytes were read (`None`: never).
+    fn fail_reads(path: &Path, after: Option<u64>) {
+        let path = std::fs::canonicalize(path).unwrap();
+        let mut list = FAILING.lock().unwrap_or_else(|e| e.into_inner());
+        list.retain(|(p, _)| *p != path);
+        if let Some(n) = after {
+            list.push((path, n));
+        }
+    }
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/sessions");
+        std::fs::read(dir.join(name)).unwrap()
+    }
+
+    fn export(store: &Store, path: &Path) -> Option<Vec<u8>> {
+        let snap = store.snapshot().unwrap();
+        let s = snap.session_by_path(path).unwrap()?;
+        let mut out = Vec::new();
+        snap.export_session(s, &mut out).unwrap();
+        Some(out)
+    }
+
+    fn import(store: &Store, folder: &Path, opts: &ImportOptions) -> ImportReport {
+        store
+            .import(&[folder.to_path_buf()], opts, &mut |_| {})
+            .unwrap()
+    }
+
+    fn assert_consistent(store: &mut Store) {
+        let v = store.verify().unwrap();
+        assert!(v.findings.is_empty(), "{:?}", v.findings);
+    }
+
+    const CHUNK: u64 = 16 * 1024;
+
+    /// A read that fails part-way through a file (first chunk, on a chunk boundary, later
+    /// chunks, the last byte) fails that file alone, names it and the cause, stores nothing
+    /// of it, and the next import stores exactly what an import without the failure does.
+    #[test]
+    fn a_read_error_part_way_stores_nothing_and_the_next_import_completes() {
+        let bytes = fixture("03-compactions.jsonl");
+        let opts = ImportOptions {
+            chunk_size: CHUNK as usize,
+        };
+        let len = bytes.len() as u64;
+        assert!(len > 4 * CHUNK);
+        for after in [
+            0,
+            1,
+            4096,
+            CHUNK - 1,
+            CHUNK,
+            CHUNK + 1,
+            3 * CHUNK + 7,
+            len - 1,
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let folder = dir.path().join("sessions");
+            std::fs::create_dir(&folder).unwrap();
+            let big = folder.join("big.jsonl");
+            std::fs::write(&big, &bytes).unwrap();
+            let reference = Store::open(dir.path().join("reference.redb")).unwrap();
+            import(&reference, &folder, &opts);
+
+            let mut store = Store::open(dir.path().join("store.redb")).unwrap();
+            fail_reads(&big, Some(after));
+            let failed = import(&store, &folder, &opts);
+            fail_reads(&big, None);
+            let f = &failed.files[0];
+            assert_eq!(f.outcome, Outcome::Failed, "failing after {after} bytes");
+            let why = f.error.as_deref().unwrap_or_default();
+            assert!(
+                why.contains("big.jsonl") && why.contains("injected read error"),
+                "{why}"
+            );
+            assert_eq!(export(&store, &big), None);
+            assert_consistent(&mut store);
+
+            let done = import(&store, &folder, &opts);
+            assert_eq!(done.files[0].outcome, Outcome::New);
+            assert_eq!(export(&store, &big).as_deref(), Some(&bytes[..]));
+            assert_eq!(
+                store.content_digest().unwrap(),
+                reference.content_digest().unwrap()
+            );
+            assert_consistent(&mut store);
+        }
+    }
+
+    /// A read that fails in the appended part of a grown file leaves the session as it was,
+    /// and a new file beside it imports as usual; the next import appends the new lines as an
+    /// import without the failure did.
+    #[test]
+    fn a_read_error_in_an_append_keeps_the_old_rows() {
+        let bytes = fixture("05-context-edits-labels.jsonl");
+        let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+        let mut cut = 0;
+        for _ in 0..lines / 2 {
+            cut += bytes[cut..].iter().position(|&b| b == b'\n').unwrap() + 1;
+        }
+        let (head, tail) = bytes.split_at(cut);
+        let opts = ImportOptions {
+            chunk_size: CHUNK as usize,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("sessions");
+        std::fs::create_dir(&folder).unwrap();
+        let big = folder.join("big.jsonl");
+        std::fs::write(&big, head).unwrap();
+        // Named to be read before `big.jsonl` (files are read in name order), so that both
+        // stores give the same keys.
+        let other = folder.join("a-other.jsonl");
+        let reference = Store::open(dir.path().join("reference.redb")).unwrap();
+        let mut store = Store::open(dir.path().join("store.redb")).unwrap();
+        import(&reference, &folder, &opts);
+        import(&store, &folder, &opts);
+
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&big)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, tail))
+            .unwrap();
+        std::fs::write(&other, fixture("01-tiny.jsonl")).unwrap();
+        import(&reference, &folder, &opts);
+        fail_reads(&big, Some(tail.len() as u64 / 2));
+        let failed = import(&store, &folder, &opts);
+        fail_reads(&big, None);
+        let outcome = |r: &ImportReport, p: &Path| {
+            r.files
+                .iter()
+                .find(|f| f.path.ends_with(p.file_name().unwrap()))
+                .map(|f| f.outcome)
+        };
+        assert_eq!(outcome(&failed, &big), Some(Outcome::Failed));
+        assert_eq!(outcome(&failed, &other), Some(Outcome::New));
+        assert_eq!(export(&store, &big).as_deref(), Some(head));
+        assert_consistent(&mut store);
+
+        let done = import(&store, &folder, &opts);
+        assert_eq!(outcome(&done, &big), Some(Outcome::Grown));
+        assert_eq!(outcome(&done, &other), Some(Outcome::Unchanged));
+        assert_eq!(export(&store, &big).as_deref(), Some(&bytes[..]));
+        assert_eq!(
+            store.content_digest().unwrap(),
+            reference.content_digest().unwrap()
+        );
+        assert_consistent(&mut store);
+    }
 
     #[test]
     fn iso_times() {
