@@ -783,7 +783,8 @@ impl Store {
 
 /// What an import reads of a source file: its bytes from where the import starts to the size
 /// the file had when it was looked at. In this crate's own tests a read can be made to fail
-/// part-way (`tests::fail_reads`), which no real file on this machine can be made to do.
+/// part-way (`tests::fail_reads`): a plain file cannot be made to return an I/O error mid-read
+/// without root and a faulty block device.
 struct SourceBytes {
     inner: std::io::Take<File>,
     /// Bytes left before every read fails (tests only).
