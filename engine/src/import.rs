@@ -2100,18 +2100,24 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
         };
         for e in rd.flatten() {
             let Ok(ft) = e.file_type() else { continue };
-            let p = e.path();
-            let Some(name) = p.file_name() else { continue };
+            let name = e.file_name();
+            // `Path::extension` of a name is `jsonl` exactly when the name ends with `.jsonl`
+            // after at least one byte (a name whose only dot comes first has no extension).
+            let jsonl = name.len() > 6 && name.as_bytes().ends_with(b".jsonl");
+            if !ft.is_dir() && !jsonl {
+                continue;
+            }
+            let p = joined(&d, &name);
             let at = p.as_os_str().len() - name.len();
             if ft.is_dir() {
-                let c = canon_d.as_ref().map(|c| c.join(name));
+                let c = canon_d.as_deref().map(|c| joined(c, &name));
                 here.push((at, Scan::Dir(p, c)));
-            } else if Path::new(name).extension().is_some_and(|x| x == "jsonl") {
+            } else {
                 let (canon, stat) = if ft.is_symlink() {
                     (None, None)
                 } else {
                     (
-                        canon_d.as_ref().map(|c| c.join(name)),
+                        canon_d.as_deref().map(|c| joined(c, &name)),
                         e.metadata().ok().map(|md| size_mtime(&md)),
                     )
                 };
@@ -2129,6 +2135,15 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
         stack.extend(here.drain(..).rev().map(|(_, s)| s));
     }
     out
+}
+
+/// `dir.join(name)` in one allocation of the exact size (`join` copies `dir`, then grows the
+/// copy for `name`: a second allocation and a copy per file of a folder scan).
+fn joined(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
+    let mut p = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+    p.push(dir);
+    p.push(name);
+    p
 }
 
 /// The `*.jsonl` files under a folder, recursively (explicit stack), sorted.
@@ -2348,6 +2363,66 @@ mod tests {
         assert_eq!(outcome(&done, &big), Some(Outcome::Grown));
         assert_eq!(outcome(&done, &other), Some(Outcome::Unchanged));
         assert_completed(&mut store, &reference, &big, &bytes);
+    }
+
+    /// The folder scan finds what a plain recursive walk with `Path::extension` finds, in
+    /// `Path` order, with each plain file's canonical path and size and mtime (none for a
+    /// symlink): names that only look like `*.jsonl`, folders named like one, nesting.
+    #[test]
+    fn the_folder_scan_finds_what_a_plain_walk_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let names = [
+            "a.jsonl",
+            ".jsonl",
+            "..jsonl",
+            "b.json",
+            "c.jsonl.bak",
+            "d.x.jsonl",
+            "E.JSONL",
+            "jsonl",
+            "x.jsonl/f.jsonl",
+            "x.jsonl/.jsonl",
+            "sub/g.jsonl",
+            "sub/deeper/h.jsonl",
+            "sub-a/i.jsonl",
+            "sub.a/j.jsonl",
+        ];
+        for (i, n) in names.iter().enumerate() {
+            let p = root.join(n);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "x".repeat(i + 1)).unwrap();
+        }
+        std::os::unix::fs::symlink(root.join("a.jsonl"), root.join("link.jsonl")).unwrap();
+        // The reference: std's own path operations, recursion, a sort of whole paths.
+        fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                let ft = std::fs::symlink_metadata(&p).unwrap().file_type();
+                if ft.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "jsonl") {
+                    out.push(p);
+                }
+            }
+        }
+        let mut want = Vec::new();
+        walk(&root, &mut want);
+        want.sort();
+        let canon_root = std::fs::canonicalize(&root).unwrap();
+        let got = files_under(&root, Some(&canon_root));
+        let paths: Vec<&Path> = got.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(paths, want);
+        for f in &got {
+            if f.path.ends_with("link.jsonl") {
+                assert!(f.canon.is_none() && f.stat.is_none(), "{f:?}", f = f.path);
+                continue;
+            }
+            assert_eq!(f.canon, Some(std::fs::canonicalize(&f.path).unwrap()));
+            let md = std::fs::metadata(&f.path).unwrap();
+            assert_eq!(f.stat, Some(size_mtime(&md)), "{}", f.path.display());
+        }
+        assert_eq!(jsonl_files_under(&root), want);
     }
 
     #[test]
