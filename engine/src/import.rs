@@ -1933,7 +1933,7 @@ impl Catalogue for SourceCopy {
         range: Option<(&str, &str)>,
         f: &dyn Fn(&str, schema::SourceStat) -> bool,
     ) -> Result<bool, StoreError> {
-        Ok(self.rows_in(range).iter().any(|(p, s)| f(p, *s)))
+        Ok(self.rows_in(range).any(|(p, s)| f(p, s)))
     }
 }
 
