@@ -30,6 +30,8 @@ pub const MAX_ROWS: usize = 1024;
 
 /// Bytes of the trailer (plain length, rows, codec).
 const TRAILER: usize = 9;
+/// Room reserved past [`TARGET`] for the row that fills a block (a longer one grows it once).
+const SPARE: usize = 16 * 1024;
 /// Codec byte: the body is the payload.
 const PLAIN: u8 = 0;
 /// Codec byte: the body is the payload as one LZ4 block.
@@ -71,9 +73,12 @@ impl RowBlockBuilder {
 
     /// Adds a serialised record.
     pub fn push(&mut self, record: &[u8]) {
-        if self.records.is_empty() && self.records.capacity() < record.len() {
-            // A single large row: one buffer of its size, no doubling.
-            self.records.reserve_exact(record.len());
+        if self.records.is_empty() {
+            // One buffer for the whole block, offsets and trailer included: grown by doubling
+            // from its first row, a block's buffer was reallocated (and copied) about six
+            // times. A single large row gets a buffer of its own size.
+            let block = TARGET + SPARE + MAX_ROWS * 4 + TRAILER;
+            self.records.reserve_exact(block.max(record.len()));
         }
         self.records.extend_from_slice(record);
         self.ends.push(self.records.len() as u32);
