@@ -61,8 +61,8 @@ fn identity(store: &Path) -> Option<Identity> {
 /// The rows of a valid copy of the store at `store`, sorted by path.
 #[derive(Debug)]
 pub struct SourceCopy {
-    /// Every row's path, one after another (one allocation for all of them: a re-import reads
-    /// the copy once and exits, and a string per row was a tenth of its work).
+    /// Every row's path, one after another: one allocation for all of them, where a string
+    /// per row cost an unchanged re-import of 160 files ~4 % of its instructions.
     paths: String,
     /// (where the row's path starts and ends in `paths`, the row), sorted by path.
     rows: Vec<(usize, usize, SourceStat)>,
