@@ -74,9 +74,9 @@ impl RowBlockBuilder {
     /// Adds a serialised record.
     pub fn push(&mut self, record: &[u8]) {
         if self.records.is_empty() {
-            // One buffer for the whole block, offsets and trailer included: grown by doubling
-            // from its first row, a block's buffer was reallocated (and copied) about six
-            // times. A single large row gets a buffer of its own size.
+            // One buffer for the whole block, offsets and trailer included (grown by doubling
+            // from its first row, it would be reallocated and copied about six times). A single
+            // large row gets a buffer of its own size.
             let block = TARGET + SPARE + MAX_ROWS * 4 + TRAILER;
             self.records.reserve_exact(block.max(record.len()));
         }
