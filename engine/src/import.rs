@@ -653,10 +653,13 @@ impl Store {
                     return Ok(Ok(Err(Conflict)));
                 }
                 let mut p = prepare_chunk(&chunk, s.0, start, line_base, bom, next_key, None)?;
-                if let Err(e) = st.classify(&mut p.rows) {
+                if let Err(e) = st.classify(&mut p.rows, chunk.bytes()) {
                     return Ok(Err(e));
                 }
-                p.seal((std::mem::take(&mut carry), outline_open.take()))?;
+                p.seal(
+                    (std::mem::take(&mut carry), outline_open.take()),
+                    chunk.bytes(),
+                )?;
                 carry = std::mem::take(&mut p.carry);
                 outline_open = p.outline_open.take();
                 next_key += p.rows.len() as u64;
@@ -873,9 +876,10 @@ fn prepare_chunk(
     open: Option<Open>,
 ) -> Result<Prepared, StoreError> {
     let lines: Vec<Line<'_>> = chunk.lines().collect();
+    let at = chunk.offset();
     let drafts: Vec<Vec<Draft>> = lines
         .par_iter()
-        .map(|l| draft_line(l, session, start, line_base))
+        .map(|l| draft_line(l, at, session, start, line_base))
         .collect();
     let mut rows: Vec<Draft> = Vec::with_capacity(drafts.len());
     for d in drafts {
@@ -883,9 +887,10 @@ fn prepare_chunk(
     }
     if bom && let Some(r) = rows.first_mut() {
         let mut raw = b"\xEF\xBB\xBF".to_vec();
-        raw.extend_from_slice(&r.rec.raw);
+        raw.extend_from_slice(r.raw(chunk.bytes()).ok_or_else(off_chunk)?);
         r.rec.raw_len = raw.len() as u64;
         r.rec.raw = raw;
+        r.line = None;
         r.rec.offset = 0;
     }
     let mut p = Prepared {
@@ -900,7 +905,7 @@ fn prepare_chunk(
         bytes: chunk.len() as u64 + if bom { 3 } else { 0 },
     };
     if let Some(open) = open {
-        p.seal(open)?;
+        p.seal(open, chunk.bytes())?;
     }
     Ok(p)
 }
@@ -908,9 +913,9 @@ fn prepare_chunk(
 impl Prepared {
     /// Adds the rows to blocks ([`encode_rows`]) and the nodes to outline blocks
     /// ([`outline_rows`]), continuing the `open` ones; the blocks left open are `carry` and
-    /// `outline_open`.
-    fn seal(&mut self, (carry, outline_open): Open) -> Result<(), StoreError> {
-        (self.blocks, self.carry) = encode_rows(&mut self.rows, carry)?;
+    /// `outline_open`. `chunk`: the bytes of the chunk the rows were read from.
+    fn seal(&mut self, (carry, outline_open): Open, chunk: &[u8]) -> Result<(), StoreError> {
+        (self.blocks, self.carry) = encode_rows(&mut self.rows, chunk, carry)?;
         (self.outline, self.outline_open) =
             outline_rows(&mut self.rows, self.first_key, outline_open)?;
         Ok(())
@@ -949,43 +954,70 @@ fn outline_rows(
     Ok((blocks, open))
 }
 
-/// Hashes and serialises each row (in parallel), adds them in order to the open block
-/// `carry`, cutting a block where it is full ([`crate::row_block`]), and compresses the
-/// finished blocks (in parallel). Returns them and the block left open.
+/// Hashes each row (in parallel; a large row is compressed on its own, see
+/// [`EntryRecord::seal_from`]), serialises the rows in order straight into the open block
+/// `carry` (`chunk`: the bytes of the chunk the rows' lines lie in, copied once, into the
+/// block), cutting a block where it is full ([`crate::row_block`]), and compresses the finished
+/// blocks (in parallel). Returns them and the block left open.
 fn encode_rows(
     rows: &mut [Draft],
+    chunk: &[u8],
     mut carry: RowBlockBuilder,
 ) -> Result<(Vec<FinishedBlock>, RowBlockBuilder), StoreError> {
-    let encoded: Vec<Vec<u8>> = rows
-        .par_iter_mut()
-        .map(|r| {
-            r.rec.seal();
-            let bytes = crate::record::encode_entry(&r.rec);
-            // The writer needs the row's facts, not its line: free the line on the thread
-            // that allocated it (frees on the writer thread contend for its arena).
-            r.rec.raw = Vec::new();
-            bytes
-        })
-        .collect::<Result<_, _>>()?;
+    rows.par_iter_mut()
+        .try_for_each(|r| -> Result<(), StoreError> {
+            match &r.line {
+                Some(span) => {
+                    let raw = chunk.get(span.clone()).ok_or_else(off_chunk)?;
+                    if r.rec.seal_from(raw) {
+                        r.line = None;
+                    }
+                }
+                None => r.rec.seal(),
+            }
+            Ok(())
+        })?;
     let mut full = Vec::new();
-    for bytes in &encoded {
-        if !carry.fits(bytes.len()) {
+    for r in rows.iter_mut() {
+        let raw = r.raw(chunk).ok_or_else(off_chunk)?;
+        let rec = crate::record::EntryRecordRef::new(&r.rec, raw);
+        // The line, its JSON text when it has one, its strings, and the fixed fields.
+        let size = raw.len()
+            + r.rec.json.as_ref().map_or(0, String::len)
+            + [
+                &r.rec.id,
+                &r.rec.parent_id,
+                &r.rec.type_name,
+                &r.rec.role,
+                &r.rec.timestamp,
+            ]
+            .iter()
+            .map(|f| f.as_ref().map_or(0, String::len))
+            .sum::<usize>()
+            + 160;
+        if !carry.push_with(size, |buf| crate::record::encode_entry_into(&rec, buf))? {
             return Err(StoreError::Inconsistent(format!(
                 "a row of {} bytes does not fit a block",
-                bytes.len()
+                raw.len()
             )));
         }
-        carry.push(bytes);
+        // The writer needs the row's facts, not its bytes.
+        r.rec.raw = Vec::new();
+        r.line = None;
         if carry.is_full() {
             full.push(std::mem::take(&mut carry));
         }
     }
-    drop(encoded);
     let blocks = full
         .into_par_iter()
         .map(|b| (b.rows() as u64, b.finish()))
         .collect();
     Ok((blocks, carry))
+}
+
+/// A row whose line does not lie in its chunk (a bug: the spans come from the chunk's lines).
+fn off_chunk() -> StoreError {
+    StoreError::Inconsistent("a row's line lies outside its chunk".into())
 }
 
 /// Per-file state while importing.
@@ -1031,7 +1063,7 @@ impl<'p> FileState<'p> {
     }
 
     /// Settles header detection: rows before the header are junk, the first record must be it.
-    fn classify(&mut self, rows: &mut [Draft]) -> Result<(), FileError> {
+    fn classify(&mut self, rows: &mut [Draft], chunk: &[u8]) -> Result<(), FileError> {
         if !self.header_pending {
             return Ok(());
         }
@@ -1042,7 +1074,7 @@ impl<'p> FileState<'p> {
             if r.rec.kind == RowKind::Junk {
                 continue;
             }
-            let json = r.json_text();
+            let json = r.json_text(chunk);
             let fail = |reason: String| FileError::NotASession {
                 path: self.path.to_path_buf(),
                 reason,
@@ -1120,15 +1152,28 @@ struct Facts {
 /// One row to store, before its key is known.
 struct Draft {
     rec: EntryRecord,
+    /// Where the row's line bytes lie in its chunk (`rec.raw` is then empty); `None` when
+    /// `rec.raw` holds them (a line with a byte order mark, a compressed large row, or the
+    /// second and later records of a glued line, whose bytes are empty).
+    line: Option<std::ops::Range<usize>>,
     facts: Facts,
 }
 
 impl Draft {
-    fn json_text(&self) -> std::borrow::Cow<'_, str> {
+    /// The row's line bytes, as stored (`chunk`: the bytes of the chunk it was read from);
+    /// `None` if its span does not lie in `chunk` (never, for the chunk it was read from).
+    fn raw<'a>(&'a self, chunk: &'a [u8]) -> Option<&'a [u8]> {
+        match &self.line {
+            Some(r) => chunk.get(r.clone()),
+            None => Some(&self.rec.raw),
+        }
+    }
+
+    fn json_text<'a>(&'a self, chunk: &'a [u8]) -> std::borrow::Cow<'a, str> {
         if let Some(j) = &self.rec.json {
             return std::borrow::Cow::Borrowed(j);
         }
-        let raw = self.rec.raw.as_slice();
+        let raw = self.raw(chunk).unwrap_or_default();
         let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
         let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
@@ -1136,17 +1181,24 @@ impl Draft {
     }
 }
 
-/// Parses one physical line into its rows (at least one: junk lines are rows too).
-fn draft_line(line: &Line<'_>, session: u64, base_offset: u64, line_base: u64) -> Vec<Draft> {
-    // Sized for the terminator too: pushing it onto an exact-length copy would copy the line
-    // again.
-    let mut raw = Vec::with_capacity(line.bytes.len() + 2);
-    raw.extend_from_slice(line.bytes);
-    if line.crlf {
-        raw.extend_from_slice(b"\r\n");
-    } else if line.terminated {
-        raw.push(b'\n');
-    }
+/// Parses one physical line into its rows (at least one: junk lines are rows too). The first
+/// row's line bytes are the line and its terminator, where they lie in the chunk (`at`: the
+/// chunk's offset, as the reader counts, which `line.offset` is counted in too).
+fn draft_line(
+    line: &Line<'_>,
+    at: u64,
+    session: u64,
+    base_offset: u64,
+    line_base: u64,
+) -> Vec<Draft> {
+    let terminator = if line.crlf {
+        2
+    } else {
+        usize::from(line.terminated)
+    };
+    let start = usize::try_from(line.offset - at).unwrap_or(usize::MAX);
+    let span = start..start.saturating_add(line.bytes.len() + terminator);
+    let raw_len = span.len() as u64;
     let number = line_base + line.number;
     let offset = base_offset + line.offset;
     let mut problems = Vec::new();
@@ -1165,11 +1217,8 @@ fn draft_line(line: &Line<'_>, session: u64, base_offset: u64, line_base: u64) -
                 RowKind::Value
             },
             json,
-            ..EntryRecord::with_raw(if first {
-                std::mem::take(&mut raw)
-            } else {
-                Vec::new()
-            })
+            raw_len: if first { raw_len } else { 0 },
+            ..EntryRecord::with_raw(Vec::new())
         };
         let mut facts = Facts::default();
         if let Ok(e) = &piece.entry {
@@ -1178,7 +1227,11 @@ fn draft_line(line: &Line<'_>, session: u64, base_offset: u64, line_base: u64) -
                 facts.node = Some(NodeFacts::of(piece.json, e));
             }
         }
-        out.push(Draft { rec, facts });
+        out.push(Draft {
+            rec,
+            line: first.then(|| span.clone()),
+            facts,
+        });
     });
     if out.is_empty() {
         out.push(Draft {
@@ -1187,8 +1240,10 @@ fn draft_line(line: &Line<'_>, session: u64, base_offset: u64, line_base: u64) -
                 line: number,
                 offset,
                 kind: RowKind::Junk,
-                ..EntryRecord::with_raw(raw)
+                raw_len,
+                ..EntryRecord::with_raw(Vec::new())
             },
+            line: Some(span),
             facts: Facts::default(),
         });
     }

@@ -201,6 +201,26 @@ impl EntryRecord {
         self.pack();
     }
 
+    /// [`Self::seal`] for a row whose plain line bytes are `raw`, held elsewhere (`self.raw`
+    /// empty, `raw_len` already `raw.len()`): records their hash, and when the row is large and
+    /// compresses, stores the compressed bytes in `self.raw`. Returns whether it did (the row's
+    /// bytes are then `self.raw`, no longer `raw`).
+    pub fn seal_from(&mut self, raw: &[u8]) -> bool {
+        self.hash = *blake3::hash(raw).as_bytes();
+        if raw.len() <= LARGE_ROW {
+            return false;
+        }
+        match compress_large(raw) {
+            Some(z) => {
+                self.raw = z;
+                self.raw_len = raw.len() as u64;
+                self.codec = Codec::Zstd;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Compresses a plain `raw` over [`LARGE_ROW`] when that makes it smaller.
     pub fn pack(&mut self) {
         if self.codec != Codec::Plain || self.raw.len() <= LARGE_ROW {
@@ -414,25 +434,85 @@ where
         .map_err(StoreError::Serialize)
 }
 
-/// Serialises a row into a buffer sized for it up front (its line, its JSON text when it has
-/// one, and room for the other fields), so that the buffer is not regrown row after row.
-pub fn encode_entry(rec: &EntryRecord) -> Result<Vec<u8>, StoreError> {
-    let fields = [
-        &rec.id,
-        &rec.parent_id,
-        &rec.type_name,
-        &rec.role,
-        &rec.timestamp,
-    ];
-    let cap = rec.raw.len()
-        + rec.json.as_ref().map_or(0, String::len)
-        + fields
-            .iter()
-            .map(|f| f.as_ref().map_or(0, String::len))
-            .sum::<usize>()
-        + 160;
-    rkyv::api::high::to_bytes_in::<_, rancor::Error>(rec, Vec::with_capacity(cap))
-        .map_err(StoreError::Serialize)
+/// An [`EntryRecord`] whose bytes and strings are borrowed: it archives to the same
+/// [`ArchivedEntryRecord`] (rkyv checks the fields' archived types at compile time), so an
+/// import serialises a row straight from the chunk it read, without copying the line into an
+/// owned record first ([`encode_entry_into`]).
+#[derive(Archive, Serialize)]
+#[rkyv(as = ArchivedEntryRecord)]
+#[rkyv(serialize_bounds(
+    __S: rkyv::ser::Writer + rkyv::ser::Allocator,
+    <__S as rkyv::rancor::Fallible>::Error: rkyv::rancor::Source,
+))]
+pub struct EntryRecordRef<'a> {
+    /// See [`EntryRecord::session`].
+    pub session: u64,
+    /// See [`EntryRecord::line`].
+    pub line: u64,
+    /// See [`EntryRecord::offset`].
+    pub offset: u64,
+    /// See [`EntryRecord::kind`].
+    pub kind: RowKind,
+    /// See [`EntryRecord::codec`].
+    pub codec: Codec,
+    /// See [`EntryRecord::raw`].
+    #[rkyv(with = rkyv::with::AsVec, omit_bounds)]
+    pub raw: &'a [u8],
+    /// See [`EntryRecord::raw_len`].
+    pub raw_len: u64,
+    /// See [`EntryRecord::json`].
+    #[rkyv(with = rkyv::with::Map<rkyv::with::AsString>, omit_bounds)]
+    pub json: Option<&'a str>,
+    /// See [`EntryRecord::id`].
+    #[rkyv(with = rkyv::with::Map<rkyv::with::AsString>, omit_bounds)]
+    pub id: Option<&'a str>,
+    /// See [`EntryRecord::parent_id`].
+    #[rkyv(with = rkyv::with::Map<rkyv::with::AsString>, omit_bounds)]
+    pub parent_id: Option<&'a str>,
+    /// See [`EntryRecord::type_name`].
+    #[rkyv(with = rkyv::with::Map<rkyv::with::AsString>, omit_bounds)]
+    pub type_name: Option<&'a str>,
+    /// See [`EntryRecord::role`].
+    #[rkyv(with = rkyv::with::Map<rkyv::with::AsString>, omit_bounds)]
+    pub role: Option<&'a str>,
+    /// See [`EntryRecord::timestamp`].
+    #[rkyv(with = rkyv::with::Map<rkyv::with::AsString>, omit_bounds)]
+    pub timestamp: Option<&'a str>,
+    /// See [`EntryRecord::hash`].
+    pub hash: [u8; 32],
+}
+
+impl<'a> EntryRecordRef<'a> {
+    /// `rec` with its line bytes taken from `raw` instead of `rec.raw` (`raw_len`, `codec` and
+    /// `hash` as `rec` has them).
+    pub fn new(rec: &'a EntryRecord, raw: &'a [u8]) -> Self {
+        Self {
+            session: rec.session,
+            line: rec.line,
+            offset: rec.offset,
+            kind: rec.kind,
+            codec: rec.codec,
+            raw,
+            raw_len: rec.raw_len,
+            json: rec.json.as_deref(),
+            id: rec.id.as_deref(),
+            parent_id: rec.parent_id.as_deref(),
+            type_name: rec.type_name.as_deref(),
+            role: rec.role.as_deref(),
+            timestamp: rec.timestamp.as_deref(),
+            hash: rec.hash,
+        }
+    }
+}
+
+/// Appends a row's serialised record to `out` (which may already hold other records: rkyv's
+/// offsets are relative, and every archived type here has alignment 1, so the record reads
+/// in place from where it starts). On an error `out` is left empty.
+pub fn encode_entry_into(rec: &EntryRecordRef<'_>, out: &mut Vec<u8>) -> Result<(), StoreError> {
+    let buf = std::mem::take(out);
+    *out = rkyv::api::high::to_bytes_in::<_, rancor::Error>(rec, buf)
+        .map_err(StoreError::Serialize)?;
+    Ok(())
 }
 
 /// Reads an archived record back into an owned value.
@@ -500,6 +580,78 @@ mod tests {
             assert_eq!(a.id.as_ref().map(|s| s.as_str()), Some("abc"));
             assert_eq!(a.json_text().as_deref(), Some("{\"type\":\"x\"}"));
             assert_eq!(decode_entry(&buf[shift..], 0).unwrap(), rec);
+        }
+    }
+
+    /// The borrowed twin serialises to exactly the owned record's bytes, whatever its fields
+    /// hold (none, short strings rkyv keeps inline, long ones, a compressed row), and a record
+    /// appended after others reads back in place from where it starts.
+    #[test]
+    fn a_record_serialised_from_borrowed_bytes_equals_the_owned_one() {
+        let long = "x".repeat(300);
+        let mut recs = vec![EntryRecord::with_raw(Vec::new())];
+        for (raw, id, ts) in [
+            (&b"{}\n"[..], None, None),
+            (
+                b"{\"a\":1}\r\n",
+                Some("ab"),
+                Some("2026-01-01T00:00:00.000Z"),
+            ),
+            (long.as_bytes(), Some(long.as_str()), Some("t")),
+        ] {
+            let mut r = EntryRecord {
+                session: 7,
+                line: 3,
+                offset: 99,
+                kind: RowKind::Entry,
+                json: Some("{\"j\":true}".into()),
+                id: id.map(str::to_owned),
+                parent_id: Some("12345678".into()),
+                type_name: Some("message".into()),
+                role: Some("toolResult".into()),
+                timestamp: ts.map(str::to_owned),
+                ..EntryRecord::with_raw(raw.to_vec())
+            };
+            r.seal();
+            recs.push(r);
+        }
+        let mut big = EntryRecord::with_raw("abcd".repeat(LARGE_ROW).into_bytes());
+        big.seal();
+        assert_eq!(big.codec, Codec::Zstd);
+        recs.push(big);
+        let mut joined = b"earlier records".to_vec();
+        for rec in &recs {
+            let owned = encode(rec).unwrap();
+            let mut borrowed = Vec::new();
+            encode_entry_into(&EntryRecordRef::new(rec, &rec.raw), &mut borrowed).unwrap();
+            assert_eq!(borrowed, owned);
+            let at = joined.len();
+            encode_entry_into(&EntryRecordRef::new(rec, &rec.raw), &mut joined).unwrap();
+            assert_eq!(&joined[at..], &owned[..]);
+            assert_eq!(decode_entry(&joined[at..], 0).unwrap().hash, rec.hash);
+        }
+    }
+
+    /// Sealing a row from bytes held elsewhere gives the record sealing it owned does.
+    #[test]
+    fn sealing_from_borrowed_bytes_equals_sealing_the_owned_row() {
+        for raw in [
+            b"{}\n".to_vec(),
+            "abcd".repeat(LARGE_ROW).into_bytes(),
+            noise(LARGE_ROW + 10),
+        ] {
+            let mut owned = EntryRecord::with_raw(raw.clone());
+            owned.seal();
+            let mut from = EntryRecord {
+                raw_len: raw.len() as u64,
+                ..EntryRecord::with_raw(Vec::new())
+            };
+            let replaced = from.seal_from(&raw);
+            assert_eq!(replaced, owned.codec == Codec::Zstd);
+            if !replaced {
+                from.raw = raw.clone();
+            }
+            assert_eq!(from, owned);
         }
     }
 

@@ -73,15 +73,39 @@ impl RowBlockBuilder {
 
     /// Adds a serialised record.
     pub fn push(&mut self, record: &[u8]) {
-        if self.records.is_empty() {
-            // One buffer for the whole block, offsets and trailer included (grown by doubling
-            // from its first row, it would be reallocated and copied about six times). A single
-            // large row gets a buffer of its own size.
-            let block = TARGET + SPARE + MAX_ROWS * 4 + TRAILER;
-            self.records.reserve_exact(block.max(record.len()));
-        }
+        self.reserve_block(record.len());
         self.records.extend_from_slice(record);
         self.ends.push(self.records.len() as u32);
+    }
+
+    /// Adds the record that `write` appends to the block's records (serialised in place, so
+    /// the row's bytes are copied once); `size` is about its length. Returns `write`'s error,
+    /// or `Ok(false)` when the block would pass the u32 offsets (no row is added then).
+    /// On an error the block is left unusable: the caller gives up the import.
+    pub fn push_with<E>(
+        &mut self,
+        size: usize,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<bool, E> {
+        self.reserve_block(size);
+        let before = self.records.len();
+        write(&mut self.records)?;
+        let Ok(end) = u32::try_from(self.records.len()) else {
+            self.records.truncate(before);
+            return Ok(false);
+        };
+        self.ends.push(end);
+        Ok(true)
+    }
+
+    /// On the first row: one buffer for the whole block, offsets and trailer included (grown
+    /// by doubling from its first row, it would be reallocated and copied about six times). A
+    /// single large row gets a buffer of its own size.
+    fn reserve_block(&mut self, first: usize) {
+        if self.records.is_empty() {
+            let block = TARGET + SPARE + MAX_ROWS * 4 + TRAILER;
+            self.records.reserve_exact(block.max(first));
+        }
     }
 
     /// Whether the block is full (the next row starts a new one).
