@@ -694,7 +694,8 @@ impl Writer<'_> {
             let mut status = RESULT_NONE;
             if let Some(t) = op.tool_call_id.as_deref() {
                 // The call's operations are listed under its id, so a later result finds them.
-                let mut v = self.take_result(s, t)?;
+                // Room for what is appended below (a path's length takes at most 10 bytes).
+                let mut v = self.take_result(s, t, 8 + 4 + 10 + op.path.len())?;
                 status = v.first().copied().unwrap_or(RESULT_NONE);
                 v.extend_from_slice(&key.to_le_bytes());
                 v.extend_from_slice(&i.to_le_bytes());
@@ -790,8 +791,8 @@ impl Writer<'_> {
 
     /// The `tool_results` value of call `id` (pending or stored; just [`RESULT_NONE`] when
     /// there is none), removed from the pending ones: the caller puts it back with
-    /// [`Self::put_result`].
-    fn take_result(&mut self, s: SessionKey, id: &str) -> Result<Vec<u8>, StoreError> {
+    /// [`Self::put_result`]. A new buffer has room for `more` bytes past the value.
+    fn take_result(&mut self, s: SessionKey, id: &str, more: usize) -> Result<Vec<u8>, StoreError> {
         if let Some(v) = self
             .file_pending
             .results
@@ -800,12 +801,17 @@ impl Writer<'_> {
         {
             return Ok(std::mem::take(v));
         }
+        let with = |value: &[u8]| {
+            let mut v = Vec::with_capacity(value.len() + more);
+            v.extend_from_slice(value);
+            v
+        };
         if self.file_pending.fresh.contains(&s.0) {
-            return Ok(vec![RESULT_NONE]);
+            return Ok(with(&[RESULT_NONE]));
         }
         Ok(match self.tool_results.get((s.0, id))? {
-            Some(g) => g.value().to_vec(),
-            None => vec![RESULT_NONE],
+            Some(g) => with(g.value()),
+            None => with(&[RESULT_NONE]),
         })
     }
 
@@ -823,7 +829,7 @@ impl Writer<'_> {
 
     /// Records a tool result and rewrites the status of the call's operations.
     fn record_result(&mut self, s: SessionKey, id: &str, status: u8) -> Result<(), StoreError> {
-        let mut v = self.take_result(s, id)?;
+        let mut v = self.take_result(s, id, 0)?;
         if v.first() == Some(&status) {
             self.put_result(s, id, v);
             return Ok(());

@@ -877,13 +877,15 @@ fn prepare_chunk(
 ) -> Result<Prepared, StoreError> {
     let lines: Vec<Line<'_>> = chunk.lines().collect();
     let at = chunk.offset();
-    let drafts: Vec<Vec<Draft>> = lines
+    let drafts: Vec<(Draft, Vec<Draft>)> = lines
         .par_iter()
         .map(|l| draft_line(l, at, session, start, line_base))
         .collect();
-    let mut rows: Vec<Draft> = Vec::with_capacity(drafts.len());
-    for d in drafts {
-        rows.extend(d);
+    let glued: usize = drafts.iter().map(|d| d.1.len()).sum();
+    let mut rows: Vec<Draft> = Vec::with_capacity(drafts.len() + glued);
+    for (first, more) in drafts {
+        rows.push(first);
+        rows.extend(more);
     }
     if bom && let Some(r) = rows.first_mut() {
         let mut raw = b"\xEF\xBB\xBF".to_vec();
@@ -1181,16 +1183,17 @@ impl Draft {
     }
 }
 
-/// Parses one physical line into its rows (at least one: junk lines are rows too). The first
-/// row's line bytes are the line and its terminator, where they lie in the chunk (`at`: the
-/// chunk's offset, as the reader counts, which `line.offset` is counted in too).
+/// Parses one physical line into its rows: the first, and the others of a line of glued
+/// records (none, but for such a line: no allocation per line). Junk lines are rows too. The
+/// first row's line bytes are the line and its terminator, where they lie in the chunk (`at`:
+/// the chunk's offset, as the reader counts, which `line.offset` is counted in too).
 fn draft_line(
     line: &Line<'_>,
     at: u64,
     session: u64,
     base_offset: u64,
     line_base: u64,
-) -> Vec<Draft> {
+) -> (Draft, Vec<Draft>) {
     let terminator = if line.crlf {
         2
     } else {
@@ -1202,9 +1205,10 @@ fn draft_line(
     let number = line_base + line.number;
     let offset = base_offset + line.offset;
     let mut problems = Vec::new();
-    let mut out: Vec<Draft> = Vec::with_capacity(1);
+    let mut head: Option<Draft> = None;
+    let mut rest: Vec<Draft> = Vec::new();
     parse_line(line, &mut problems, |piece| {
-        let first = out.is_empty();
+        let first = head.is_none();
         let exact = first && piece.json.as_bytes() == line.bytes;
         let json = (!exact).then(|| piece.json.to_owned());
         let mut rec = EntryRecord {
@@ -1227,27 +1231,29 @@ fn draft_line(
                 facts.node = Some(NodeFacts::of(piece.json, e));
             }
         }
-        out.push(Draft {
+        let d = Draft {
             rec,
             line: first.then(|| span.clone()),
             facts,
-        });
+        };
+        match head {
+            None => head = Some(d),
+            Some(_) => rest.push(d),
+        }
     });
-    if out.is_empty() {
-        out.push(Draft {
-            rec: EntryRecord {
-                session,
-                line: number,
-                offset,
-                kind: RowKind::Junk,
-                raw_len,
-                ..EntryRecord::with_raw(Vec::new())
-            },
-            line: Some(span),
-            facts: Facts::default(),
-        });
-    }
-    out
+    let head = head.unwrap_or_else(|| Draft {
+        rec: EntryRecord {
+            session,
+            line: number,
+            offset,
+            kind: RowKind::Junk,
+            raw_len,
+            ..EntryRecord::with_raw(Vec::new())
+        },
+        line: Some(span),
+        facts: Facts::default(),
+    });
+    (head, rest)
 }
 
 fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>) {
