@@ -437,7 +437,9 @@ where
 /// An [`EntryRecord`] whose bytes and strings are borrowed: it archives to the same
 /// [`ArchivedEntryRecord`] (rkyv checks the fields' archived types at compile time), so an
 /// import serialises a row straight from the chunk it read, without copying the line into an
-/// owned record first ([`encode_entry_into`]).
+/// owned record first ([`encode_entry_into`]). It has every field of [`EntryRecord`], in the
+/// same order ([`EntryRecordRef::new`] destructures the owned record exhaustively, so a new
+/// field cannot be forgotten here), and serialises to the same bytes (tested).
 #[derive(Archive, Serialize)]
 #[rkyv(as = ArchivedEntryRecord)]
 #[rkyv(serialize_bounds(
@@ -486,21 +488,39 @@ impl<'a> EntryRecordRef<'a> {
     /// `rec` with its line bytes taken from `raw` instead of `rec.raw` (`raw_len`, `codec` and
     /// `hash` as `rec` has them).
     pub fn new(rec: &'a EntryRecord, raw: &'a [u8]) -> Self {
+        // Exhaustive on purpose: rkyv's `as` writes only the fields this twin has, so a field
+        // added to `EntryRecord` must stop this from compiling until the twin has it too.
+        let EntryRecord {
+            session,
+            line,
+            offset,
+            kind,
+            codec,
+            raw: _,
+            raw_len,
+            json,
+            id,
+            parent_id,
+            type_name,
+            role,
+            timestamp,
+            hash,
+        } = rec;
         Self {
-            session: rec.session,
-            line: rec.line,
-            offset: rec.offset,
-            kind: rec.kind,
-            codec: rec.codec,
+            session: *session,
+            line: *line,
+            offset: *offset,
+            kind: *kind,
+            codec: *codec,
             raw,
-            raw_len: rec.raw_len,
-            json: rec.json.as_deref(),
-            id: rec.id.as_deref(),
-            parent_id: rec.parent_id.as_deref(),
-            type_name: rec.type_name.as_deref(),
-            role: rec.role.as_deref(),
-            timestamp: rec.timestamp.as_deref(),
-            hash: rec.hash,
+            raw_len: *raw_len,
+            json: json.as_deref(),
+            id: id.as_deref(),
+            parent_id: parent_id.as_deref(),
+            type_name: type_name.as_deref(),
+            role: role.as_deref(),
+            timestamp: timestamp.as_deref(),
+            hash: *hash,
         }
     }
 }
