@@ -667,7 +667,7 @@ impl Store {
             } else {
                 // The worker reads the next chunk too, which takes a tenth of the writer
                 // thread's work off it on a large file (the wall did not move: the chunk loop is
-                // bound by the CPU of both cores; README, session 17).
+                // bound by the CPU of both cores; benches/HISTORY.md, session 17).
                 let prev = pending.take();
                 let open = (std::mem::take(&mut carry), outline_open.take());
                 let reader = &mut reader;
