@@ -196,17 +196,36 @@ impl EntryRecord {
     /// ([`Self::pack`]).
     pub fn seal(&mut self) {
         if self.codec == Codec::Plain {
-            self.hash = *blake3::hash(&self.raw).as_bytes();
+            let raw = std::mem::take(&mut self.raw);
+            if !self.seal_from(&raw) {
+                self.raw = raw;
+            }
         }
-        self.pack();
     }
 
     /// [`Self::seal`] for a row whose plain line bytes are `raw`, held elsewhere (`self.raw`
-    /// empty, `raw_len` already `raw.len()`): records their hash, and when the row is large and
-    /// compresses, stores the compressed bytes in `self.raw`. Returns whether it did (the row's
-    /// bytes are then `self.raw`, no longer `raw`).
+    /// empty): records their hash, and when the row is large and compresses, stores the
+    /// compressed bytes in `self.raw`. Returns whether it did (the row's bytes are then
+    /// `self.raw`, no longer `raw`).
     pub fn seal_from(&mut self, raw: &[u8]) -> bool {
         self.hash = *blake3::hash(raw).as_bytes();
+        self.pack_from(raw)
+    }
+
+    /// Compresses a plain `raw` over [`LARGE_ROW`] when that makes it smaller.
+    pub fn pack(&mut self) {
+        if self.codec != Codec::Plain {
+            return;
+        }
+        let raw = std::mem::take(&mut self.raw);
+        if !self.pack_from(&raw) {
+            self.raw = raw;
+        }
+    }
+
+    /// Stores `raw` (the row's plain bytes) compressed in `self.raw` when it is over
+    /// [`LARGE_ROW`] and compressing makes it smaller; whether it did.
+    fn pack_from(&mut self, raw: &[u8]) -> bool {
         if raw.len() <= LARGE_ROW {
             return false;
         }
@@ -218,18 +237,6 @@ impl EntryRecord {
                 true
             }
             None => false,
-        }
-    }
-
-    /// Compresses a plain `raw` over [`LARGE_ROW`] when that makes it smaller.
-    pub fn pack(&mut self) {
-        if self.codec != Codec::Plain || self.raw.len() <= LARGE_ROW {
-            return;
-        }
-        if let Some(z) = compress_large(&self.raw) {
-            self.raw_len = self.raw.len() as u64;
-            self.raw = z;
-            self.codec = Codec::Zstd;
         }
     }
 
