@@ -113,11 +113,6 @@ impl RowBlockBuilder {
         self.records.len() >= TARGET || self.ends.len() >= MAX_ROWS
     }
 
-    /// Whether a record of `len` more bytes still fits the u32 offsets.
-    pub fn fits(&self, len: usize) -> bool {
-        (self.records.len() as u64).saturating_add(len as u64) <= u64::from(u32::MAX)
-    }
-
     /// The rows in the block.
     pub fn rows(&self) -> usize {
         self.ends.len()
