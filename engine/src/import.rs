@@ -983,21 +983,9 @@ fn encode_rows(
     for r in rows.iter_mut() {
         let raw = r.raw(chunk).ok_or_else(off_chunk)?;
         let rec = crate::record::EntryRecordRef::new(&r.rec, raw);
-        // The line, its JSON text when it has one, its strings, and the fixed fields.
-        let size = raw.len()
-            + r.rec.json.as_ref().map_or(0, String::len)
-            + [
-                &r.rec.id,
-                &r.rec.parent_id,
-                &r.rec.type_name,
-                &r.rec.role,
-                &r.rec.timestamp,
-            ]
-            .iter()
-            .map(|f| f.as_ref().map_or(0, String::len))
-            .sum::<usize>()
-            + 160;
-        if !carry.push_with(size, |buf| crate::record::encode_entry_into(&rec, buf))? {
+        if !carry.push_with(rec.size_hint(), |buf| {
+            crate::record::encode_entry_into(&rec, buf)
+        })? {
             return Err(StoreError::Inconsistent(format!(
                 "a row of {} bytes does not fit a block",
                 raw.len()

@@ -532,6 +532,22 @@ impl<'a> EntryRecordRef<'a> {
     }
 }
 
+impl EntryRecordRef<'_> {
+    /// About the length of the serialised record: its line, its JSON text when it has one, its
+    /// strings, and room for the fixed fields.
+    pub fn size_hint(&self) -> usize {
+        let strings = [
+            self.json,
+            self.id,
+            self.parent_id,
+            self.type_name,
+            self.role,
+            self.timestamp,
+        ];
+        self.raw.len() + strings.iter().flatten().map(|s| s.len()).sum::<usize>() + 160
+    }
+}
+
 /// Appends a row's serialised record to `out` (which may already hold other records: rkyv's
 /// offsets are relative, and every archived type here has alignment 1, so the record reads
 /// in place from where it starts). On an error `out` is left empty.
