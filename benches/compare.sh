@@ -35,7 +35,8 @@
 #              1 MB appended to it vs a fresh 1 MB session (issue 3: <= 2x). The oracle gets ONE
 #              run with ORACLE_TIMEOUT; if it does not finish, the ratio is printed as ">= X".
 #
-# Times are wall-clock, of the whole process (start included), measured by
+# Times are wall-clock, of the whole process (start included), of copies of the binaries made
+# for the run as `cargo install` would make them (see the build step below), measured by
 # pisess-bench-run (benches/src/bin): clock read, posix_spawn, wait4, clock read, so no shell,
 # Python fork or /usr/bin/time is in the time (compare.py's docstring says exactly what is
 # timed); CPU = user+sys and peak memory = ru_maxrss ("Maximum resident set size", as
@@ -89,6 +90,17 @@ echo "jq: $(jq --version 2>/dev/null || echo missing); rg: $(rg --version 2>/dev
 echo
 echo "== building release binaries (target dir $CARGO_TARGET_DIR)"
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p pisess-cli -p pisess-benches --bins
+# The binaries are timed as installed (`cargo install` copies them), not where the linker wrote
+# them. How a file was written decides the page-cache pages that hold it, and so what starting
+# it costs: on Linux 6.18/ext4 a copy sits in large folios and a file the linker has just
+# written in 4 KiB pages, which makes every `pisess` process ~0.3-0.4 ms slower to start and end
+# (README, Performance, session 21). A fresh copy each run, beside the build (same filesystem).
+installed=$BIN/installed
+rm -rf "$installed" && mkdir -p "$installed"
+for b in pisess pisess-bench-parse pisess-bench-read pisess-bench-run pisess-bench-gen; do
+    cp "$BIN/$b" "$installed/$b"
+done
+export BIN=$installed
 
 if [[ -n ${PISESS_CORPUS:-} ]]; then
     corpus=$PISESS_CORPUS
