@@ -1025,6 +1025,8 @@ struct FileState<'p> {
     /// The run of rows this import adds: (sequence of its first row, first key, rows).
     run: Option<(u64, u64, u64)>,
     nodes: Vec<Node>,
+    /// How many of `nodes` have their `entry_ids` row written ([`Writer::write_ids`]).
+    ids_written: usize,
     append: bool,
     /// The source's version when the rows come from its migrated copy.
     migrated_from: Option<f64>,
@@ -1046,6 +1048,7 @@ impl<'p> FileState<'p> {
             first_new_key: None,
             run: None,
             nodes: Vec::new(),
+            ids_written: 0,
             append: start > 0,
             migrated_from: None,
             rows_first: 0,
@@ -1417,6 +1420,7 @@ impl<'t> Writer<'t> {
         if self.write_rows(st, p.rows)?.is_err() {
             return Ok(Err(Conflict));
         }
+        self.write_ids(st)?;
         for (rows, bytes) in &p.blocks {
             self.write_block(st, *rows, bytes)?;
         }
@@ -1648,9 +1652,42 @@ impl<'t> Writer<'t> {
         Ok((!b.is_full()).then_some(b))
     }
 
-    /// Resolves the parents of this import's nodes and writes `entry_ids`, `parents` and
-    /// `children`.
+    /// Writes the `entry_ids` rows of the nodes added since the last call: each id once, with
+    /// its last node in file order (pi's index: a later duplicate wins, and a later chunk's row
+    /// replaces an earlier one's), in the table's key order within the call (a B-tree fills
+    /// its pages better that way). Called with each chunk, so that these inserts happen while
+    /// the next chunk is parsed rather than at the end of the file, on this thread alone.
+    /// Sorted by the id's first 8 bytes as a number (zero-padded, so in the same order as the
+    /// bytes), then by the whole id: pi's ids are 8 hex digits, so most comparisons are of two
+    /// integers.
+    fn write_ids(&mut self, st: &mut FileState<'_>) -> Result<(), StoreError> {
+        let s = st.s.0;
+        let nodes = st.nodes.get(st.ids_written..).unwrap_or_default();
+        let prefix = |id: &str| {
+            let mut b = [0u8; 8];
+            let n = id.len().min(8);
+            b[..n].copy_from_slice(&id.as_bytes()[..n]);
+            u64::from_be_bytes(b)
+        };
+        let mut order: Vec<(u64, &Node)> = nodes.iter().map(|n| (prefix(&n.id), n)).collect();
+        order.sort_unstable_by(|&(pa, a), &(pb, b)| {
+            pa.cmp(&pb)
+                .then_with(|| (a.id.as_str(), a.key).cmp(&(b.id.as_str(), b.key)))
+        });
+        for (i, &(_, n)) in order.iter().enumerate() {
+            if order.get(i + 1).is_some_and(|&(_, m)| m.id == n.id) {
+                continue;
+            }
+            self.entry_ids.insert((s, n.id.as_str()), n.key)?;
+        }
+        st.ids_written = st.nodes.len();
+        Ok(())
+    }
+
+    /// Resolves the parents of this import's nodes and writes `parents` and `children` (and
+    /// the `entry_ids` rows [`Self::write_ids`] has not written yet).
     fn link(&mut self, st: &mut FileState<'_>) -> Result<(), StoreError> {
+        self.write_ids(st)?;
         let s = st.s.0;
         let nodes = std::mem::take(&mut st.nodes);
         // hashbrown's default hasher (foldhash, seeded per process) rather than SipHash: ids
@@ -1791,35 +1828,6 @@ impl<'t> Writer<'t> {
                 stack.pop();
             }
         }
-        // The id index, in key order (a B-tree fills its pages best that way): each id once,
-        // with its last node in file order (pi's index: a later duplicate wins).
-        // Sorted by the id's first 8 bytes as a number (zero-padded, so in the same order as
-        // the bytes), then by the whole id: pi's ids are 8 hex digits, so most comparisons
-        // are of two integers.
-        let prefix = |id: &str| {
-            let mut b = [0u8; 8];
-            let n = id.len().min(8);
-            b[..n].copy_from_slice(&id.as_bytes()[..n]);
-            u64::from_be_bytes(b)
-        };
-        let mut order: Vec<(u64, usize)> = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (prefix(&n.id), i))
-            .collect();
-        order.sort_unstable_by(|&(pa, a), &(pb, b)| {
-            pa.cmp(&pb).then_with(|| {
-                (nodes[a].id.as_str(), nodes[a].key).cmp(&(nodes[b].id.as_str(), nodes[b].key))
-            })
-        });
-        for (i, &(_, a)) in order.iter().enumerate() {
-            let id = nodes[a].id.as_str();
-            if order.get(i + 1).is_some_and(|&(_, b)| nodes[b].id == id) {
-                continue;
-            }
-            self.entry_ids.insert((s, id), nodes[a].key)?;
-        }
-        drop(order);
         for (n, l) in nodes.iter().zip(&links) {
             let l = l.ok_or_else(|| StoreError::Inconsistent("unlinked node".into()))?;
             self.parents.insert(n.key, l)?;
@@ -2472,6 +2480,57 @@ mod tests {
             assert_eq!(f.stat, Some(size_mtime(&md)), "{}", f.path.display());
         }
         assert_eq!(jsonl_files_under(&root), want);
+    }
+
+    /// A duplicate id whose later occurrence lies in a later chunk: the id resolves to the
+    /// later entry (pi's index), and the store holds what a one-chunk import holds, whether
+    /// its `entry_ids` rows were written chunk by chunk or at once.
+    #[test]
+    fn a_duplicate_id_in_a_later_chunk_wins() {
+        let pad = "x".repeat(2000);
+        let mut text = String::from(
+            "{\"type\":\"session\",\"version\":3,\"id\":\"s-dup\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+        );
+        let mut parent = "null".to_owned();
+        for i in 0..40 {
+            // Lines 3 and 36 (about 70 KB apart, four 16 KiB chunks) share the id `dupe`.
+            let id = if i == 2 || i == 35 {
+                "dupe".to_owned()
+            } else {
+                format!("e{i:07}")
+            };
+            text.push_str(&format!(
+                "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:{i:02}.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"{pad}\"}}}}\n"
+            ));
+            parent = format!("\"{id}\"");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("sessions");
+        std::fs::create_dir(&folder).unwrap();
+        let file = folder.join("dup.jsonl");
+        std::fs::write(&file, &text).unwrap();
+        let small = ImportOptions {
+            chunk_size: CHUNK as usize,
+        };
+        let whole = ImportOptions {
+            chunk_size: 4 * text.len(),
+        };
+        let mut chunked = Store::open(dir.path().join("chunked.redb")).unwrap();
+        let once = Store::open(dir.path().join("once.redb")).unwrap();
+        let s = import(&chunked, &folder, &small).files[0].session.unwrap();
+        import(&once, &folder, &whole);
+        let snap = chunked.snapshot().unwrap();
+        let last = snap.entry_by_id(s, "dupe").unwrap().unwrap();
+        // Keys follow file order from the session's first row (the header): line 37.
+        let first = snap.entry_by_id(s, "e0000000").unwrap().unwrap();
+        assert_eq!(last.0 - first.0, 35);
+        drop(snap);
+        assert_eq!(
+            chunked.content_digest().unwrap(),
+            once.content_digest().unwrap()
+        );
+        assert_eq!(export(&chunked, &file).as_deref(), Some(text.as_bytes()));
+        assert_consistent(&mut chunked);
     }
 
     #[test]
