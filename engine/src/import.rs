@@ -1479,8 +1479,9 @@ impl<'t> Writer<'t> {
                         return Ok(Err(Conflict));
                     }
                 }
-                // `entry_ids` is written by `link`, in id order; the outline row was made
-                // with the parse (`outline_rows`).
+                // `entry_ids` is written for the chunk's nodes once its rows are
+                // (`write_ids`), the links at the end of the file (`link`); the outline row
+                // was made with the parse (`outline_rows`).
                 st.nodes.push(Node {
                     key,
                     id,
