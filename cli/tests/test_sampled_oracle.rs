@@ -52,7 +52,8 @@
 //! [`BIG_FILE`] bytes its answer at the leaf is checked against a separate `oracle` process.
 //! `PISESS_ORACLE_PLAIN=1` runs every call as its own `oracle` process instead (slower; same
 //! answers). `PISESS_SAMPLED_ONLY=TEXT` checks only the files whose label contains TEXT (for
-//! debugging; the coverage minimums are then not asserted).
+//! debugging; the coverage minimums are then not asserted). `PISESS_SAMPLED_EXTRA=DIR` adds the
+//! `*.jsonl` files of DIR as the group `extra` (say, sessions generated with new seeds).
 //!
 //! Mismatches that need a fix in files the test's author may not edit are listed in
 //! [`KNOWN_MISMATCHES`]; a listed case that passes fails the test too.
@@ -240,13 +241,17 @@ fn jsonl_in(dir: &Path) -> Vec<PathBuf> {
 /// Every file, and the lines to print about files checked elsewhere (same bytes) or skipped.
 fn subjects(notes: &mut Vec<String>) -> Vec<Subject> {
     let c = corpus();
-    let groups: [(&'static str, PathBuf); 5] = [
+    let mut groups: Vec<(&'static str, PathBuf)> = vec![
         ("sessions", fixture("sessions")),
         ("edge", fixture("edge")),
         ("corpus", c.clone()),
         ("corpus-edge", c.join("edge")),
         ("realdata", realdata()),
     ];
+    // More files to check, e.g. sessions just generated with other seeds (`oracle/gen`).
+    if let Some(extra) = std::env::var_os("PISESS_SAMPLED_EXTRA") {
+        groups.push(("extra", PathBuf::from(extra)));
+    }
     let only = std::env::var("PISESS_SAMPLED_ONLY").ok();
     let mut seen: HashMap<Vec<u8>, String> = HashMap::new();
     let mut out = Vec::new();
