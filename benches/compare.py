@@ -29,6 +29,11 @@ import subprocess
 E = os.environ
 BIN, WORK, CORPUS = E["BIN"], E["WORK"], E["CORPUS"]
 RUNS, SLOW_RUNS = int(E["RUNS"]), int(E["SLOW_RUNS"])
+# Runs of the quick scenarios that decide a numbered target close to its threshold (parse,
+# re-import, the 1 GB file queries, migrate --jobs 2 vs 1): medians of 5 moved those verdicts
+# from run to run on the shared 2-core guests (session 22: parse 2 threads vs 1 at 1.38x in a
+# 5-run median, 1.68x in a 15-run one minutes later).
+TARGET_RUNS = int(E.get("TARGET_RUNS", "15"))
 TIMEOUT = float(E["ORACLE_TIMEOUT"])
 ORACLE = E["ORACLE"]
 BIG, SMALL, LSDIR, MIGDIR = E["BIG"], E["SMALL"], E["LSDIR"], E["MIGDIR"]
@@ -264,7 +269,7 @@ if not skip(f"parse: reading and typing {os.path.basename(LARGEST)} (issue 2)"):
         ("pisess SessionReader, 1 thread", parse_variant(LARGEST, "typed/file")),
         ("pisess chunk reader, 1-thread pool", parse_variant(LARGEST, "par/1 thread")),
         ("pisess chunk reader, 2-thread pool", parse_variant(LARGEST, "par/2 threads")),
-    ], runs=max(RUNS, 5))
+    ], runs=max(RUNS, TARGET_RUNS))
     row("parse, typed vs Value (1 core)", t, v, ">= 2x", lambda r: r >= 2)
     row("parse, 2 threads vs 1", p2, p1, "scales on 2 cores (>= 1.5x)", lambda r: r >= 1.5)
     base = [run([READ, "--no-read", BIG])[2] for _ in range(3)]
@@ -311,7 +316,7 @@ if not skip(f"reimport: {len(bfiles)} files, {bbytes:,} bytes ({COPIES} copies o
         # cat itself with the 160 paths (expanded here, not by a shell), stdout /dev/null like
         # every subject's: both sides are one process started and reaped the same way.
         ("cat */*.jsonl > /dev/null", lambda: run(["cat", *bfiles])),
-    ], runs=max(RUNS, 7))
+    ], runs=max(RUNS, TARGET_RUNS))
     row("re-import unchanged 1 GB", re_, cat, ">= 50x vs cat", lambda r: r >= 50)
 
 # ----------------------------------------------------------------------------- one big corpus file
@@ -374,7 +379,7 @@ if not skip(f"files: pisess files '{q}' across all sessions"):
         ba, bm = bench([
             ("pisess files --json 'src/**', 1 GB", pisess("files", "--json", q, store=BSTORE, ok=(0, 1))),
             ("pisess files --json src/main.rs, 1 GB", pisess("files", "--json", "src/main.rs", store=BSTORE, ok=(0, 1))),
-        ], runs=RUNS)
+        ], runs=max(RUNS, TARGET_RUNS))
         bfl.show()
         row("files 'src/**', 1 GB folder", ba, bfl, ">= 100x vs floor", lambda x: x >= 100)
         row("files src/main.rs, 1 GB folder", bm, bfl, ">= 100x vs floor", lambda x: x >= 100)
@@ -422,14 +427,19 @@ if not skip("migrate: bulk migration of a sample of v1/v2 files"):
             return run([PISESS, "migrate", MIGDIR, "--out", mout, "--jobs", jobs])
         return f
     ora = " && ".join(f"{ORACLE} migrate {f} > /dev/null" for f in mfiles)
-    pm, p1, om, fm = bench([
+    pm, om, fm = bench([
         ("pisess migrate DIR --out OUT --jobs 2", mig("2")),
-        ("pisess migrate DIR --out OUT --jobs 1", mig("1")),
         ("oracle migrate FILE, per file", lambda: run(ora)),
         ("parse floor (Value, 2 threads ideal)", floor_files(mfiles)),
     ], runs=SLOW_RUNS)
+    # --jobs 2 against --jobs 1 on their own, with more runs than the oracle's slow reference
+    # allows above (a ratio of two ~0.3 s runs moves by a tenth between 3-run medians).
+    p2, p1 = bench([
+        ("pisess migrate DIR --out OUT --jobs 2", mig("2")),
+        ("pisess migrate DIR --out OUT --jobs 1", mig("1")),
+    ], runs=max(RUNS, TARGET_RUNS))
     row(f"migrate {len(mfiles)} files", pm, om, ">= 20x", lambda r: r >= 20)
-    row(f"migrate {len(mfiles)} files, --jobs 2 vs 1", pm, p1, ">= 1.7x", lambda r: r >= 1.7)
+    row(f"migrate {len(mfiles)} files, --jobs 2 vs 1", p2, p1, ">= 1.7x", lambda r: r >= 1.7)
     row(f"migrate {len(mfiles)} files", pm, fm, faster=False)
 
 # ----------------------------------------------------------------------------- ls
