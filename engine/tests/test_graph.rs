@@ -219,7 +219,7 @@ fn odd_trees_read_in_small_chunks_link_as_the_whole_file_does() {
         let import = |store: &Store, chunk_size: usize| {
             let r = store
                 .import(
-                    &[folder.clone()],
+                    std::slice::from_ref(&folder),
                     &ImportOptions { chunk_size },
                     &mut |_| {},
                 )
