@@ -33,6 +33,11 @@ pub fn main() -> ExitCode {
 /// thread starts): the binary uses it to set up its heap for the commands that
 /// [`short_query`] names.
 pub fn main_with(prepare: impl FnOnce(&commands::Command)) -> ExitCode {
+    ExitCode::from(status_with(prepare))
+}
+
+/// [`main_with`], giving the exit status as a number (for a binary that exits by itself).
+pub fn status_with(prepare: impl FnOnce(&commands::Command)) -> u8 {
     let args = parse_args(std::env::args_os().collect());
     prepare(&args.command);
     session_arg::set_store_wait(std::time::Duration::from_secs(args.global.wait));
@@ -40,11 +45,11 @@ pub fn main_with(prepare: impl FnOnce(&commands::Command)) -> ExitCode {
     let outcome = commands::run(&mut ui, args.command);
     let flushed = ui.flush();
     match flushed.and(outcome) {
-        Ok(o) => ExitCode::from(o.code()),
-        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Ok(o) => o.code(),
+        Err(e) if e.is_broken_pipe() => 0,
         Err(e) => {
             e.print();
-            ExitCode::from(2)
+            2
         }
     }
 }
