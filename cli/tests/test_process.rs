@@ -27,7 +27,7 @@ fn with_closed(env: &TestEnv, closing: &str, args: &[&str]) -> std::process::Exi
 }
 
 #[test]
-fn closed_standard_streams_are_reopened_before_anything_is_opened() {
+fn commands_run_as_usual_with_closed_standard_streams() {
     let env = TestEnv::new();
     let dir = tempfile::tempdir().unwrap();
     for name in ["04-many-branches.jsonl", "03-compactions.jsonl"] {
@@ -39,9 +39,8 @@ fn closed_standard_streams_are_reopened_before_anything_is_opened() {
     let before = std::fs::read(&session).unwrap();
 
     // A fresh import (the store is created), a re-import (answered from the sources copy), and
-    // commands that open a session file and print a lot.
-    // Standard output closed alone is the case that matters: the first file opened would get
-    // descriptor 1, and the output would go into it.
+    // commands that open a session file and print a lot; with standard output alone closed (the
+    // first file opened would otherwise get descriptor 1), all three, and standard error alone.
     for closing in [">&-", "<&- >&- 2>&-", "2>&- >/dev/null"] {
         for args in [
             &["import", dir_s][..],
@@ -55,7 +54,7 @@ fn closed_standard_streams_are_reopened_before_anything_is_opened() {
         }
     }
 
-    // Nothing was written where the output would have gone had a file taken descriptor 1.
+    // The session and the store are as an ordinary run leaves them.
     assert_eq!(std::fs::read(&session).unwrap(), before);
     let verify = env.pisess().args(["verify"]).output().unwrap();
     assert_eq!(
