@@ -8,7 +8,8 @@ deletions, inserted quotes, brackets, BOMs, CRs and NULs, duplicated, swapped an
 odd versions and entry types) and runs every command below on it against a scratch store.
 A panic, an exit status other than 0, 1 or 2, or a run over 60 s is printed and its input kept
 in the current folder as panic-SEED-N.jsonl / timeout-SEED-N.jsonl. Session 22 ran seeds 1
-(3 rounds), 11 (400) and 12 (1,500): no problem.
+(3 rounds), 11 (400) and 12 (1,500), session 24 seeds 24 (600) and 25 (2,000, on
+e733f93's binary): no problem.
 """
 import os, random, subprocess, sys, glob, shutil
 B = sys.argv[1]; rounds = int(sys.argv[2]); seed = int(sys.argv[3])
