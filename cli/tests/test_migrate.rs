@@ -332,6 +332,58 @@ fn out_mirrors_the_tree_and_never_touches_the_sources() {
     assert_eq!(snapshot(&out_arg), written);
 }
 
+/// A file whose last step fails (its target is a folder, so the rename into place fails after
+/// the file was written and flushed) fails alone: reported with the rename's error, in the
+/// same place among the reports as a dry run lists it; the others are written; no temp file
+/// is left and the folder in the way is untouched.
+#[test]
+fn a_file_that_cannot_be_put_in_place_fails_alone_and_leaves_no_temp_file() {
+    let env = TestEnv::new();
+    let m = Mixed::new();
+    let out = tempfile::tempdir().unwrap();
+    let out_arg = out.path().join("mirror");
+    let blocker = out_arg.join(V2);
+    fs::create_dir_all(&blocker).unwrap();
+    fs::write(blocker.join("keep"), b"mine").unwrap();
+    let (listed, _, code) = run_json(&env, &[m.arg()]);
+    assert_eq!(code, 0);
+    let (files, summary, code) = run_json(
+        &env,
+        &[m.arg(), "--out", out_arg.to_str().unwrap(), "--jobs", "2"],
+    );
+    assert_eq!(code, 2, "{summary}");
+    assert_eq!(summary["migrated"], 3, "{summary}");
+    assert_eq!(summary["failed"], 1, "{summary}");
+    let order = |v: &[Value]| v.iter().map(|f| f["file"].clone()).collect::<Vec<_>>();
+    assert_eq!(order(&files), order(&listed));
+    let failed: Vec<&Value> = files.iter().filter(|f| f["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1, "{files:?}");
+    assert!(
+        failed[0]["file"].as_str().unwrap().ends_with(V2),
+        "{:?}",
+        failed[0]
+    );
+    let reason = failed[0]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("cannot rename into place"), "{reason}");
+    assert!(failed[0]["output"].is_null(), "{:?}", failed[0]);
+    let written = snapshot(&out_arg);
+    let names: Vec<_> = written
+        .keys()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [V1_SMALL, READ_ONLY, format!("{V2}/keep").as_str(), V1_REAL]
+    );
+    assert_eq!(written[Path::new(&format!("{V2}/keep"))], b"mine");
+    for rel in [V1_SMALL, READ_ONLY, V1_REAL] {
+        assert!(
+            written[Path::new(rel)] == lib_migrate(&m.path().join(rel)),
+            "{rel}"
+        );
+    }
+}
+
 #[test]
 fn force_writes_a_file_that_was_not_fully_parsed() {
     let env = TestEnv::new();

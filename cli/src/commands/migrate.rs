@@ -6,6 +6,11 @@
 //! or a kill each file is either fully migrated or byte-identical to what it was; a file that
 //! was not fully parsed (skipped lines, glued records) is not written without `--force`; every
 //! file is tried before the exit status is decided.
+//!
+//! A file's durable steps (fsync of the temp file, backup, rename, folder fsync: [`commit`])
+//! run on one committer thread while the `--jobs` workers migrate the next files, so no worker
+//! waits for the disk; with `--verify` they stay on the worker (verification is CPU work). The
+//! steps and their order for each file are the same either way.
 
 pub(crate) mod atomic;
 mod report;
@@ -239,19 +244,57 @@ fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
     let bar = progress_bar(&jobs);
     let done = AtomicU64::new(0);
     let total = jobs.len();
-    let reports: Vec<FileReport> = pool.install(|| {
-        jobs.par_iter()
-            .map(|job| {
-                let r = process(job, &opts);
-                if let Some(bar) = &bar {
-                    let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    bar.set_message(format!("{n}/{total} files"));
-                    bar.inc(r.bytes_read);
-                }
-                r
-            })
-            .collect()
+    let tick = |bytes: u64| {
+        if let Some(bar) = &bar {
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            bar.set_message(format!("{n}/{total} files"));
+            bar.inc(bytes);
+        }
+    };
+    // Files waiting for the committer at most (each holds a written temp file).
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Box<Pending>)>(threads * 2);
+    let (mut reports, committed) = std::thread::scope(|scope| {
+        let opts = &opts;
+        let tick = &tick;
+        let committer = scope.spawn(move || {
+            rx.into_iter()
+                .map(|(i, p)| {
+                    let r = commit(*p, opts);
+                    tick(r.bytes_read);
+                    (i, r)
+                })
+                .collect::<Vec<_>>()
+        });
+        let reports: Vec<Option<FileReport>> = pool.install(|| {
+            jobs.par_iter()
+                .enumerate()
+                .map_with(tx, |tx, (i, job)| match process(job, opts) {
+                    Step::Done(r) => {
+                        tick(r.bytes_read);
+                        Some(r)
+                    }
+                    // The committer has stopped only if it panicked: commit here.
+                    Step::Commit(p) => tx.send((i, p)).err().map(|e| {
+                        let r = commit(*e.0.1, opts);
+                        tick(r.bytes_read);
+                        r
+                    }),
+                })
+                .collect()
+        });
+        (reports, committer.join())
     });
+    let committed =
+        committed.map_err(|_| anyhow!("the thread that puts migrated files in place panicked"))?;
+    for (i, r) in committed {
+        if let Some(slot) = reports.get_mut(i) {
+            *slot = Some(r);
+        }
+    }
+    let reports: Vec<FileReport> = reports
+        .into_iter()
+        .collect::<Option<_>>()
+        .ok_or_else(|| anyhow!("a file was neither migrated nor reported"))?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -384,17 +427,39 @@ impl Write for Counter {
     }
 }
 
-/// Migrates one file as the options say; never panics on a bad file.
-fn process(job: &Job, opts: &Opts) -> FileReport {
+/// What a worker leaves of a file: its report, or a written temp file for [`commit`].
+enum Step {
+    Done(FileReport),
+    Commit(Box<Pending>),
+}
+
+impl From<FileReport> for Step {
+    fn from(r: FileReport) -> Self {
+        Self::Done(r)
+    }
+}
+
+/// A migrated file written to its temp file and not yet flushed or put in place.
+struct Pending {
+    r: FileReport,
+    tmp: atomic::TempFile,
+    src: PathBuf,
+    target: PathBuf,
+    meta: fs::Metadata,
+}
+
+/// Migrates one file as the options say, up to its written temp file; never panics on a bad
+/// file.
+fn process(job: &Job, opts: &Opts) -> Step {
     let dry_run = matches!(opts.mode, Mode::DryRun);
     let mut r = FileReport::new(&job.src, dry_run);
     let meta = match fs::metadata(&job.src) {
         Ok(m) => m,
-        Err(e) => return r.end(Status::Failed, format!("cannot read: {e}")),
+        Err(e) => return r.end(Status::Failed, format!("cannot read: {e}")).into(),
     };
     r.bytes_read = meta.len();
     let plan = match verify::probe(&job.src) {
-        Err(e) => return r.end(Status::Failed, format!("cannot read: {e}")),
+        Err(e) => return r.end(Status::Failed, format!("cannot read: {e}")).into(),
         Ok(Probe::Rejected(kind)) => {
             let (found, why) = match kind {
                 ProblemKind::V4Header => (Found::V4, "pi's v4 format; left alone".to_owned()),
@@ -402,27 +467,31 @@ fn process(job: &Job, opts: &Opts) -> FileReport {
                 other => (Found::NotASession, other.to_string()),
             };
             r.found = found;
-            return r.end(Status::Skipped, why);
+            return r.end(Status::Skipped, why).into();
         }
         Ok(Probe::Header(plan)) => plan,
     };
     if plan.version.is_nan() {
         r.found = Found::UnknownVersion;
-        return r.end(
-            Status::Skipped,
-            "the header's version is not a number".to_owned(),
-        );
+        return r
+            .end(
+                Status::Skipped,
+                "the header's version is not a number".to_owned(),
+            )
+            .into();
     }
     if !plan.rewrite {
         if plan.version > 3.0 {
             r.found = Found::Future;
-            return r.end(
-                Status::Skipped,
-                format!("version {} is newer than 3; left alone", plan.version),
-            );
+            return r
+                .end(
+                    Status::Skipped,
+                    format!("version {} is newer than 3; left alone", plan.version),
+                )
+                .into();
         }
         r.found = Found::V3;
-        return r.end(Status::Current, None);
+        return r.end(Status::Current, None).into();
     }
     r.found = if plan.v1_to_v2 { Found::V1 } else { Found::V2 };
 
@@ -431,7 +500,8 @@ fn process(job: &Job, opts: &Opts) -> FileReport {
         return match migrate_exact(&job.src, || Ok(Counter::default())) {
             Ok(o) => finish_counts(r, &o, opts.force),
             Err(e) => r.end(Status::Failed, e.to_string()),
-        };
+        }
+        .into();
     };
     write_one(r, job, target, &meta, opts)
 }
@@ -478,15 +548,10 @@ fn finish_counts(mut r: FileReport, o: &MigrationOutcome, force: bool) -> FileRe
     r.end(Status::Migrated, None)
 }
 
-/// Migrates `job.src` into `target` atomically (with a backup in place mode) and verifies it.
-fn write_one(
-    r: FileReport,
-    job: &Job,
-    target: &Path,
-    meta: &fs::Metadata,
-    opts: &Opts,
-) -> FileReport {
-    let fail = |r: FileReport, why: String| r.end(Status::Failed, why);
+/// Migrates `job.src` into a temp file beside `target`; the rest ([`commit`]) is left to the
+/// committer thread, or done here with `--verify`.
+fn write_one(r: FileReport, job: &Job, target: &Path, meta: &fs::Metadata, opts: &Opts) -> Step {
+    let fail = |r: FileReport, why: String| r.end(Status::Failed, why).into();
     let Some(dir) = target.parent() else {
         return fail(r, "the target has no folder".into());
     };
@@ -520,26 +585,50 @@ fn write_one(
         Ok(o) => o,
         Err(e) => return fail(r, e.to_string()),
     };
-    let mut r = finish_counts(r, &outcome, opts.force);
+    let r = finish_counts(r, &outcome, opts.force);
     if r.status != Status::Migrated {
-        return r; // the temp file is removed on drop
+        return r.into(); // the temp file is removed on drop
     }
     // A read-only file is the user's way of saying "do not change this" (rename would not
     // stop us: it needs only the folder to be writable).
     if matches!(opts.mode, Mode::InPlace { .. }) && meta.permissions().readonly() {
         return fail(r, "the file is read-only; left alone".into());
     }
-    if let Err(e) = tmp.finish(meta) {
+    let p = Pending {
+        r,
+        tmp,
+        src: job.src.clone(),
+        target: target.to_path_buf(),
+        meta: meta.clone(),
+    };
+    if opts.verify {
+        return commit(p, opts).into();
+    }
+    Step::Commit(Box::new(p))
+}
+
+/// Flushes a written temp file and puts it in place: fsync, the backup in place mode, the
+/// check before or after the rename with `--verify`, the rename and the folder fsync.
+fn commit(p: Pending, opts: &Opts) -> FileReport {
+    let Pending {
+        mut r,
+        tmp,
+        src,
+        target,
+        meta,
+    } = p;
+    let fail = |r: FileReport, why: String| r.end(Status::Failed, why);
+    if let Err(e) = tmp.finish(&meta) {
         return fail(r, format!("cannot write the temp file: {e}"));
     }
     let backup = match &opts.mode {
         Mode::InPlace {
             backup_suffix: Some(suffix),
         } => {
-            let mut b = job.src.clone().into_os_string();
+            let mut b = src.clone().into_os_string();
             b.push(suffix);
             let b = PathBuf::from(b);
-            if let Err(e) = atomic::make_backup(&job.src, &b) {
+            if let Err(e) = atomic::make_backup(&src, &b) {
                 return fail(r, e.to_string());
             }
             r.backup = Some(b.to_string_lossy().into_owned());
@@ -550,21 +639,21 @@ fn write_one(
     // Without a backup, check the temp file before it replaces anything.
     if opts.verify
         && backup.is_none()
-        && let Err(e) = verify::verify(tmp.path(), &job.src)
+        && let Err(e) = verify::verify(tmp.path(), &src)
     {
         r.verified = Some(false);
         return fail(r, format!("verification failed, nothing written: {e}"));
     }
-    if let Err(e) = tmp.persist(target) {
+    if let Err(e) = tmp.persist(&target) {
         return fail(r, format!("cannot rename into place: {e}"));
     }
     r.output = Some(target.to_string_lossy().into_owned());
     if opts.verify {
         if let Some(b) = &backup
-            && let Err(e) = verify::verify(target, b)
+            && let Err(e) = verify::verify(&target, b)
         {
             r.verified = Some(false);
-            let restored = match atomic::copy_atomic(b, target) {
+            let restored = match atomic::copy_atomic(b, &target) {
                 Ok(()) => "restored from the backup".to_owned(),
                 Err(re) => format!("RESTORING FROM {} FAILED: {re}", b.display()),
             };
