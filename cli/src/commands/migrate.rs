@@ -256,13 +256,14 @@ fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
     let (mut reports, committed) = std::thread::scope(|scope| {
         let opts = &opts;
         let tick = &tick;
+        let commit_one = move |p: Box<Pending>| {
+            let r = commit(*p, opts);
+            tick(r.bytes_read);
+            r
+        };
         let committer = scope.spawn(move || {
             rx.into_iter()
-                .map(|(i, p)| {
-                    let r = commit(*p, opts);
-                    tick(r.bytes_read);
-                    (i, r)
-                })
+                .map(|(i, p)| (i, commit_one(p)))
                 .collect::<Vec<_>>()
         });
         let reports: Vec<Option<FileReport>> = pool.install(|| {
@@ -274,11 +275,7 @@ fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
                         Some(r)
                     }
                     // The committer has stopped only if it panicked: commit here.
-                    Step::Commit(p) => tx.send((i, p)).err().map(|e| {
-                        let r = commit(*e.0.1, opts);
-                        tick(r.bytes_read);
-                        r
-                    }),
+                    Step::Commit(p) => tx.send((i, p)).err().map(|e| commit_one(e.0.1)),
                 })
                 .collect()
         });
