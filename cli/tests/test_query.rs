@@ -787,6 +787,14 @@ fn grep_finds_what_an_independent_scan_finds() {
         (&["src/[a-z]+\\.rs"], "src/[a-z]+\\.rs", Some("assistant")),
         (&["explored"], "explored", Some("branch_summary")),
         (&["the"], "the", Some("compaction")),
+        // -w, against other spellings of "no word character on either side".
+        (&["-w", "the"], r"\bthe\b", None),
+        (&["-w", "-F", ".rs"], r"(?:^|\W)\.rs(?:$|\W)", None),
+        (
+            &["-w", "-i", "ERROR"],
+            r"(?i)(?:^|[^\w])error(?:[^\w]|$)",
+            None,
+        ),
     ];
     let dir = tempfile::tempdir().unwrap();
     for name in [
@@ -826,6 +834,91 @@ fn grep_finds_what_an_independent_scan_finds() {
             }
         }
     }
+}
+
+/// `-l`, `-c` and `-m` against the plain listing: the sessions, counts and first matches it
+/// gives (itself checked against an independent scan above).
+#[test]
+fn grep_lists_counts_and_stops_like_ripgrep() {
+    let env = TestEnv::new();
+    for name in V3 {
+        out(&env, &["import", session(name).to_str().unwrap()], 0);
+    }
+    let pat = "the";
+    let all = json_lines(&env, &["grep", pat, "--json"], 0);
+    // Each session's file and its matches, in output order.
+    let mut per: Vec<(String, Vec<&Value>)> = Vec::new();
+    for l in all.iter().filter(|l| l["type"] == "match") {
+        let f = l["file"].as_str().unwrap();
+        if per.last().is_none_or(|(g, _)| g != f) {
+            per.push((f.to_owned(), Vec::new()));
+        }
+        per.last_mut().unwrap().1.push(l);
+    }
+    assert!(per.len() >= 3, "{per:?}");
+    assert!(
+        per.iter().any(|(_, m)| m.len() > 2),
+        "some session must match more than twice"
+    );
+    let entries = |m: &[&Value]| {
+        let mut ids: Vec<&str> = m.iter().map(|l| l["entryId"].as_str().unwrap()).collect();
+        ids.dedup();
+        ids.len()
+    };
+
+    // -l: each session with a match, once, in the same order; each search stops at one match.
+    let files: Vec<String> = per.iter().map(|(f, _)| f.clone()).collect();
+    let text = out(&env, &["grep", "-l", pat], 0);
+    assert_eq!(text.lines().collect::<Vec<_>>(), files);
+    let lines = json_lines(&env, &["grep", "-l", pat, "--json"], 0);
+    let (summary, listed) = lines.split_last().unwrap();
+    assert!(listed.iter().all(|l| l["type"] == "session"), "{listed:?}");
+    let listed: Vec<&str> = listed.iter().map(|l| l["file"].as_str().unwrap()).collect();
+    assert_eq!(listed, files);
+    assert_eq!(summary["matches"], per.len());
+    assert!(summary["rowsScanned"].as_u64() <= all.last().unwrap()["rowsScanned"].as_u64());
+
+    // -c: FILE:COUNT, COUNT the session's matching lines; with -m, at most that many.
+    for max in [None, Some(2u64)] {
+        let mut args = vec!["grep", "-c", pat];
+        let m;
+        if let Some(n) = max {
+            m = n.to_string();
+            args.extend(["-m", &m]);
+        }
+        let cap = |n: usize| max.map_or(n, |c| n.min(c as usize));
+        let want: Vec<String> = per
+            .iter()
+            .map(|(f, m)| format!("{f}:{}", cap(m.len())))
+            .collect();
+        assert_eq!(
+            out(&env, &args, 0).lines().collect::<Vec<_>>(),
+            want,
+            "{args:?}"
+        );
+        args.push("--json");
+        let lines = json_lines(&env, &args, 0);
+        for (l, (f, m)) in lines.iter().zip(&per) {
+            assert_eq!(l["type"], "count");
+            assert_eq!(l["file"], f.as_str());
+            assert_eq!(l["matches"], cap(m.len()));
+            assert_eq!(l["entries"], entries(&m[..cap(m.len())]));
+        }
+        assert_eq!(lines.len(), per.len() + 1);
+    }
+
+    // -m 2: each session's first two matches of the full listing, nothing else.
+    let lines = json_lines(&env, &["grep", "-m", "2", pat, "--json"], 0);
+    let want: Vec<&Value> = per
+        .iter()
+        .flat_map(|(_, m)| m.iter().take(2).copied())
+        .collect();
+    let got: Vec<&Value> = lines.iter().filter(|l| l["type"] == "match").collect();
+    assert_eq!(got, want);
+
+    // -m 0 finds nothing; -l with -c is refused.
+    assert_eq!(out(&env, &["grep", "-m", "0", pat], 1), "");
+    assert_eq!(run(&env, &["grep", "-l", "-c", pat]).code, 2);
 }
 
 #[test]

@@ -37,9 +37,15 @@ use crate::ui::{Ui, safe};
 /// Output: one line per matching line, grouped by session: entry id, kind, the field and its
 /// line number, and the line cut around the match.
 ///
+/// With -l, only the file of each session with a match, one per line (a session's search stops
+/// at its first match); with -c, `FILE:COUNT` per session with a match, COUNT its matching
+/// lines. -m NUM stops each session's search after NUM matching lines.
+///
 /// With --json: JSON Lines, `{"type":"match", sessionId, file, entryId, entryType, role,
-/// timestamp, field, line, snippet, match}` per matching line, then one `{"type":"summary",
-/// matches, entries, sessions, rowsScanned, rowsDecoded}`.
+/// timestamp, field, line, snippet, match}` per matching line (with -l `{"type":"session",
+/// sessionId, file}` per session instead, with -c `{"type":"count", sessionId, file, matches,
+/// entries}`), then one `{"type":"summary", matches, entries, sessions, rowsScanned,
+/// rowsDecoded}`.
 ///
 /// Exit status: 0 when something matched, 1 when nothing did, 2 on error.
 #[derive(Debug, clap::Args)]
@@ -59,6 +65,50 @@ pub struct GrepArgs {
     /// Match case-insensitively.
     #[arg(short = 'i', long = "ignore-case")]
     pub ignore_case: bool,
+    /// Match whole words only: no word character just before or just after the match.
+    #[arg(short = 'w', long = "word-regexp")]
+    pub word: bool,
+    /// Print only the file of each session with a match, and stop searching a session at its
+    /// first match.
+    #[arg(short = 'l', long = "files-with-matches", conflicts_with = "count")]
+    pub files_with_matches: bool,
+    /// Print only the number of matching lines of each session with a match, as `FILE:COUNT`.
+    #[arg(short = 'c', long = "count")]
+    pub count: bool,
+    /// Stop searching a session after NUM matching lines.
+    #[arg(short = 'm', long = "max-count", value_name = "NUM")]
+    pub max_count: Option<u64>,
+}
+
+/// What `grep` prints for a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Every matching line.
+    Lines,
+    /// The session's file, once (`-l`).
+    Files,
+    /// The session's file and its number of matching lines (`-c`).
+    Count,
+}
+
+impl Mode {
+    fn of(args: &GrepArgs) -> Self {
+        if args.files_with_matches {
+            Self::Files
+        } else if args.count {
+            Self::Count
+        } else {
+            Self::Lines
+        }
+    }
+
+    /// Matching lines after which a session's search stops.
+    fn limit(self, args: &GrepArgs) -> Option<u64> {
+        match self {
+            Self::Files => Some(args.max_count.map_or(1, |m| m.min(1))),
+            Self::Lines | Self::Count => args.max_count,
+        }
+    }
 }
 
 /// The compiled pattern and its raw-byte pre-filter.
@@ -81,11 +131,17 @@ enum Prefilter {
 
 impl Matcher {
     fn new(args: &GrepArgs) -> Result<Self, CommandError> {
-        let pattern = if args.fixed {
+        let mut pattern = if args.fixed {
             regex::escape(&args.pattern)
         } else {
             args.pattern.clone()
         };
+        if args.word {
+            // ripgrep's -w: the match may not touch a word character on either side (half
+            // boundaries, so a pattern that starts or ends with a non-word character still
+            // matches where a plain `\b` would not).
+            pattern = format!(r"\b{{start-half}}(?:{pattern})\b{{end-half}}");
+        }
         let re = RegexBuilder::new(&pattern)
             .case_insensitive(args.ignore_case)
             .build()
@@ -303,9 +359,15 @@ fn search_session(
     counts: &mut Counts,
 ) -> Result<(), CommandError> {
     use rayon::prelude::*;
-    let mut headed = false;
+    let mode = Mode::of(args);
+    let limit = mode.limit(args);
+    if limit == Some(0) {
+        return Ok(());
+    }
+    // This session's matching lines and entries so far.
+    let (mut found, mut entries) = (0u64, 0u64);
     let rows = snap.rows(key)?;
-    for block in rows.chunks(BLOCK) {
+    'blocks: for block in rows.chunks(BLOCK) {
         let results: Vec<Result<RowResult, pisess_engine::StoreError>> = block
             .par_iter()
             .map(|&row| search_row(snap, row, matcher, args.role.as_deref()))
@@ -322,10 +384,10 @@ fn search_session(
             };
             counts.rows_decoded += 1;
             counts.entries += 1;
-            if !headed {
-                headed = true;
+            entries += 1;
+            if found == 0 {
                 counts.sessions += 1;
-                if !ui.json {
+                if mode == Mode::Lines && !ui.json {
                     let head = format!("{} {}", safe(&record.session_id), safe(&record.path));
                     let painted = ui.paint("35", &head);
                     writeln!(ui.out(), "{painted}")?;
@@ -333,25 +395,51 @@ fn search_session(
             }
             for h in hits {
                 counts.matches += 1;
-                if ui.json {
-                    ui.json_line(&json!({
-                        "type": "match",
-                        "sessionId": record.session_id,
-                        "file": record.path,
-                        "entryId": sa::id_of(&v),
-                        "entryType": sa::entry_type(&v),
-                        "role": sa::role(&v),
-                        "timestamp": v.get("timestamp"),
-                        "field": h.field,
-                        "line": h.line,
-                        "snippet": h.snippet,
-                        "match": h.matched,
-                    }))?;
-                } else {
-                    write_match(ui, &v, &h)?;
+                found += 1;
+                if mode == Mode::Lines {
+                    if ui.json {
+                        ui.json_line(&json!({
+                            "type": "match",
+                            "sessionId": record.session_id,
+                            "file": record.path,
+                            "entryId": sa::id_of(&v),
+                            "entryType": sa::entry_type(&v),
+                            "role": sa::role(&v),
+                            "timestamp": v.get("timestamp"),
+                            "field": h.field,
+                            "line": h.line,
+                            "snippet": h.snippet,
+                            "match": h.matched,
+                        }))?;
+                    } else {
+                        write_match(ui, &v, &h)?;
+                    }
+                }
+                if limit.is_some_and(|l| found >= l) {
+                    break 'blocks;
                 }
             }
         }
+    }
+    if found == 0 {
+        return Ok(());
+    }
+    match (mode, ui.json) {
+        (Mode::Lines, _) => {}
+        (Mode::Files, true) => ui.json_line(&json!({
+            "type": "session",
+            "sessionId": record.session_id,
+            "file": record.path,
+        }))?,
+        (Mode::Files, false) => writeln!(ui.out(), "{}", safe(&record.path))?,
+        (Mode::Count, true) => ui.json_line(&json!({
+            "type": "count",
+            "sessionId": record.session_id,
+            "file": record.path,
+            "matches": found,
+            "entries": entries,
+        }))?,
+        (Mode::Count, false) => writeln!(ui.out(), "{}:{found}", safe(&record.path))?,
     }
     Ok(())
 }
@@ -502,6 +590,10 @@ mod tests {
             role: None,
             fixed: false,
             ignore_case: ic,
+            word: false,
+            files_with_matches: false,
+            count: false,
+            max_count: None,
         };
         Matcher::new(&args).unwrap().may_match(raw.as_bytes())
     }
