@@ -495,6 +495,47 @@ fn memchr_backslash(b: &[u8]) -> Option<usize> {
 fn raw_len16(t: &RawStr<'_>) -> usize {
     let raw = t.raw_json().as_bytes();
     let inner = raw.get(1..raw.len().saturating_sub(1)).unwrap_or(&[]);
+    // Without `\\` every backslash starts an escape, and every `\u` is a `\u` escape: the
+    // length is the code units of the raw bytes less one per escape (its backslash) and four
+    // more per `\u` escape (its hex digits). Counted in whole passes, not escape by escape.
+    if DOUBLE_BACKSLASH.find(inner).is_none() {
+        let (units, backslashes) = units_and_backslashes(inner);
+        let u_escapes = BACKSLASH_U.find_iter(inner).count();
+        return units.saturating_sub(backslashes + 4 * u_escapes);
+    }
+    raw_len16_stepwise(inner)
+}
+
+/// `\\`, `\u` and `\/` in raw JSON text.
+static DOUBLE_BACKSLASH: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\\\"));
+static BACKSLASH_U: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
+static BACKSLASH_SLASH: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\/"));
+
+/// The UTF-16 code units of `b` read as UTF-8 (one per leading byte, two for a 4-byte
+/// sequence), and its backslashes; in blocks whose sums fit 16-bit lanes, so the loop
+/// vectorises.
+fn units_and_backslashes(b: &[u8]) -> (usize, usize) {
+    let (mut units, mut backslashes) = (0usize, 0usize);
+    for block in b.chunks(16_384) {
+        let u: u16 = block
+            .iter()
+            .map(|&c| u16::from(c & 0xC0 != 0x80) + u16::from(c >= 0xF0))
+            .fold(0u16, u16::wrapping_add);
+        let s: u16 = block
+            .iter()
+            .map(|&c| u16::from(c == b'\\'))
+            .fold(0u16, u16::wrapping_add);
+        units += usize::from(u);
+        backslashes += usize::from(s);
+    }
+    (units, backslashes)
+}
+
+/// [`raw_len16`] escape by escape (any raw text, `\\` included).
+fn raw_len16_stepwise(inner: &[u8]) -> usize {
     // Runs between escapes: an ASCII run is one unit a byte (checked many bytes at a time).
     let run = |b: &[u8]| -> usize {
         if b.is_ascii() {
@@ -525,9 +566,13 @@ fn raw_len16(t: &RawStr<'_>) -> usize {
 
 /// `JSON.stringify(JSON.parse(raw)).length` when `raw` is already in the form
 /// `JSON.stringify` writes (compact; strings escaped as JavaScript escapes them; numbers in
-/// ECMAScript form; no repeated key): then it is `raw`'s own length. `None` otherwise.
+/// ECMAScript form; no repeated key): then it is `raw`'s own length. `None` otherwise. `raw`
+/// is JSON text the typed parse accepted (its escapes are valid JSON escapes).
 pub fn canonical_len16(raw: &str) -> Option<usize> {
     let b = raw.as_bytes();
+    // JSON text (as the typed parse accepted it) without `\u` and `\/` has only the escapes
+    // `JSON.stringify` writes: its strings need only their ends found, a quote at a time.
+    let quick = BACKSLASH_U.find(b).is_none() && BACKSLASH_SLASH.find(b).is_none();
     // Keys of the open objects, with the depth of the object each belongs to.
     let mut keys: Vec<(usize, &[u8])> = Vec::new();
     // For each open container: true for an object.
@@ -563,7 +608,11 @@ pub fn canonical_len16(raw: &str) -> Option<usize> {
             }
             b':' => i += 1,
             b'"' => {
-                let end = canonical_string_end(b, i)?;
+                let end = if quick {
+                    string_end_without_u(b, i + 1)?
+                } else {
+                    canonical_string_end(b, i)?
+                };
                 if want_key {
                     let depth = open.len();
                     let key = &b[i..end];
@@ -645,6 +694,20 @@ fn canonical_number(t: &str) -> bool {
     }
 }
 
+/// Just past the closing quote of the string whose contents start at `b[i]`, in text without
+/// `\u` escapes: the first quote not escaped, i.e. after an even run of backslashes. `None` if
+/// the string does not end.
+fn string_end_without_u(b: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        let q = i + memchr::memchr(b'"', b.get(i..)?)?;
+        let backslashes = b[i..q].iter().rev().take_while(|&&c| c == b'\\').count();
+        if backslashes % 2 == 0 {
+            return Some(q + 1);
+        }
+        i = q + 1;
+    }
+}
+
 /// Nesting deeper than this, or a number this far from zero, makes [`value_parse_safe`] say
 /// no (serde_json's limits are 128 levels and the range of `f64`).
 const SAFE_DEPTH: usize = 100;
@@ -654,10 +717,19 @@ const SAFE_DEPTH: usize = 100;
 /// number that may be out of the range of `f64`. Conservative: `false` only costs a parse.
 pub fn value_parse_safe(json: &str) -> bool {
     let b = json.as_bytes();
+    // Without any `\u`, an escape is a backslash and one more byte: a string ends at the first
+    // quote after an even run of backslashes, found a quote at a time (not an escape at a time).
+    let quick = BACKSLASH_U.find(b).is_none();
     let mut depth = 0usize;
     let mut i = 0;
     while i < b.len() {
         match b[i] {
+            b'"' if quick => {
+                let Some(end) = string_end_without_u(b, i + 1) else {
+                    return false;
+                };
+                i = end;
+            }
             b'"' => {
                 i += 1;
                 loop {
@@ -893,12 +965,61 @@ mod tests {
     }
 
     #[test]
+    fn raw_lengths_are_the_decoded_strings_lengths() {
+        let pieces = [
+            "a",
+            "é",
+            "😀",
+            "\\n",
+            "\\\\",
+            "\\\"",
+            "\\u00e9",
+            "\\ud83d\\ude00",
+            "\\u001b",
+            "\\\\u0",
+            "\\/",
+            "\\t",
+            " ",
+            "x\\\\\\n",
+        ];
+        let mut n = 0;
+        let mut fast = 0;
+        for a in &pieces {
+            for b in &pieces {
+                for c in &pieces {
+                    for d in ["", "long text ", "ü\\n\\n"] {
+                        let raw = format!("\"{d}{a}{b}{d}{c}\"");
+                        let t: RawStr<'_> = serde_json::from_str(&raw).unwrap();
+                        let want = t.utf16_len();
+                        assert_eq!(raw_len16(&t), want, "{raw}");
+                        let inner = &raw.as_bytes()[1..raw.len() - 1];
+                        assert_eq!(raw_len16_stepwise(inner), want, "{raw}");
+                        fast += usize::from(DOUBLE_BACKSLASH.find(inner).is_none());
+                        n += 1;
+                    }
+                }
+            }
+        }
+        // Both ways of counting were used.
+        assert!(fast > n / 4 && fast < n, "{fast} of {n}");
+        // Blocks longer than one 16-bit sum.
+        let big = format!("\"{}\"", "😀\\n".repeat(30_000));
+        let t: RawStr<'_> = serde_json::from_str(&big).unwrap();
+        assert_eq!(raw_len16(&t), t.utf16_len());
+    }
+
+    #[test]
     fn canonical_lengths() {
         assert_eq!(canonical_len16(r#"{"a":1,"a":2}"#), None);
         assert_eq!(canonical_len16(r#"{"a":100000000000000000000000}"#), None);
         assert_eq!(canonical_len16(r#"[-0]"#), None);
         assert_eq!(canonical_len16(r#""\u00e9""#), None);
+        assert_eq!(canonical_len16(r#"{"a":"x\/y"}"#), None);
+        assert_eq!(canonical_len16(r#"{"a":"\"","a":1}"#), None);
         for raw in [
+            r#"{"a":"say \"hi\"\\","b":"c:\\\\d\n\t"}"#,
+            r#"{"a":"\\/","b":["\"]\\",{"c":"\\"}]}"#,
+            r#"{"a":"\u001b[0m\\"}"#,
             r#"{"a":[1,-2,0.5,1e+21,"é\n\u001b"],"b":{"a":null}}"#,
             r#"{"x":1e-7}"#,
             r#"{"a":{"b":1},"b":1}"#,
