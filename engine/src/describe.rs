@@ -1008,6 +1008,76 @@ mod tests {
         assert_eq!(raw_len16(&t), t.utf16_len());
     }
 
+    /// Typed facts equal the value's on messages whose strings are made of escapes, quotes and
+    /// backslashes (the quick and the stepwise scans), picked by a fixed pseudo-random walk.
+    #[test]
+    fn the_typed_view_gives_the_value_facts_on_escape_heavy_strings() {
+        let pieces = [
+            "a",
+            "é",
+            "😀",
+            "\\n",
+            "\\\\",
+            "\\\"",
+            "\\u00e9",
+            "\\ud83d\\ude00",
+            "\\u001b",
+            "\\/",
+            "\\t",
+            " ",
+            "[",
+            "{",
+            "1e5",
+            ",",
+            ":",
+            "\\\\u",
+            "\\\\\\\"",
+        ];
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let (mut checked, mut typed_some) = (0, 0);
+        for _ in 0..3_000 {
+            let mut text = || {
+                let k = next(12);
+                (0..k)
+                    .map(|_| pieces[next(pieces.len())])
+                    .collect::<String>()
+            };
+            let (t1, t2, t3) = (text(), text(), text());
+            let line = match next(4) {
+                0 => format!(
+                    r#"{{"type":"message","id":"a","message":{{"role":"user","content":"{t1}"}}}}"#
+                ),
+                1 => format!(
+                    r#"{{"type":"message","id":"a","message":{{"role":"assistant","content":[{{"type":"text","text":"{t1}"}},{{"type":"thinking","thinking":"{t2}"}},{{"type":"toolCall","name":"edit","arguments":{{"path":"{t3}","n":{{"k":"{t1}"}}}}}}]}}}}"#
+                ),
+                2 => format!(
+                    r#"{{"type":"message","id":"a","message":{{"role":"toolResult","toolName":"bash","content":[{{"type":"text","text":"{t1}"}},{{"type":"text","text":"{t2}"}}]}}}}"#
+                ),
+                _ => format!(
+                    r#"{{"type":"message","id":"a","message":{{"role":"bashExecution","command":"{t1}","output":"{t2}"}}}}"#
+                ),
+            };
+            if serde_json::from_str::<Value>(&line).is_err() {
+                continue;
+            }
+            checked += 1;
+            if let Some(t) = typed(&line) {
+                typed_some += 1;
+                assert_eq!(t, by_value(&line), "{line}");
+            }
+        }
+        assert!(
+            checked > 2_000 && typed_some > checked / 2,
+            "{typed_some} of {checked}"
+        );
+    }
+
     #[test]
     fn canonical_lengths() {
         assert_eq!(canonical_len16(r#"{"a":1,"a":2}"#), None);
