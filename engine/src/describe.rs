@@ -964,24 +964,28 @@ mod tests {
         assert!(serde_json::from_str::<Value>(&deep).is_err());
     }
 
+    /// Pieces of raw JSON string text: plain and multi-byte characters and every kind of
+    /// escape, `\\` before a `u` or an escape included.
+    const STRING_PIECES: [&str; 14] = [
+        "a",
+        "é",
+        "😀",
+        "\\n",
+        "\\\\",
+        "\\\"",
+        "\\u00e9",
+        "\\ud83d\\ude00",
+        "\\u001b",
+        "\\\\u0",
+        "\\/",
+        "\\t",
+        " ",
+        "x\\\\\\n",
+    ];
+
     #[test]
     fn raw_lengths_are_the_decoded_strings_lengths() {
-        let pieces = [
-            "a",
-            "é",
-            "😀",
-            "\\n",
-            "\\\\",
-            "\\\"",
-            "\\u00e9",
-            "\\ud83d\\ude00",
-            "\\u001b",
-            "\\\\u0",
-            "\\/",
-            "\\t",
-            " ",
-            "x\\\\\\n",
-        ];
+        let pieces = STRING_PIECES;
         let mut n = 0;
         let mut fast = 0;
         for a in &pieces {
@@ -994,6 +998,16 @@ mod tests {
                         assert_eq!(raw_len16(&t), want, "{raw}");
                         let inner = &raw.as_bytes()[1..raw.len() - 1];
                         assert_eq!(raw_len16_stepwise(inner), want, "{raw}");
+                        // The quick string scan ends it at its closing quote, not at a
+                        // quote inside it nor at the next one after it.
+                        if !raw.contains("\\u") {
+                            let more = format!("{raw},\"k\"");
+                            assert_eq!(
+                                string_end_without_u(more.as_bytes(), 1),
+                                Some(raw.len()),
+                                "{raw}"
+                            );
+                        }
                         fast += usize::from(DOUBLE_BACKSLASH.find(inner).is_none());
                         n += 1;
                     }
@@ -1012,27 +1026,8 @@ mod tests {
     /// backslashes (the quick and the stepwise scans), picked by a fixed pseudo-random walk.
     #[test]
     fn the_typed_view_gives_the_value_facts_on_escape_heavy_strings() {
-        let pieces = [
-            "a",
-            "é",
-            "😀",
-            "\\n",
-            "\\\\",
-            "\\\"",
-            "\\u00e9",
-            "\\ud83d\\ude00",
-            "\\u001b",
-            "\\/",
-            "\\t",
-            " ",
-            "[",
-            "{",
-            "1e5",
-            ",",
-            ":",
-            "\\\\u",
-            "\\\\\\\"",
-        ];
+        let more = ["[", "{", "1e5", ",", ":", "\\\\u", "\\\\\\\""];
+        let pieces: Vec<&str> = STRING_PIECES.iter().chain(&more).copied().collect();
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut next = move |n: usize| {
             x ^= x << 13;
