@@ -256,7 +256,8 @@ impl Store {
         let (files, folders) = discover(paths);
         // The common case of a re-import: nothing changed. Decided in one read transaction,
         // so it also works on a store opened read-only and writes nothing.
-        if let Some(report) = self.unchanged(&files, &folders)? {
+        if let Some(sessions) = self.unchanged(&files, &folders)? {
+            let report = unchanged_report(files.iter().map(|f| f.path.clone()), sessions);
             progress(ImportEvent::Start { files: files.len() });
             for r in &report.files {
                 progress(ImportEvent::FileDone(r));
@@ -267,7 +268,7 @@ impl Store {
         progress(ImportEvent::Start { files: files.len() });
         let mut report = ImportReport::default();
         for f in &files {
-            let r = self.import_one(&f.path, f.canon.as_deref(), opts, progress)?;
+            let r = self.import_one(&f.path, f.canon().as_deref(), opts, progress)?;
             progress(ImportEvent::FileDone(&r));
             report.files.push(r);
         }
@@ -307,7 +308,11 @@ impl Store {
     pub fn unchanged_by_copy(store: &Path, paths: &[PathBuf]) -> Option<ImportReport> {
         let copy = SourceCopy::load(store)?;
         let (files, folders) = discover(paths);
-        unchanged_in(&copy, &files, &folders).ok().flatten()
+        let sessions = unchanged_in(&copy, &files, &folders).ok().flatten()?;
+        Some(unchanged_report(
+            files.into_iter().map(|f| f.path),
+            sessions,
+        ))
     }
 
     /// [`unchanged_in`] the store's `sources` table. On a store opened read-only (nothing can
@@ -317,7 +322,7 @@ impl Store {
         &self,
         files: &[Found],
         folders: &[PathBuf],
-    ) -> Result<Option<ImportReport>, StoreError> {
+    ) -> Result<Option<Vec<u64>>, StoreError> {
         let rtx = self.db.begin_read()?;
         let sources = rtx.open_table(schema::SOURCES)?;
         let report = unchanged_in(&sources, files, folders)?;
@@ -1949,24 +1954,28 @@ fn windows_match(path: &Path, rec: &SessionRecord) -> std::io::Result<bool> {
 
 /// Where [`unchanged_in`] reads the catalogue: the store's `sources` table, or its copy.
 trait Catalogue {
-    /// The row of `path`.
-    fn get(&self, path: &str) -> Result<Option<schema::SourceStat>, StoreError>;
-    /// Whether `f` holds for a row whose path is in `lo..hi` (for any row when `None`).
+    /// The row of `path`. `near` is where the caller's previous lookup ended (the index of the
+    /// row after it, for a catalogue that has indexes): files are looked up in path order,
+    /// which is nearly always the catalogue's, so a catalogue may try there first. It only
+    /// makes a lookup cheaper, never changes its answer.
+    fn get(&self, path: &str, near: &mut usize) -> Result<Option<schema::SourceStat>, StoreError>;
+    /// Whether `f` holds for a row whose path is in `lo..hi` (for any row when `None`), the
+    /// rows visited in path order.
     fn any_in(
         &self,
         range: Option<(&str, &str)>,
-        f: &dyn Fn(&str, schema::SourceStat) -> bool,
+        f: &mut dyn FnMut(&str, schema::SourceStat) -> bool,
     ) -> Result<bool, StoreError>;
 }
 
 impl Catalogue for redb::ReadOnlyTable<&'static str, schema::SourceStat> {
-    fn get(&self, path: &str) -> Result<Option<schema::SourceStat>, StoreError> {
+    fn get(&self, path: &str, _near: &mut usize) -> Result<Option<schema::SourceStat>, StoreError> {
         Ok(ReadableTable::get(self, path)?.map(|v| v.value()))
     }
     fn any_in(
         &self,
         range: Option<(&str, &str)>,
-        f: &dyn Fn(&str, schema::SourceStat) -> bool,
+        f: &mut dyn FnMut(&str, schema::SourceStat) -> bool,
     ) -> Result<bool, StoreError> {
         let rows = match range {
             Some((lo, hi)) => self.range(lo..hi)?,
@@ -1983,72 +1992,128 @@ impl Catalogue for redb::ReadOnlyTable<&'static str, schema::SourceStat> {
 }
 
 impl Catalogue for SourceCopy {
-    fn get(&self, path: &str) -> Result<Option<schema::SourceStat>, StoreError> {
-        Ok(Self::get(self, path))
+    fn get(&self, path: &str, near: &mut usize) -> Result<Option<schema::SourceStat>, StoreError> {
+        Ok(self.get_near(path, near))
     }
     fn any_in(
         &self,
         range: Option<(&str, &str)>,
-        f: &dyn Fn(&str, schema::SourceStat) -> bool,
+        f: &mut dyn FnMut(&str, schema::SourceStat) -> bool,
     ) -> Result<bool, StoreError> {
         Ok(self.rows_in(range).any(|(p, s)| f(p, s)))
     }
 }
 
-/// The report of an import of `files` (each with its canonical path when known) that would
-/// change nothing, by the catalogue `sources`: every file known, not gone, with the size and
-/// mtime on record, and no session under `folders` whose file has disappeared. `None`
+/// The catalogue key of a canonical path: the path as a string, lossily converted when it is
+/// not UTF-8 (as the import keys it). Borrowed whenever the path is UTF-8: the strict check
+/// is several times cheaper than the lossy one's, which matters at one key per file of an
+/// unchanged re-import.
+fn catalogue_key(p: &Path) -> std::borrow::Cow<'_, str> {
+    match p.to_str() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => p.to_string_lossy(),
+    }
+}
+
+/// The report of an import that changed nothing: every file (by its path, in order)
+/// unchanged, of the session [`unchanged_in`] found for it.
+fn unchanged_report(paths: impl Iterator<Item = PathBuf>, sessions: Vec<u64>) -> ImportReport {
+    ImportReport {
+        files: paths
+            .zip(sessions)
+            .map(|(path, s)| FileReport {
+                path,
+                outcome: Outcome::Unchanged,
+                session: Some(SessionKey(s)),
+                bytes_read: 0,
+                lines_read: 0,
+                entries_added: 0,
+                error: None,
+            })
+            .collect(),
+        gone: 0,
+    }
+}
+
+/// Whether an import of `files` (each with its canonical path when known) would change
+/// nothing, by the catalogue `sources`: every file known, not gone, with the size and mtime
+/// on record, and no session under `folders` whose file has disappeared. Then the session of
+/// each file, in order ([`unchanged_report`] makes the import's report of them); `None`
 /// otherwise.
 fn unchanged_in(
     sources: &impl Catalogue,
     files: &[Found],
     folders: &[PathBuf],
-) -> Result<Option<ImportReport>, StoreError> {
-    // The catalogue keys of the files, for the gone check below (borrowed from the scan's
-    // canonical paths: no copy per file).
-    let mut seen: Vec<std::borrow::Cow<'_, str>> = Vec::new();
-    let mut report = ImportReport::default();
+) -> Result<Option<Vec<u64>>, StoreError> {
+    // The catalogue keys of the files, for the gone check below: one after another in
+    // `seen_keys`, `seen` holding where each starts and ends. Each file's key is made in `buf`
+    // (its folder's canonical path joined with its name): no allocation per file.
+    let mut seen_keys = String::new();
+    let mut seen: Vec<(usize, usize)> = Vec::with_capacity(files.len());
+    let mut sessions = Vec::with_capacity(files.len());
+    let mut near = 0;
+    let mut buf = PathBuf::new();
     for f in files {
         // The directory scan's size and mtime when it has them (a plain file under a
         // folder), else a `stat` of the path.
-        let (key, size, mtime) = match (&f.canon, f.stat) {
-            (Some(c), Some((size, mtime))) => (c.to_string_lossy(), size, mtime),
+        let owned;
+        let (key, size, mtime) = match (&f.canon_dir, f.stat) {
+            (Some(dir), Some((size, mtime))) => {
+                buf.as_mut_os_string().clear();
+                buf.push(dir);
+                buf.push(f.name());
+                (catalogue_key(&buf), size, mtime)
+            }
             _ => {
-                let Ok((c, size, mtime)) = stat(&f.path, f.canon.as_deref()) else {
+                let Ok((c, size, mtime)) = stat(&f.path, f.canon().as_deref()) else {
                     return Ok(None);
                 };
-                let key = std::borrow::Cow::Owned(c.to_string_lossy().into_owned());
-                (key, size, mtime)
+                owned = c;
+                (catalogue_key(&owned), size, mtime)
             }
         };
-        let Some((s, sz, mt, gone)) = sources.get(key.as_ref())? else {
+        let Some((s, sz, mt, gone)) = sources.get(key.as_ref(), &mut near)? else {
             return Ok(None);
         };
         if gone || sz != size || mt != mtime {
             return Ok(None);
         }
-        report.files.push(FileReport {
-            path: f.path.clone(),
-            outcome: Outcome::Unchanged,
-            session: Some(SessionKey(s)),
-            bytes_read: 0,
-            lines_read: 0,
-            entries_added: 0,
-            error: None,
-        });
+        sessions.push(s);
         if !folders.is_empty() {
-            seen.push(key);
+            let start = seen_keys.len();
+            seen_keys.push_str(&key);
+            seen.push((start, seen_keys.len()));
         }
     }
-    seen.sort_unstable();
+    let key_of = |&(start, end): &(usize, usize)| seen_keys.get(start..end).unwrap_or_default();
+    seen.sort_unstable_by(|a, b| key_of(a).cmp(key_of(b)));
     // A session whose file was under one of the folders and has disappeared must be marked
     // gone (so the import is not a no-op). Only the part of the catalogue that can hold
-    // such files is read.
-    let disappeared = |path: &str, (_, _, _, gone): schema::SourceStat| -> bool {
-        !gone
-            && seen.binary_search_by(|k| k.as_ref().cmp(path)).is_err()
-            && folders.iter().any(|f| Path::new(path).starts_with(f))
-            && !Path::new(path).exists()
+    // such files is read. A row found among the files seen is not gone (that spares its
+    // `exists`, and only that: the answer is the same without). The rows come in path order,
+    // as `seen` is sorted, so a cursor that only moves forward finds them in one pass.
+    let mut at: usize = 0;
+    let mut disappeared = |path: &str, (_, _, _, gone): schema::SourceStat| -> bool {
+        if gone {
+            return false;
+        }
+        // A range's rows follow the previous range's (the folders' ranges may overlap or
+        // come in any order): start again from the first key at or after this row.
+        if at
+            .checked_sub(1)
+            .and_then(|i| seen.get(i))
+            .is_some_and(|k| key_of(k) >= path)
+        {
+            at = seen.partition_point(|k| key_of(k) < path);
+        }
+        while seen.get(at).is_some_and(|k| key_of(k) < path) {
+            at += 1;
+        }
+        if seen.get(at).is_some_and(|k| key_of(k) == path) {
+            at += 1;
+            return false;
+        }
+        folders.iter().any(|f| Path::new(path).starts_with(f)) && !Path::new(path).exists()
     };
     match folders
         .iter()
@@ -2057,18 +2122,18 @@ fn unchanged_in(
     {
         Some(ranges) => {
             for (lo, hi) in &ranges {
-                if sources.any_in(Some((lo, hi)), &disappeared)? {
+                if sources.any_in(Some((lo, hi)), &mut disappeared)? {
                     return Ok(None);
                 }
             }
         }
         None => {
-            if sources.any_in(None, &disappeared)? {
+            if sources.any_in(None, &mut disappeared)? {
                 return Ok(None);
             }
         }
     }
-    Ok(Some(report))
+    Ok(Some(sessions))
 }
 
 /// The files to import for `paths` (folders scanned with [`files_under`]), and the folders
@@ -2091,7 +2156,8 @@ fn discover(paths: &[PathBuf]) -> (Vec<Found>, Vec<PathBuf>) {
         } else {
             files.push(Found {
                 path: p.clone(),
-                canon: None,
+                canon_dir: None,
+                name_at: 0,
                 stat: None,
             });
         }
@@ -2099,24 +2165,42 @@ fn discover(paths: &[PathBuf]) -> (Vec<Found>, Vec<PathBuf>) {
     (files, folders)
 }
 
-/// A `*.jsonl` file found under a folder by [`files_under`].
+/// A `*.jsonl` file found under a folder by [`files_under`], or a path given as a file.
 struct Found {
     /// The path (the folder joined with the file's path below it).
     path: PathBuf,
-    /// Its canonical path, when the folder's canonical path makes it known: a file that is not
-    /// a symlink, found through real folders only, is the canonical folder joined with its
-    /// path below the folder.
-    canon: Option<PathBuf>,
+    /// The canonical path of the folder it was found in, when known and the file is not a
+    /// symlink: then the file's canonical path is that folder joined with its name (a file
+    /// found through real folders only is the canonical folder joined with its path below
+    /// the folder). Shared by the folder's files, so that a scan allocates no canonical path
+    /// per file.
+    canon_dir: Option<std::sync::Arc<Path>>,
+    /// Where the file's name starts in `path` (with `canon_dir`).
+    name_at: usize,
     /// Its size and mtime ([`size_mtime`]) from the directory scan (`fstatat` on the open
     /// folder, no path walk), for a file that is not a symlink (then the same as a `stat` of
     /// its path).
     stat: Option<(u64, i64)>,
 }
 
+impl Found {
+    /// The file's name (the last component of `path`, for a file found by a scan).
+    fn name(&self) -> &std::ffi::OsStr {
+        use std::os::unix::ffi::OsStrExt;
+        let p = self.path.as_os_str().as_bytes();
+        std::ffi::OsStr::from_bytes(p.get(self.name_at..).unwrap_or_default())
+    }
+
+    /// Its canonical path, when the scan made it known.
+    fn canon(&self) -> Option<PathBuf> {
+        self.canon_dir.as_deref().map(|d| joined(d, self.name()))
+    }
+}
+
 /// A directory-scan item of [`files_under`]: a folder still to read (with its canonical path
 /// when known), or a file.
 enum Scan {
-    Dir(PathBuf, Option<PathBuf>),
+    Dir(PathBuf, Option<std::sync::Arc<Path>>),
     File(Found),
 }
 
@@ -2134,11 +2218,20 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
     let mut out = Vec::new();
     let mut stack = vec![Scan::Dir(
         dir.to_path_buf(),
-        canon_dir.map(Path::to_path_buf),
+        canon_dir.map(std::sync::Arc::from),
     )];
-    // (where the entry's name starts in its path, the entry)
-    let mut here: Vec<(usize, Scan)> = Vec::new();
-    fn name_of((at, s): &(usize, Scan)) -> &[u8] {
+    // (the name's first 8 bytes as a big-endian number, zero-padded, where the entry's name
+    // starts in its path, the entry). Names hold no NUL byte, so the numbers order names as
+    // their first 8 bytes do, and most names of a folder differ there: the sort compares
+    // numbers, and whole names only on a tie.
+    let mut here: Vec<(u64, usize, Scan)> = Vec::new();
+    fn prefix(name: &[u8]) -> u64 {
+        let mut b = [0u8; 8];
+        let n = name.len().min(8);
+        b[..n].copy_from_slice(&name[..n]);
+        u64::from_be_bytes(b)
+    }
+    fn name_of((_, at, s): &(u64, usize, Scan)) -> &[u8] {
         let p = match s {
             Scan::Dir(p, _) => p,
             Scan::File(f) => &f.path,
@@ -2168,29 +2261,30 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
             let p = joined(&d, &name);
             let at = p.as_os_str().len() - name.len();
             if ft.is_dir() {
-                let c = canon_d.as_deref().map(|c| joined(c, &name));
-                here.push((at, Scan::Dir(p, c)));
+                let c = canon_d
+                    .as_deref()
+                    .map(|c| std::sync::Arc::from(joined(c, &name)));
+                here.push((prefix(name.as_bytes()), at, Scan::Dir(p, c)));
             } else {
-                let (canon, stat) = if ft.is_symlink() {
+                let (canon_dir, stat) = if ft.is_symlink() {
                     (None, None)
                 } else {
-                    (
-                        canon_d.as_deref().map(|c| joined(c, &name)),
-                        e.metadata().ok().map(|md| size_mtime(&md)),
-                    )
+                    (canon_d.clone(), e.metadata().ok().map(|md| size_mtime(&md)))
                 };
                 here.push((
+                    prefix(name.as_bytes()),
                     at,
                     Scan::File(Found {
                         path: p,
-                        canon,
+                        canon_dir,
+                        name_at: at,
                         stat,
                     }),
                 ));
             }
         }
-        here.sort_unstable_by(|a, b| name_of(a).cmp(name_of(b)));
-        stack.extend(here.drain(..).rev().map(|(_, s)| s));
+        here.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| name_of(a).cmp(name_of(b))));
+        stack.extend(here.drain(..).rev().map(|(_, _, s)| s));
     }
     out
 }
@@ -2445,6 +2539,20 @@ mod tests {
             "sub/deeper/h.jsonl",
             "sub-a/i.jsonl",
             "sub.a/j.jsonl",
+            // Names alike in their first 8 bytes (the sort's quick key), shorter than 8,
+            // and with bytes above 0x7f.
+            "session-2.jsonl",
+            "session-10.jsonl",
+            "session-1.jsonl",
+            "session-/k.jsonl",
+            "session.jsonl",
+            "s.jsonl",
+            "sessio.jsonl",
+            "sessionA.jsonl",
+            "sessiona/l.jsonl",
+            "\u{e9}t\u{e9}.jsonl",
+            "\u{e9}.jsonl",
+            "~.jsonl",
         ];
         for (i, n) in names.iter().enumerate() {
             let p = root.join(n);
@@ -2473,10 +2581,10 @@ mod tests {
         assert_eq!(paths, want);
         for f in &got {
             if f.path.ends_with("link.jsonl") {
-                assert!(f.canon.is_none() && f.stat.is_none(), "{f:?}", f = f.path);
+                assert!(f.canon().is_none() && f.stat.is_none(), "{f:?}", f = f.path);
                 continue;
             }
-            assert_eq!(f.canon, Some(std::fs::canonicalize(&f.path).unwrap()));
+            assert_eq!(f.canon(), Some(std::fs::canonicalize(&f.path).unwrap()));
             let md = std::fs::metadata(&f.path).unwrap();
             assert_eq!(f.stat, Some(size_mtime(&md)), "{}", f.path.display());
         }

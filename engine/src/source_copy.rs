@@ -128,6 +128,25 @@ impl SourceCopy {
         self.rows.get(i).map(|r| r.2)
     }
 
+    /// The row of `path`, looked for first at `near` (where the previous lookup of a caller
+    /// going through paths in order ended), then by binary search; `near` is left after the
+    /// row found. The same answer as [`SourceCopy::get`], without its ~8 comparisons per path
+    /// when the caller's order is the catalogue's.
+    pub fn get_near(&self, path: &str, near: &mut usize) -> Option<SourceStat> {
+        if let Some(r) = self.rows.get(*near)
+            && self.path(r) == path
+        {
+            *near += 1;
+            return Some(r.2);
+        }
+        let i = self
+            .rows
+            .binary_search_by(|r| self.path(r).cmp(path))
+            .ok()?;
+        *near = i + 1;
+        self.rows.get(i).map(|r| r.2)
+    }
+
     /// The rows whose path is in `lo..hi`, or every row, in path order.
     pub fn rows_in(
         &self,
@@ -261,6 +280,47 @@ mod tests {
         remove(&store);
         assert!(SourceCopy::load(&store).is_none(), "removed");
         remove(&store);
+    }
+
+    #[test]
+    fn a_lookup_near_the_last_gives_what_a_plain_lookup_gives_in_any_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store.redb");
+        std::fs::write(&store, b"x").unwrap();
+        write(&store, &rows()).unwrap();
+        let c = SourceCopy::load(&store).unwrap();
+        let paths = [
+            "/a/one.jsonl",
+            "/a/two.jsonl",
+            "/b/three.jsonl",
+            "/a/three.jsonl",
+            "/",
+        ];
+        // Every sequence of three lookups (in order, backwards, repeated, missing paths), with
+        // the cursor carried from one to the next as the import carries it.
+        for a in paths {
+            for b in paths {
+                for d in paths {
+                    let mut near = 0;
+                    for p in [a, b, d] {
+                        assert_eq!(c.get_near(p, &mut near), c.get(p), "{a} {b} {d}: {p}");
+                    }
+                }
+            }
+        }
+        // In order, each lookup after the first finds its row where the last one ended.
+        let mut near = 0;
+        for (i, (p, s)) in rows().iter().enumerate() {
+            assert_eq!(c.get_near(p, &mut near), Some(*s));
+            assert_eq!(near, i + 1);
+        }
+        // A cursor past the end, or anywhere, still finds the row.
+        let mut near = 99;
+        assert_eq!(
+            c.get_near("/a/one.jsonl", &mut near),
+            Some((1, 10, 100, false))
+        );
+        assert_eq!(near, 1);
     }
 
     /// A copy re-sealed (valid digest) after `edit`.

@@ -184,6 +184,83 @@ fn an_import_marks_gone_only_what_disappeared_under_its_folder() {
     );
 }
 
+/// An unchanged import of several folders, overlapping, repeated or in any order, is a no-op
+/// both on the store and through the copy of its catalogue, and stops being one when a file
+/// under one of them (and only then) disappears.
+#[test]
+fn several_folders_in_any_order_are_unchanged_until_a_file_under_one_disappears() {
+    use pisess_engine::source_copy::SourceCopy;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("s");
+    let tiny = corpus_file("03-small-100.jsonl");
+    for f in ["a/sub/x.jsonl", "a/y.jsonl", "a-2/w.jsonl", "b/z.jsonl"] {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::copy(&tiny, &p).unwrap();
+    }
+    let path = dir.path().join("store.redb");
+    let store = Store::open(&path).unwrap();
+    let r = store
+        .import(
+            std::slice::from_ref(&root),
+            &Default::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(r.count(Outcome::New), 4);
+    store.close().unwrap();
+    let lists: Vec<Vec<&str>> = vec![
+        vec!["a/sub", "a"],
+        vec!["a", "a/sub"],
+        vec!["b", "a"],
+        vec!["a", "a"],
+        vec!["b", "a/sub", "a-2", "a"],
+        vec!["a/sub", "b"],
+        vec!["a/y.jsonl", "a/sub"],
+    ];
+    // (files each list finds, whether it contains `a`)
+    let expect = [
+        (3, true),
+        (3, true),
+        (3, true),
+        (4, true),
+        (5, true),
+        (2, false),
+        (2, false),
+    ];
+    let unchanged = |paths: &[PathBuf]| -> (Option<usize>, Option<usize>) {
+        let ro = Store::open_read_only(&path).unwrap();
+        let slow = ro
+            .import(paths, &Default::default(), &mut |_| {})
+            .ok()
+            .map(|r| r.count(Outcome::Unchanged));
+        ro.close().unwrap();
+        let fast = Store::unchanged_by_copy(&path, paths).map(|r| r.count(Outcome::Unchanged));
+        (slow, fast)
+    };
+    for (list, (n, _)) in lists.iter().zip(expect) {
+        let paths: Vec<PathBuf> = list.iter().map(|p| root.join(p)).collect();
+        assert_eq!(unchanged(&paths), (Some(n), Some(n)), "{list:?}");
+        assert!(SourceCopy::load(&path).is_some());
+    }
+    std::fs::remove_file(root.join("a/y.jsonl")).unwrap();
+    for (list, (n, has_a)) in lists.iter().zip(expect) {
+        if list.contains(&"a/y.jsonl") {
+            continue;
+        }
+        let paths: Vec<PathBuf> = list.iter().map(|p| root.join(p)).collect();
+        // Without `a/y.jsonl`, a list holding `a` finds one file fewer per `a`, and the
+        // import must mark the session gone: a read-only store refuses, the copy says no.
+        let found = n - list.iter().filter(|p| **p == "a").count();
+        let want = if has_a {
+            (None, None)
+        } else {
+            (Some(found), Some(found))
+        };
+        assert_eq!(unchanged(&paths), want, "{list:?}");
+    }
+}
+
 #[test]
 fn appended_lines_are_the_only_lines_read() {
     let dir = tempfile::tempdir().unwrap();
