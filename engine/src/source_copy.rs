@@ -22,7 +22,7 @@
 //!   coarse timestamps, a write by another program that keeps the file's size and lands in the
 //!   same clock tick as the last one before the copy was made would not be seen; Linux 6.13+
 //!   gives a file whose times were just read a fine-grained time at its next change.)
-//! - a copy that is damaged (its blake3 digest does not match), truncated, of another format,
+//! - a copy that is damaged (its digest, [`digest`], does not match), truncated, of another format,
 //!   of another schema version or of another `sources` table version is ignored, never
 //!   trusted: the copy can make an import cheaper, never change what it does (a store of
 //!   another schema version is refused when opened, so its copy must not answer for it).
@@ -32,8 +32,43 @@ use std::path::{Path, PathBuf};
 
 use crate::schema::{SCHEMA_VERSION, SOURCES_NAME, SourceStat};
 
-/// The first bytes of a copy (format version included).
-const MAGIC: &[u8; 16] = b"pisess-sources\x001";
+/// The first bytes of a copy (format version included: 1 was sealed with blake3).
+const MAGIC: &[u8; 16] = b"pisess-sources\x002";
+
+/// The length of a copy's digest.
+const DIGEST_LEN: usize = 8;
+
+/// The digest that seals a copy: a check against damage (a torn or truncated write, a flipped
+/// byte), not against forgery (the copy lies beside the store, which anyone who can write it
+/// can write too). Each 8-byte word (the last one zero-padded) is folded into the state by a
+/// xor, a multiplication by an odd constant and a xor with the state shifted right: each step is
+/// a bijection of the state for a given word, so a copy that differs in one word always has
+/// another digest; the length goes in first, so does a copy that only grew or shrank.
+///
+/// Not blake3, which seals what the store keeps: a re-import of an unchanged folder reads the
+/// copy and little else, and blake3 costs it its CPU-feature detection (`cpuid` traps to the
+/// hypervisor on these guests, ~4 us each) and its SIMD code's pages.
+fn digest(b: &[u8]) -> [u8; DIGEST_LEN] {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mix = |h: u64, w: u64| {
+        let h = (h ^ w).wrapping_mul(K);
+        h ^ (h >> 29)
+    };
+    let mut h = mix(0x243F_6A88_85A3_08D3, b.len() as u64);
+    let mut words = b.chunks_exact(8);
+    for w in &mut words {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        h = mix(h, u64::from_le_bytes(a));
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        let mut a = [0u8; 8];
+        a[..rest.len()].copy_from_slice(rest);
+        h = mix(h, u64::from_le_bytes(a));
+    }
+    mix(h, K).to_le_bytes()
+}
 
 /// The copy of the store at `store`.
 pub fn path_for(store: &Path) -> PathBuf {
@@ -73,8 +108,8 @@ impl SourceCopy {
     /// the store as it is now (see the module invariants).
     pub fn load(store: &Path) -> Option<Self> {
         let bytes = std::fs::read(path_for(store)).ok()?;
-        let (body, digest) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
-        if blake3::hash(body).as_bytes() != digest {
+        let (body, sealed) = bytes.split_at_checked(bytes.len().checked_sub(DIGEST_LEN)?)?;
+        if digest(body) != sealed {
             return None;
         }
         let mut r = Reader { b: body, at: 0 };
@@ -193,8 +228,8 @@ pub fn write(store: &Path, rows: &[(String, SourceStat)]) -> std::io::Result<()>
         b.extend_from_slice(&mtime.to_le_bytes());
         b.push(u8::from(*gone));
     }
-    let digest = blake3::hash(&b);
-    b.extend_from_slice(digest.as_bytes());
+    let d = digest(&b);
+    b.extend_from_slice(&d);
     let target = path_for(store);
     let mut tmp = target.as_os_str().to_owned();
     tmp.push(format!(".{}.tmp", std::process::id()));
@@ -325,11 +360,32 @@ mod tests {
 
     /// A copy re-sealed (valid digest) after `edit`.
     fn resealed(good: &[u8], edit: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
-        let mut b = good[..good.len() - 32].to_vec();
+        let mut b = good[..good.len() - DIGEST_LEN].to_vec();
         edit(&mut b);
-        let d = blake3::hash(&b);
-        b.extend_from_slice(d.as_bytes());
+        let d = digest(&b);
+        b.extend_from_slice(&d);
         b
+    }
+
+    /// The digest changes with any one byte changed, whatever the change, and with zero bytes
+    /// added or removed at the end (which a zero-padded last word alone would not see).
+    #[test]
+    fn the_digest_sees_every_one_byte_change_and_every_length() {
+        let body: Vec<u8> = (0..77u8).map(|i| i.wrapping_mul(37)).collect();
+        let d = digest(&body);
+        for i in 0..body.len() {
+            for x in 1..=255u8 {
+                let mut b = body.clone();
+                b[i] ^= x;
+                assert_ne!(digest(&b), d, "byte {i} ^ {x}");
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut zeros = Vec::new();
+        for n in 0..40 {
+            assert!(seen.insert(digest(&zeros)), "{n} zero bytes");
+            zeros.push(0);
+        }
     }
 
     /// A stand-in store file in `dir` with a copy of [`rows`] beside it: (the store, the copy's
