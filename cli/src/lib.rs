@@ -68,6 +68,9 @@ pub fn short_query(command: &commands::Command) -> bool {
 /// `--version`, no command) is parsed again with the full command, so every message and exit
 /// status is clap's usual one.
 pub fn parse_args(argv: Vec<OsString>) -> cli::Args {
+    if let Some(args) = plain_import(&argv) {
+        return args;
+    }
     if let Some(root) = command_named(&argv).and_then(|name| {
         let sub = commands::lone(name)?;
         Some(
@@ -80,6 +83,33 @@ pub fn parse_args(argv: Vec<OsString>) -> cli::Args {
         return args;
     }
     cli::Args::parse_from(argv)
+}
+
+/// The arguments of `pisess import [PATH...]` with nothing else on the line: every argument
+/// after `import` a path that is not empty and does not start with `-` (so no option, no `--`,
+/// no `-h`). clap's parse of such a line is exactly this (the test
+/// `plain_imports_parse_as_clap_parses_them` holds it to that); building even the lone command
+/// costs a re-import of an unchanged folder a tenth of its instructions (clap's ~125 K of
+/// ~750 K), and that line is how pi's folder is kept in step. `None` for any other line.
+fn plain_import(argv: &[OsString]) -> Option<cli::Args> {
+    let mut it = argv.iter().skip(1);
+    if it.next()? != "import" {
+        return None;
+    }
+    let paths = it
+        .map(|a| {
+            let plain = a.as_encoded_bytes().first().is_some_and(|&b| b != b'-');
+            plain.then(|| std::path::PathBuf::from(a))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(cli::Args {
+        global: cli::GlobalArgs {
+            json: false,
+            color: cli::ColorChoice::Auto,
+            wait: 0,
+        },
+        command: commands::Command::Import(commands::import::ImportArgs { paths }),
+    })
 }
 
 /// The first argument that is not an option or a global option's value: the command's name, if
@@ -106,6 +136,57 @@ mod tests {
     use clap::CommandFactory;
 
     use super::*;
+
+    /// Every line [`plain_import`] answers, clap's full parse answers the same way; the lines it
+    /// leaves to clap include every kind of argument that is not a plain path.
+    #[test]
+    fn plain_imports_parse_as_clap_parses_them() {
+        use std::os::unix::ffi::OsStringExt;
+        let line = |args: &[&[u8]]| -> Vec<OsString> {
+            std::iter::once(&b"pisess"[..])
+                .chain(args.iter().copied())
+                .map(|a| OsString::from_vec(a.to_vec()))
+                .collect()
+        };
+        let plain: &[&[&[u8]]] = &[
+            &[b"import"],
+            &[b"import", b"a"],
+            &[
+                b"import",
+                b"/x/y.jsonl",
+                b"rel/dir",
+                b"with space",
+                b"a=b",
+                b"x-",
+            ],
+            &[b"import", b"\xff\xfe-not-utf8", b"\xc3\xa9t\xc3\xa9"],
+            &[b"import", b"import", b"json", b"~"],
+        ];
+        for args in plain {
+            let argv = line(args);
+            let fast = plain_import(&argv).unwrap_or_else(|| panic!("{argv:?} is plain"));
+            let full = cli::Args::try_parse_from(&argv).unwrap();
+            assert_eq!(format!("{fast:?}"), format!("{full:?}"), "{argv:?}");
+        }
+        let not_plain: &[&[&[u8]]] = &[
+            &[],
+            &[b"--json", b"import"],
+            &[b"import", b"--json"],
+            &[b"import", b"a", b"--color", b"never"],
+            &[b"import", b"--wait", b"3", b"a"],
+            &[b"import", b"-h"],
+            &[b"import", b"--", b"-dash"],
+            &[b"import", b"-"],
+            &[b"import", b""],
+            &[b"import", b"a", b""],
+            &[b"ls"],
+            &[b"imp"],
+            &[b"Import", b"a"],
+        ];
+        for args in not_plain {
+            assert!(plain_import(&line(args)).is_none(), "{args:?}");
+        }
+    }
 
     /// `commands::lone` must build each command exactly as the derive does inside the full
     /// command: same names, same arguments, every field of every argument.
