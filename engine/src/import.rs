@@ -2097,6 +2097,11 @@ fn unchanged_in(
         if gone {
             return false;
         }
+        // Nearly always the next key.
+        if seen.get(at).is_some_and(|k| key_of(k) == path) {
+            at += 1;
+            return false;
+        }
         // A range's rows follow the previous range's (the folders' ranges may overlap or
         // come in any order): start again from the first key at or after this row.
         if at
