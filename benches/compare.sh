@@ -103,6 +103,13 @@ for b in pisess pisess-bench-parse pisess-bench-read pisess-bench-run pisess-ben
     cp "$BIN/$b" "$installed/$b"
 done
 export BIN=$installed
+# The link order (cli/link-order.txt) goes stale as the code changes: a name the build no longer
+# has is ignored, and the code it stood for is spread over the text again, which the quick
+# subjects (the re-import above all) pay for in page faults. Say how stale it is.
+if command -v nm >/dev/null && [[ -f $root/cli/link-order.txt ]]; then
+    stale=$(sort -u "$root/cli/link-order.txt" | comm -23 - <(nm --defined-only "$BIN/pisess" | awk '{print $3}' | sort -u) | wc -l)
+    echo "link order: $stale of $(wc -l < "$root/cli/link-order.txt") names not in this build$( ((stale > 20)) && echo ' (run benches/link-order.sh, then build again)')"
+fi
 
 if [[ -n ${PISESS_CORPUS:-} ]]; then
     corpus=$PISESS_CORPUS
