@@ -20,7 +20,7 @@
 # the program does. Regenerate after large changes to the start-up path and compare with
 # `perf stat -e page-faults`. Any change to a crate renames some of its functions (ThinLTO's
 # `.llvm.N` suffixes), so the list fades with every commit: benches/compare.sh prints how many
-# of its names the build lacks (session 26 found 158 of 1,480, and re-import faults 65 -> 86).
+# of its names the build lacks (session 26 found 158 of 1,480 missing; regenerating took the re-import from 86 to 70 faults).
 #
 # Usage: benches/link-order.sh [PISESS_BINARY]   (default: the release build under
 # CARGO_TARGET_DIR or target/). Needs valgrind and nm.
