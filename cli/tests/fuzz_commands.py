@@ -9,7 +9,8 @@ odd versions and entry types) and runs every command below on it against a scrat
 A panic, an exit status other than 0, 1 or 2, or a run over 60 s is printed and its input kept
 in the current folder as panic-SEED-N.jsonl / timeout-SEED-N.jsonl. Session 22 ran seeds 1
 (3 rounds), 11 (400) and 12 (1,500), session 24 seeds 24 (600) and 25 (2,000, on
-e733f93's binary), session 25 seed 26 (400, with grep's -c/-w/-l/-m): no problem.
+e733f93's binary), session 25 seed 26 (400, with grep's -c/-w/-l/-m): no problem; session 26 seed 27 (150) and 28 (200,
+with files -l/-c): no problem.
 """
 import os, random, subprocess, sys, glob, shutil
 B = sys.argv[1]; rounds = int(sys.argv[2]); seed = int(sys.argv[3])
@@ -45,7 +46,7 @@ def mutate(b):
     return bytes(b)
 cmds = [['import', '{f}'], ['log', '{f}'], ['tree', '{f}'], ['--json', 'context', '{f}'], ['show', '{f}', '@leaf'],
         ['check', '{f}'], ['export', '{f}', '--format', 'md', '-o', '{o}'], ['--json', 'compact', '{f}', '--dry-run'],
-        ['migrate', '{f}', '--out', '{o}.d'], ['files', 'src/**', '--session', '{f}'], ['prune', '{f}', '--keep-leaf', '--dry-run'], ['--json', 'navigate', '{f}', '@root', '--dry-run'], ['fork', '{f}', '@leaf', '-o', '{o}.fork.jsonl'], ['stats', '{f}'], ['grep', 'e', '--session', '{f}'], ['--json', 'grep', '-c', '-w', '-i', 'E', '--session', '{f}'], ['grep', '-l', '-m', '1', '\\\\', '--session', '{f}'], ['diff', '{f}', '@leaf', '@leaf']]
+        ['migrate', '{f}', '--out', '{o}.d'], ['files', 'src/**', '--session', '{f}'], ['--json', 'files', '-c', '**', '--session', '{f}'], ['files', '-l', 'src', '--session', '{f}'], ['prune', '{f}', '--keep-leaf', '--dry-run'], ['--json', 'navigate', '{f}', '@root', '--dry-run'], ['fork', '{f}', '@leaf', '-o', '{o}.fork.jsonl'], ['stats', '{f}'], ['grep', 'e', '--session', '{f}'], ['--json', 'grep', '-c', '-w', '-i', 'E', '--session', '{f}'], ['grep', '-l', '-m', '1', '\\\\', '--session', '{f}'], ['diff', '{f}', '@leaf', '@leaf']]
 panics = 0
 for n in range(rounds):
     src = r.choice(srcs)

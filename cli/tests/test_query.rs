@@ -1339,6 +1339,81 @@ fn files_json_equals_an_independent_scan_of_the_tool_calls() {
     assert!(r.stderr.contains("YYYY-MM-DD"), "{}", r.stderr);
 }
 
+/// `files -l` / `-c` list each session with a hit once, in the order of its first hit, with
+/// its number of hits for `-c` — the sessions and counts of the plain listing's hits, under the
+/// same filters; nothing found is exit 1, `-l` with `-c` a usage error.
+#[test]
+fn files_lists_and_counts_sessions_like_ripgrep() {
+    let env = TestEnv::new();
+    let dir = std::fs::canonicalize(fixture("sessions")).unwrap();
+    out(&env, &["import", dir.to_str().unwrap()], 0);
+    let mut checked = 0;
+    for filters in [&[][..], &["--op", "edit"][..], &["--active-only"][..]] {
+        for q in ["src/**", "**/*.rs", "nothing/here"] {
+            let mut plain = vec!["--json", "files", q];
+            plain.extend_from_slice(filters);
+            let hits = run(&env, &plain);
+            // (session id, hits), in the order of each session's first hit.
+            let mut want: Vec<(String, u64)> = Vec::new();
+            for l in hits.stdout.lines() {
+                let v: Value = serde_json::from_str(l).unwrap();
+                let id = v["session"].as_str().unwrap();
+                match want.iter_mut().find(|(s, _)| s == id) {
+                    Some(w) => w.1 += 1,
+                    None => want.push((id.to_owned(), 1)),
+                }
+            }
+            let code = if want.is_empty() { 1 } else { 0 };
+            assert_eq!(hits.code, code, "{q} {filters:?}");
+            // `[--json] files Q FLAG FILTERS...`
+            let with = |flags: &[&'static str]| -> Vec<&str> {
+                let (json, flag) = flags.split_at(flags.len() - 1);
+                let mut a = json.to_vec();
+                a.extend(["files", q]);
+                a.extend_from_slice(flag);
+                a.extend_from_slice(filters);
+                a
+            };
+            let listed = json_lines(&env, &with(&["--json", "-l"]), code);
+            let ids: Vec<&str> = listed
+                .iter()
+                .map(|l| l["sessionId"].as_str().unwrap())
+                .collect();
+            let want_ids: Vec<&str> = want.iter().map(|w| w.0.as_str()).collect();
+            assert_eq!(ids, want_ids, "-l {q} {filters:?}");
+            assert!(listed.iter().all(|l| l["type"] == "session"));
+            let files: Vec<&str> = listed.iter().map(|l| l["file"].as_str().unwrap()).collect();
+            assert_eq!(
+                out(&env, &with(&["-l"]), code).lines().collect::<Vec<_>>(),
+                files
+            );
+            let counted = json_lines(&env, &with(&["--json", "-c"]), code);
+            let got: Vec<(String, u64)> = counted
+                .iter()
+                .map(|l| {
+                    (
+                        l["sessionId"].as_str().unwrap().to_owned(),
+                        l["hits"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(got, want, "-c {q} {filters:?}");
+            let text: Vec<String> = files
+                .iter()
+                .zip(&want)
+                .map(|(f, (_, n))| format!("{f}:{n}"))
+                .collect();
+            assert_eq!(
+                out(&env, &with(&["-c"]), code).lines().collect::<Vec<_>>(),
+                text
+            );
+            checked += want.len();
+        }
+    }
+    assert!(checked >= 10, "{checked}");
+    assert_eq!(run(&env, &["files", "-l", "-c", "src"]).code, 2);
+}
+
 /// `files` whose output cannot be written: a reader that stops early is a quiet exit 0 (as
 /// `pisess files … | head`), a full device is exit 2 naming the failed write; the store is
 /// only read, and answers the same afterwards.

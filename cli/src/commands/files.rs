@@ -2,7 +2,9 @@
 //!
 //! A query with glob characters is a glob; otherwise it matches the path exactly and every
 //! path under it (as a folder), both as written and resolved against the current folder.
-//! Exit 1 when nothing is found.
+//! Exit 1 when nothing is found. With `-l` (`-c`), each session with a hit is listed once, by
+//! its file (and its number of hits), in the order of its first hit, as `grep -l` (`-c`) lists
+//! them: the same hits, filters and exit status, only rendered as session keys and counted.
 
 use std::io::Write;
 
@@ -45,6 +47,12 @@ pub struct FilesArgs {
     /// as `7d`), by their entry's timestamp.
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
+    /// List each session with a hit once, by its file (as `rg -l`).
+    #[arg(short = 'l', long = "files-with-matches", conflicts_with = "count")]
+    pub files_with_matches: bool,
+    /// List each session with a hit and its number of hits, `FILE:COUNT` (as `rg -c`).
+    #[arg(short = 'c', long = "count")]
+    pub count: bool,
 }
 
 /// Runs `pisess files`.
@@ -95,6 +103,9 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
         }
     }
     let scan = snap.file_scan(&queries, &filter)?;
+    if args.files_with_matches || args.count {
+        return list_sessions(ui, snap, &scan, args.count);
+    }
     let json = ui.json;
     // Each session's part of a line, made once: the record's start (JSON) or the id's first
     // eight characters (text); in session key order.
@@ -121,6 +132,68 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
     } else {
         Outcome::Success
     })
+}
+
+/// `-l` / `-c`: the hits rendered as their session keys (8 bytes each, in hit order), then each
+/// session listed once, in the order of its first hit, with its count for `-c`.
+fn list_sessions(
+    ui: &mut Ui,
+    snap: &pisess_engine::Snapshot,
+    scan: &pisess_engine::files::FileScan<'_>,
+    count: bool,
+) -> CommandResult {
+    let mut keys = Vec::new();
+    let n = scan.stream(&SessionKeys, &mut |b| {
+        keys.extend_from_slice(b);
+        Ok(())
+    })?;
+    // (session, hits), in the order of each session's first hit.
+    let mut listed: Vec<(SessionKey, u64)> = Vec::new();
+    let mut seen = std::collections::HashMap::new();
+    for k in keys.chunks_exact(8) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(k);
+        let s = SessionKey(u64::from_le_bytes(b));
+        let at = *seen.entry(s).or_insert_with(|| {
+            listed.push((s, 0));
+            listed.len() - 1
+        });
+        if let Some(x) = listed.get_mut(at) {
+            x.1 += 1;
+        }
+    }
+    for (s, hits) in listed {
+        let (id, file) = snap
+            .session(s)?
+            .map(|r| (r.session_id, r.path))
+            .unwrap_or_default();
+        match (ui.json, count) {
+            (true, false) => ui.json_line(&serde_json::json!({
+                "type": "session", "sessionId": id, "file": file,
+            }))?,
+            (true, true) => ui.json_line(&serde_json::json!({
+                "type": "count", "sessionId": id, "file": file, "hits": hits,
+            }))?,
+            (false, false) => writeln!(ui.out(), "{}", safe(&file))?,
+            (false, true) => writeln!(ui.out(), "{}:{hits}", safe(&file))?,
+        }
+    }
+    Ok(if n == 0 {
+        Outcome::Negative
+    } else {
+        Outcome::Success
+    })
+}
+
+/// Renders each hit as its session key, 8 little-endian bytes (for `-l` / `-c`).
+struct SessionKeys;
+
+impl RenderHit for SessionKeys {
+    fn session(&self, _: SessionKey, _: &mut Vec<u8>) {}
+    fn part(&self, _: &str, _: FileOp, _: &str, _: &str, _: &mut Vec<u8>) {}
+    fn hit(&self, h: &FileHitRef<'_>, _: &[u8], _: &[u8], _: bool, out: &mut Vec<u8>) {
+        out.extend_from_slice(&h.session.0.to_le_bytes());
+    }
 }
 
 /// How `pisess files` prints hits: JSON Lines records or text lines.
