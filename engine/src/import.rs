@@ -363,7 +363,7 @@ impl Store {
             Ok(x) => x,
             Err(e) => return fail(report, e),
         };
-        let key = canon.to_string_lossy().into_owned();
+        let key = catalogue_key(&canon).into_owned();
         let existing = {
             let rtx = self.db.begin_read()?;
             let sources = rtx.open_table(schema::SOURCES)?;
@@ -2020,7 +2020,8 @@ impl Catalogue for SourceCopy {
 }
 
 /// The catalogue key of a canonical path: the path as a string, lossily converted when it is
-/// not UTF-8 (as the import keys it). Borrowed whenever the path is UTF-8: the strict check
+/// not UTF-8 (the one definition of the key, for the import that writes the row and for the
+/// unchanged check that looks it up). Borrowed whenever the path is UTF-8: the strict check
 /// is several times cheaper than the lossy one's, which matters at one key per file of an
 /// unchanged re-import.
 fn catalogue_key(p: &Path) -> std::borrow::Cow<'_, str> {
