@@ -257,8 +257,8 @@ impl Store {
         // The common case of a re-import: nothing changed. Decided in one read transaction,
         // so it also works on a store opened read-only and writes nothing.
         if let Some(sessions) = self.unchanged(&files, &folders)? {
-            let report = unchanged_report(files.iter().map(|f| f.path.clone()), sessions);
             progress(ImportEvent::Start { files: files.len() });
+            let report = unchanged_report(files.into_iter().map(|f| f.path), sessions);
             for r in &report.files {
                 progress(ImportEvent::FileDone(r));
             }
