@@ -284,6 +284,9 @@ fn prune_dry_run_changes_nothing_and_in_place_keeps_a_backup() {
     std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
     let f = file.to_str().unwrap();
     let before = hash_tree(&dir);
+    let store = env.home.path().join("store.redb");
+    // The first run imports the file; after that a dry run only reads the store.
+    let mut store_bytes = None;
     for args in [
         vec!["prune", f, "--keep-leaf"],
         vec!["prune", f, "--keep-leaf", "--in-place", "--dry-run"],
@@ -293,6 +296,11 @@ fn prune_dry_run_changes_nothing_and_in_place_keeps_a_backup() {
         assert_eq!(r["dryRun"], true, "{args:?}");
         assert!(r["droppedEntries"].as_u64().unwrap() > 0, "{args:?}");
         assert_eq!(hash_tree(&dir), before, "{args:?} changed the folder");
+        let now = std::fs::read(&store).unwrap();
+        if let Some(b) = &store_bytes {
+            assert!(b == &now, "{args:?} wrote the store");
+        }
+        store_bytes = Some(now);
     }
     // Human output of the dry run says so.
     let out = env
@@ -419,11 +427,14 @@ fn prune_sessions_moves_old_sessions_to_the_trash_and_deletes_nothing() {
     };
     let before = hash_tree(&dir);
     let hashes_before = all_hashes(env.home.path());
+    let store_before = std::fs::read(env.home.path().join("store.redb")).unwrap();
     let r = run_json(
         &env,
         &["prune", "--sessions", "--older-than", &age, "--dry-run"],
     );
     assert_eq!(hash_tree(&dir), before, "the dry run changed the folder");
+    let store_after = std::fs::read(env.home.path().join("store.redb")).unwrap();
+    assert!(store_after == store_before, "the dry run wrote the store");
     assert!(!env.home.path().join("trash").exists());
     assert_eq!(r["sessions"].as_array().unwrap().len(), expect_moved.len());
     assert_eq!(r["outsidePiFolder"], 1);

@@ -3,7 +3,9 @@
 //! What is indexed, per stored row:
 //! - every `toolCall` block of an `assistant` message whose `arguments.path` is a non-empty
 //!   string (`read` / `write` / `edit` give those operations, any other tool gives
-//!   [`FileOp::Other`] with its name kept);
+//!   [`FileOp::Other`] with its name kept), and by the same rule every call in a `toolResult`
+//!   message's `nestedCalls.calls` (calls a tool made itself; its id is the nested call's, its
+//!   result status its own `status`: `ok`, `error`, else none);
 //! - the `details.readFiles` ([`FileOp::Read`]) and `details.modifiedFiles`
 //!   ([`FileOp::Modified`]) string arrays of `compaction` and `branch_summary` entries (tool name
 //!   = the entry type, no tool call id);
@@ -28,10 +30,10 @@
 //!   its path as written to (session, path as written), so a query on resolved paths finds the
 //!   blocks without any hit data stored twice; `file_session_paths` lists each session's paths
 //!   as written (for [`delete_session_ops`]);
-//! - a hit's result status is in its block; it is set from `tool_results` when the call is
-//!   written and rewritten when a result for the call arrives later (`tool_results` lists each
-//!   call's operations with their path for that), so it always equals the status of the last
-//!   result in file order;
+//! - a hit's result status is in its block; for a nested call it is the call's own; else it
+//!   is set from `tool_results` when the call is written and rewritten when a result for the
+//!   call arrives later (`tool_results` lists each call's operations with their path for
+//!   that), so it always equals the status of the last result in file order;
 //! - whether an entry is on the active path (leaf → root) is computed at query time, so appends
 //!   never rewrite old rows for it: the path is a few key ranges ("runs", see
 //!   [`crate::schema::RUN_STARTS`]), found with one small-table lookup per run
@@ -195,6 +197,9 @@ pub(crate) struct OpDraft {
     pub tool_name: String,
     pub op: FileOp,
     pub path: String,
+    /// The status a nested call carries itself; `None` for a call whose status comes from
+    /// its tool result (looked up and kept up to date through `tool_results`).
+    pub status: Option<u8>,
 }
 
 /// The operations and tool result of one parsed entry.
@@ -254,6 +259,7 @@ pub(crate) fn extract(e: &pisess_formats::entry::Entry<'_>) -> EntryOps {
                             tool_name: name.to_owned(),
                             op: FileOp::of_tool(name),
                             path: path.into_owned(),
+                            status: None,
                         });
                     }
                 }
@@ -261,6 +267,34 @@ pub(crate) fn extract(e: &pisess_formats::entry::Entry<'_>) -> EntryOps {
                     if let Some(id) = m.tool_call_id.get() {
                         let err = m.is_error.get().copied().unwrap_or(false);
                         out.result = Some((id.as_str().to_owned(), err));
+                    }
+                    // The calls a tool made itself (spec §9: pi's file lists count them
+                    // whatever their status), each with its own id and status.
+                    let calls = m.nested_calls.get().and_then(|n| n.calls.get());
+                    for c in calls.into_iter().flatten() {
+                        let Some(args) = c.arguments.get() else {
+                            continue;
+                        };
+                        let Ok(PathArg { path: Some(path) }) = serde_json::from_str(args.get())
+                        else {
+                            continue;
+                        };
+                        if path.is_empty() {
+                            continue;
+                        }
+                        let name = c.name.get().map(|n| n.as_str()).unwrap_or_default();
+                        let status = match c.status.get().map(|t| t.as_str()) {
+                            Some("ok") => RESULT_OK,
+                            Some("error") => RESULT_ERROR,
+                            _ => RESULT_NONE,
+                        };
+                        out.ops.push(OpDraft {
+                            tool_call_id: c.id.get().map(|i| i.as_str().to_owned()),
+                            tool_name: name.to_owned(),
+                            op: FileOp::of_tool(name),
+                            path: path.into_owned(),
+                            status: Some(status),
+                        });
                     }
                 }
                 _ => {}
@@ -289,6 +323,7 @@ pub(crate) fn extract(e: &pisess_formats::entry::Entry<'_>) -> EntryOps {
                             tool_name: tool.to_owned(),
                             op,
                             path: p.to_owned(),
+                            status: None,
                         });
                     }
                 }
@@ -691,8 +726,10 @@ impl Writer<'_> {
         }
         for (i, op) in ops.ops.into_iter().enumerate() {
             let i = u32::try_from(i).unwrap_or(u32::MAX);
-            let mut status = RESULT_NONE;
-            if let Some(t) = op.tool_call_id.as_deref() {
+            let mut status = op.status.unwrap_or(RESULT_NONE);
+            if op.status.is_none()
+                && let Some(t) = op.tool_call_id.as_deref()
+            {
                 // The call's operations are listed under its id, so a later result finds them.
                 // Room for what is appended below (a path's length takes at most 10 bytes).
                 let mut v = self.take_result(s, t, 8 + 4 + 10 + op.path.len())?;

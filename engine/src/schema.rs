@@ -53,11 +53,14 @@
 //! per line) becomes `session_runs.v1` (one row per import of a file). Schema 10 copies each
 //! session's file size, mtime and gone flag into its `sources.v2` row (was `sources.v1`: the
 //! session key only), so a re-import of an unchanged folder reads a few pages of one table
-//! //! instead of one session record per file. Schema 11 stores rows in blocks (`entries.v4`, one
+//! instead of one session record per file. Schema 11 stores rows in blocks (`entries.v4`, one
 //! LZ4-compressed value per 64 KiB of rows, replacing one zstd-compressed value per row in
 //! `entries.v3`): an import inserts and compresses a block at a time; `children.v2` keeps only
 //! the children that start a run (a chain's child is its parent's key + 1, implied by
-//! `parents.v1`), one row per branch instead of one per entry.
+//! `parents.v1`), one row per branch instead of one per entry. Schema 12 indexes the file
+//! operations of the calls a tool made itself (a `toolResult`'s `nestedCalls`, spec §9):
+//! the tables are as in 11, but a store of 11 lacks those hits, so it is refused (delete it
+//! and import again) rather than answer without them.
 
 use redb::{TableDefinition, TypeName, Value};
 
@@ -65,7 +68,7 @@ use crate::ids::{EntryKey, Link};
 use crate::record::{Rkyv, SessionRecord};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 11;
+pub const SCHEMA_VERSION: u64 = 12;
 
 /// `meta` key of the schema version.
 pub const META_SCHEMA: &str = "schema_version";

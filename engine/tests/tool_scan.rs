@@ -5,9 +5,11 @@
 //! It knows nothing of the importer: records are split by the formats reader (so glued lines
 //! are recovered as the store recovers them), then read as plain JSON. What counts as a hit:
 //! every `toolCall` block of an assistant message with a non-empty string `arguments.path`
-//! (op = the tool's name for read/write/edit, else "other"), and every path in a compaction's
-//! or branch summary's `details.readFiles` (read) and `details.modifiedFiles` (modified). A
-//! call's error status is its last tool result's `isError`; a hit is active when its entry is
+//! (op = the tool's name for read/write/edit, else "other"), the same for every call in a tool
+//! result's `nestedCalls.calls` (its status `ok` / `error` is its error status), and every path
+//! in a compaction's or branch summary's `details.readFiles` (read) and
+//! `details.modifiedFiles` (modified). A call's error status is its last tool result's
+//! `isError`; a hit is active when its entry is
 //! on the path from the last record to the root (following `parentId`, a later duplicate id
 //! winning, as pi's index does).
 
@@ -101,6 +103,33 @@ pub fn scan(path: &Path) -> (Vec<Hit>, String) {
                 hits.push(Hit {
                     entry_id: id.clone(),
                     tool_call_id: call,
+                    tool_name: name,
+                    op,
+                    path: p.to_owned(),
+                    is_error,
+                    active: on,
+                    timestamp: timestamp.clone(),
+                });
+            }
+        }
+        if r["type"] == "message" && m["role"] == "toolResult" {
+            for c in m["nestedCalls"]["calls"].as_array().into_iter().flatten() {
+                let Some(p) = c["arguments"]["path"].as_str().filter(|p| !p.is_empty()) else {
+                    continue;
+                };
+                let name = s(c, "name").unwrap_or_default();
+                let op = match name.as_str() {
+                    "read" | "write" | "edit" => name.clone(),
+                    _ => "other".into(),
+                };
+                let is_error = match c["status"].as_str() {
+                    Some("ok") => Some(false),
+                    Some("error") => Some(true),
+                    _ => None,
+                };
+                hits.push(Hit {
+                    entry_id: id.clone(),
+                    tool_call_id: s(c, "id"),
                     tool_name: name,
                     op,
                     path: p.to_owned(),

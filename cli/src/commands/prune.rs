@@ -23,7 +23,9 @@ use serde_json::json;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::migrate::atomic;
-use crate::session_arg::{self as sa, Session, open_session, open_store};
+use crate::session_arg::{
+    self as sa, Session, open_session, open_session_read, open_store, open_store_read,
+};
 use crate::ui::{Ui, safe};
 
 /// Drop the branches not on the kept paths, or move old sessions to a trash folder.
@@ -104,8 +106,15 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
             "give --keep-leaf, --keep ENTRY… and/or --keep-labeled",
         ));
     }
-    let mut session = open_session(arg)?;
-    if args.in_place && !args.dry_run && Path::new(arg) != Path::new(&session.record.path) {
+    // Only an in-place prune writes the store (it re-imports the file it replaced); a dry run
+    // or `-o` reads it, read-only, beside other readers.
+    let rewrites = args.in_place && !args.dry_run;
+    let mut session = if rewrites {
+        open_session(arg)?
+    } else {
+        open_session_read(arg)?
+    };
+    if rewrites && Path::new(arg) != Path::new(&session.record.path) {
         // Refresh the store from the file about to be replaced.
         let path = session.record.path.clone();
         drop(session);
@@ -454,7 +463,12 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
     let cutoff = now.saturating_sub(age);
-    let store = open_store()?;
+    // The dry run moves nothing, so it only reads the store.
+    let store = if args.dry_run {
+        open_store_read()?
+    } else {
+        open_store()?
+    };
     let trash = store
         .path()
         .parent()
