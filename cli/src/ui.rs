@@ -80,6 +80,89 @@ pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// A writer for whole documents (an export, a migrated file) bound for a terminal: what
+/// [`safe`] escapes is shown escaped here too, except the newline, which keeps the document's
+/// lines; a byte that is not UTF-8 is shown as `\x{NN}`. A character split between two writes
+/// is held back until the next one, so the result does not depend on how the text was cut;
+/// [`SafeWriter::finish`] shows what is left of an unfinished one.
+pub struct SafeWriter<W: Write> {
+    inner: W,
+    /// The start of a character that the last write cut (at most 3 bytes).
+    pending: Vec<u8>,
+}
+
+impl<W: Write> SafeWriter<W> {
+    /// Wraps `inner`.
+    pub fn new(inner: W) -> Self {
+        Self {
+            inner,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Writes what a cut character left behind (as escapes) and flushes.
+    pub fn finish(mut self) -> io::Result<W> {
+        for b in std::mem::take(&mut self.pending) {
+            write!(self.inner, "\\x{{{b:02x}}}")?;
+        }
+        self.inner.flush()?;
+        Ok(self.inner)
+    }
+
+    fn put(&mut self, s: &str) -> io::Result<()> {
+        let mut start = 0;
+        for (i, c) in s.char_indices() {
+            if c != '\n' && is_unsafe(c) {
+                self.inner.write_all(&s.as_bytes()[start..i])?;
+                write!(self.inner, "{}", c.escape_unicode())?;
+                start = i + c.len_utf8();
+            }
+        }
+        self.inner.write_all(&s.as_bytes()[start..])
+    }
+}
+
+impl<W: Write> Write for SafeWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let held;
+        let mut rest = if self.pending.is_empty() {
+            buf
+        } else {
+            let mut joined = std::mem::take(&mut self.pending);
+            joined.extend_from_slice(buf);
+            held = joined;
+            &held[..]
+        };
+        while !rest.is_empty() {
+            match std::str::from_utf8(rest) {
+                Ok(s) => {
+                    self.put(s)?;
+                    break;
+                }
+                Err(e) => {
+                    let (good, bad) = rest.split_at(e.valid_up_to());
+                    // `good` is valid UTF-8 by `valid_up_to`'s definition.
+                    self.put(std::str::from_utf8(good).unwrap_or_default())?;
+                    let Some(n) = e.error_len() else {
+                        // A character cut at the end of this write: keep it for the next.
+                        self.pending = bad.to_vec();
+                        break;
+                    };
+                    for b in &bad[..n] {
+                        write!(self.inner, "\\x{{{b:02x}}}")?;
+                    }
+                    rest = &bad[n..];
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 fn is_unsafe(c: char) -> bool {
     (c.is_control() && c != '\t')
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
@@ -94,5 +177,32 @@ mod tests {
         assert_eq!(safe("plain"), "plain");
         assert_eq!(safe("a\x1b[31mred\x07"), "a\\u{1b}[31mred\\u{7}");
         assert_eq!(safe("x\ny"), "x\\u{a}y");
+    }
+
+    /// `text` through a [`SafeWriter`] cut into writes of `step` bytes.
+    fn through(text: &[u8], step: usize) -> String {
+        let mut w = SafeWriter::new(Vec::new());
+        for part in text.chunks(step) {
+            assert_eq!(w.write(part).unwrap(), part.len());
+        }
+        String::from_utf8(w.finish().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_document_for_the_terminal_keeps_its_lines_and_shows_escapes_however_it_is_cut() {
+        let text = "a\x1b]0;t\x07b\n\u{202e}é\r\tc\n".as_bytes();
+        let want = "a\\u{1b}]0;t\\u{7}b\n\\u{202e}é\\u{d}\tc\n";
+        for step in 1..=text.len() {
+            assert_eq!(through(text, step), want, "step {step}");
+        }
+        // Bytes that are not UTF-8, in the middle and cut off at the end.
+        let bad = b"x\xff\xc3(\n\xe2\x80";
+        for step in 1..=bad.len() {
+            assert_eq!(
+                through(bad, step),
+                "x\\x{ff}\\x{c3}(\n\\x{e2}\\x{80}",
+                "step {step}"
+            );
+        }
     }
 }

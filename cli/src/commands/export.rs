@@ -18,7 +18,7 @@ use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::migrate::atomic;
 use crate::render::{self, Title, html, markdown};
 use crate::session_arg::{Session, open_session_read};
-use crate::ui::Ui;
+use crate::ui::{SafeWriter, Ui};
 
 /// Arguments of `pisess export`.
 #[derive(Debug, clap::Args)]
@@ -53,6 +53,12 @@ pub enum Format {
 pub fn cmd_export(ui: &mut Ui, args: &ExportArgs) -> CommandResult {
     let sess = open_session_read(&args.session)?;
     match &args.output {
+        // A terminal sees the document with escapes shown, never acted on (see `ui`).
+        None if ui.tty => {
+            let mut w = SafeWriter::new(ui.out());
+            write(&sess, args, &mut w)?;
+            w.finish()?;
+        }
         None => write(&sess, args, ui.out())?,
         Some(path) => write_file(path, |out| write(&sess, args, out))?,
     }

@@ -280,7 +280,8 @@ pub fn cmd_grep(ui: &mut Ui, args: &GrepArgs) -> CommandResult {
 /// next block starts, so output streams and memory stays bounded.
 const BLOCK: usize = 2048;
 
-/// One matching line.
+/// One matching line (all fields empty when only lines are counted).
+#[derive(Default)]
 struct LineHit {
     field: String,
     line: usize,
@@ -304,6 +305,7 @@ fn search_row(
     row: pisess_engine::EntryKey,
     matcher: &Matcher,
     role: Option<&str>,
+    detail: bool,
 ) -> Result<RowResult, pisess_engine::StoreError> {
     let decoded = snap
         .with_entry(row, |a| {
@@ -331,13 +333,18 @@ fn search_row(
     for (field, text) in fields(&v) {
         for (n, line) in text.split('\n').enumerate() {
             if let Some(m) = matcher.re.find(line) {
-                let (snippet, at) = snippet(line, m.start(), m.end());
-                hits.push(LineHit {
-                    field: field.clone(),
-                    line: n + 1,
-                    snippet,
-                    at,
-                    matched: m.as_str().to_owned(),
+                // -l and -c only count lines: no snippet to cut, no text to copy.
+                hits.push(if detail {
+                    let (snippet, at) = snippet(line, m.start(), m.end());
+                    LineHit {
+                        field: field.clone(),
+                        line: n + 1,
+                        snippet,
+                        at,
+                        matched: m.as_str().to_owned(),
+                    }
+                } else {
+                    LineHit::default()
                 });
             }
         }
@@ -370,7 +377,15 @@ fn search_session(
     'blocks: for block in rows.chunks(BLOCK) {
         let results: Vec<Result<RowResult, pisess_engine::StoreError>> = block
             .par_iter()
-            .map(|&row| search_row(snap, row, matcher, args.role.as_deref()))
+            .map(|&row| {
+                search_row(
+                    snap,
+                    row,
+                    matcher,
+                    args.role.as_deref(),
+                    mode == Mode::Lines,
+                )
+            })
             .collect();
         counts.rows_scanned += block.len() as u64;
         for r in results {

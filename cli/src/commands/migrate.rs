@@ -30,7 +30,7 @@ use rayon::prelude::*;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::util::{Source, default_inputs, session_files};
-use crate::ui::{Ui, safe};
+use crate::ui::{SafeWriter, Ui, safe};
 
 use report::{FileReport, Found, Status, Summary};
 use verify::Probe;
@@ -120,8 +120,16 @@ fn cmd_stdout(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
             "migrate one file at a time with --stdout",
         ));
     };
-    let outcome = pisess_migrate::migrate_file(path, ui.out())
-        .with_context(|| format!("cannot migrate {}", path.display()))?;
+    let outcome = if ui.tty {
+        // A terminal sees the file with escapes shown, never acted on (see `ui`).
+        let mut w = SafeWriter::new(ui.out());
+        let o = pisess_migrate::migrate_file(path, &mut w);
+        w.finish()?;
+        o
+    } else {
+        pisess_migrate::migrate_file(path, ui.out())
+    }
+    .with_context(|| format!("cannot migrate {}", path.display()))?;
     for p in &outcome.problems {
         eprintln!(
             "{}:{}: {}: {}",

@@ -61,6 +61,7 @@ pub mod project;
 pub mod report;
 pub mod serialize;
 pub mod summary;
+pub mod timsort;
 pub mod tokens;
 pub mod writer;
 
