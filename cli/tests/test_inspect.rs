@@ -218,6 +218,61 @@ fn tree_json_has_the_oracle_nodes_and_children_order() {
     }
 }
 
+/// pi sorts siblings with `new Date(a) - new Date(b)`; a timestamp that does not parse makes
+/// that `NaN`, and the order then depends on V8's algorithm itself (and Rust's sort panicked on
+/// it). Sessions of 6 to 3,000 siblings, a share of them with bad timestamps, some times equal:
+/// `tree --json` (and the HTML export, which orders the same way) against the live oracle.
+#[test]
+fn siblings_with_unparseable_timestamps_come_in_pi_s_order() {
+    let env = TestEnv::new();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for (n, bad_in) in [(6, 3), (24, 3), (70, 4), (200, 2), (1000, 9), (3000, 40)] {
+        let file = env.home.path().join(format!("nan-{n}.jsonl"));
+        let mut text = String::from(
+            "{\"type\":\"session\",\"version\":3,\"id\":\"s-nan\",\
+             \"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/tmp\"}\n\
+             {\"type\":\"message\",\"id\":\"r\",\"parentId\":null,\
+             \"timestamp\":\"2026-01-01T00:00:00.000Z\",\
+             \"message\":{\"role\":\"user\",\"content\":\"root\",\"timestamp\":1}}\n",
+        );
+        for i in 0..n {
+            let ts = if next() % bad_in == 0 {
+                format!("bad{i}")
+            } else {
+                // Few distinct seconds, so equal times occur too.
+                format!("2026-01-01T00:{:02}:00.000Z", next() % 20)
+            };
+            text.push_str(&format!(
+                "{{\"type\":\"message\",\"id\":\"c{i}\",\"parentId\":\"r\",\"timestamp\":\"{ts}\",\
+                 \"message\":{{\"role\":\"user\",\"content\":\"x\",\"timestamp\":1}}}}\n"
+            ));
+        }
+        std::fs::write(&file, text).unwrap();
+        let f = file.to_str().unwrap();
+        let want = oracle(&["tree", f]);
+        let got = json(&env, &["tree", f, "--json"], 0);
+        let children = |t: &Value| -> Value {
+            t["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|n| n["id"] == "r")
+                .unwrap()["children"]
+                .clone()
+        };
+        assert_eq!(children(&got), children(&want), "{n} siblings");
+        let html = format!("{f}.html");
+        let r = run(&env, &["export", f, "--format", "html", "-o", &html]);
+        assert_eq!(r.code, 0, "{n} siblings: {}", r.stderr);
+    }
+}
+
 #[test]
 fn diff_json_sides_equal_those_of_the_oracle_paths() {
     for name in V3 {

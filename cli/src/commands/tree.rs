@@ -77,12 +77,29 @@ pub(crate) fn sorted_children(
     for c in session.snap.children(e)? {
         nodes.push(node(session, c)?);
     }
-    // `new Date(a) - new Date(b)`: NaN compares as equal, like V8's stable sort treats it.
-    nodes.sort_by(|a, b| match (a.time, b.time) {
-        (Some(x), Some(y)) => x.total_cmp(&y),
-        _ => std::cmp::Ordering::Equal,
-    });
-    Ok(nodes)
+    let times: Vec<Option<f64>> = nodes.iter().map(|n| n.time).collect();
+    let order = pi_order(&times);
+    let mut slots: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
+    Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
+}
+
+/// The order pi's `getTree` gives siblings with these times (`None`: a timestamp that does not
+/// parse), as indices into `times`: `children.sort((a, b) => new Date(a) - new Date(b))`.
+/// While every time is known that is a stable sort; an unknown one makes the difference `NaN`,
+/// and then only V8's own algorithm gives pi's order (see `pisess_engine::agent::timsort`).
+fn pi_order(times: &[Option<f64>]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..times.len()).collect();
+    if times.iter().all(Option::is_some) {
+        order.sort_by(|&a, &b| {
+            let (x, y) = (times[a].unwrap_or_default(), times[b].unwrap_or_default());
+            x.total_cmp(&y)
+        });
+    } else {
+        pisess_engine::agent::timsort::sort_like_v8(&mut order, |a, b| {
+            times[a].unwrap_or(f64::NAN) - times[b].unwrap_or(f64::NAN)
+        });
+    }
+    order
 }
 
 pub(crate) fn node(
@@ -492,12 +509,9 @@ fn sorted_nodes(
         };
         timed.push((i, t));
     }
-    timed.sort_by(|a, b| match (a.1, b.1) {
-        (Some(x), Some(y)) => x.total_cmp(&y),
-        _ => std::cmp::Ordering::Equal,
-    });
+    let times: Vec<Option<f64>> = timed.iter().map(|t| t.1).collect();
     nodes.clear();
-    nodes.extend(timed.into_iter().map(|(i, _)| i));
+    nodes.extend(pi_order(&times).into_iter().map(|k| timed[k].0));
     Ok(nodes)
 }
 
