@@ -273,6 +273,33 @@ fn siblings_with_unparseable_timestamps_come_in_pi_s_order() {
     }
 }
 
+/// pi loads an entry whose `timestamp` is a number; pisess dropped it (and made its child a
+/// root). The context at the leaf keeps its message, as the oracle's does.
+#[test]
+fn an_entry_with_a_numeric_timestamp_stays_in_the_context() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("numeric-ts.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"type":"session","version":3,"id":"s8","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+            "\n",
+            r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+            "\n",
+            r#"{"type":"message","id":"a1","parentId":"u1","timestamp":1769940003000,"message":{"role":"assistant","content":[{"type":"text","text":"yo"}],"api":"x","provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":2}}"#,
+            "\n",
+            r#"{"type":"message","id":"u2","parentId":"a1","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"again","timestamp":3}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let want = oracle(&["context", f]);
+    let got = json(&env, &["context", f, "--json"], 0);
+    assert_eq!(got["messages"], want["messages"]);
+    assert_eq!(got["entryIds"], want["contextEntryIds"]);
+}
+
 #[test]
 fn diff_json_sides_equal_those_of_the_oracle_paths() {
     for name in V3 {

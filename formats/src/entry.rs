@@ -121,7 +121,8 @@ pub struct Entry<'a> {
     pub id: Field<Str<'a>>,
     #[serde(borrow)]
     pub parent_id: Field<Str<'a>>,
-    #[serde(borrow)]
+    /// Text as pi writes it; any other value (pi loads a number too) reads as `null`.
+    #[serde(borrow, deserialize_with = "crate::value::text_or_null")]
     pub timestamp: Field<Str<'a>>,
     // message
     #[serde(borrow)]
@@ -191,7 +192,7 @@ struct Skeleton<'a> {
     id: Field<Str<'a>>,
     #[serde(borrow)]
     parent_id: Field<Str<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "crate::value::text_or_null")]
     timestamp: Field<Str<'a>>,
 }
 
@@ -909,6 +910,25 @@ mod tests {
                 .bad_field
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_timestamp_that_is_not_text_costs_the_entry_nothing_else() {
+        // pi loads `"timestamp": 1769940003000` (and `new Date(n)` is a date); the typed view
+        // keeps the whole entry and reads the timestamp as null.
+        for ts in ["1769940003000", "true", "[1]", "{\"a\":[1]}", "null"] {
+            let line = format!(
+                r#"{{"type":"message","id":"b","parentId":"a","timestamp":{ts},"message":{{"role":"user","content":"hi","timestamp":1}}}}"#
+            );
+            let e = Entry::parse(&line).unwrap();
+            assert_eq!((e.id(), e.parent_id()), (Some("b"), Some("a")), "{ts}");
+            assert!(e.message.get().is_some(), "{ts}");
+            assert_eq!(e.timestamp, Field::Null, "{ts}");
+        }
+        let e = Entry::parse(r#"{"type":"x","id":"b","timestamp":"t\u0041"}"#).unwrap();
+        assert_eq!(e.timestamp.get().map(Str::as_str), Some("tA"));
+        let e = Entry::parse(r#"{"type":"x","id":"b"}"#).unwrap();
+        assert_eq!(e.timestamp, Field::Missing);
     }
 
     #[test]

@@ -68,6 +68,53 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     }
 }
 
+/// A field read as text when it is a string and as `null` when it holds any other value
+/// (`#[serde(deserialize_with = "text_or_null")]`): for fields pi writes as text but whose
+/// other values pi still loads (a numeric `timestamp`), so one such value does not cost the
+/// entry its typed view. Strings borrow from the line where they can, as [`Str`] does.
+pub fn text_or_null<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Field<Str<'a>>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Field<Str<'de>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Field::Value(Str(Cow::Borrowed(v))))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Field::Value(Str(Cow::Owned(v.to_owned()))))
+        }
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Field::Value(Str(Cow::Owned(v))))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Field::Null)
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(Field::Null)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(Field::Null)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(Field::Null)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(Field::Null)
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+            while a.next_element::<de::IgnoredAny>()?.is_some() {}
+            Ok(Field::Null)
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+            while a.next_entry::<de::IgnoredAny, de::IgnoredAny>()?.is_some() {}
+            Ok(Field::Null)
+        }
+    }
+    d.deserialize_any(V)
+}
+
 /// A JSON string kept as its raw text (quotes and escapes included) and decoded on demand.
 ///
 /// Used for the large fields of a line (message text, thinking, tool output, image data,
