@@ -496,6 +496,39 @@ fn navigate_summarize_appends_pis_branch_summary_and_pi_agrees() {
     context_matches_oracle(&env, &file);
 }
 
+/// A session whose last line was cut short (a torn write): `compact` repairs the tail before
+/// appending (pi would glue its line onto the fragment), and the torn line's bytes are saved
+/// beside the file and named on stderr, never just dropped.
+#[test]
+fn a_torn_last_line_is_saved_beside_the_file_before_compact_cuts_it() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let file = dir.join("s.jsonl");
+    let mut bytes = std::fs::read(fixture("sessions/04-many-branches.jsonl")).unwrap();
+    let torn = b"{\"type\":\"message\",\"id\":\"zz\",\"message\":{\"role\":\"user\",\"content\":\"IMPORTANT half";
+    bytes.extend_from_slice(torn);
+    std::fs::write(&file, &bytes).unwrap();
+    let f = file.to_str().unwrap();
+    let out = env
+        .pisess()
+        .args(["compact", f, "--keep", "1000", "--summarizer", "echo S"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let saved = dir.join("s.jsonl.torn");
+    assert_eq!(std::fs::read(&saved).unwrap(), torn);
+    assert!(
+        err.contains("torn write") && err.contains(saved.to_str().unwrap()),
+        "{err}"
+    );
+    // The file: the old lines, then the compaction, and no fragment.
+    let now = std::fs::read(&file).unwrap();
+    let old = &bytes[..bytes.len() - torn.len()];
+    assert!(now.starts_with(old));
+    assert!(!now.windows(9).any(|w| w == b"IMPORTANT"));
+}
+
 #[test]
 fn a_failing_summarizer_or_an_unwritable_file_writes_nothing() {
     let env = TestEnv::new();

@@ -278,6 +278,7 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
         None,
     )?;
     let by = args.summarizer.as_deref();
+    super::util::warn_saved_tails(&session.record.path, writer.saved_tails());
     if ui.json {
         ui.json_line(&json!({
             "compacted": true,

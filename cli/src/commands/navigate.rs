@@ -185,6 +185,7 @@ fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
     let id = writer
         .navigate(&target_id, Some((&summary, Some(details.clone()))))?
         .unwrap_or_default();
+    super::util::warn_saved_tails(&session.record.path, writer.saved_tails());
     let parent = writer
         .entry(&id)?
         .and_then(|e| e.get("parentId").cloned())

@@ -1,4 +1,4 @@
-//! Helpers shared by commands: finding session files, reading dates and ages.
+//! Helpers shared by commands: finding session files, reading dates and ages, warnings.
 //!
 //! Times are milliseconds since the Unix epoch, UTC, as in pi's entries.
 
@@ -150,5 +150,18 @@ mod tests {
             let e = parse_since(bad).unwrap_err().to_string();
             assert!(e.contains("cannot read the date"), "{bad:?}: {e}");
         }
+    }
+}
+
+/// Says on stderr where the writer saved torn last lines of `file` before cutting their
+/// fragments (`SessionWriter::saved_tails`), so no one has to wonder where the bytes went.
+pub fn warn_saved_tails(file: &str, saved: &[std::path::PathBuf]) {
+    for p in saved {
+        eprintln!(
+            "warning: {}: its last line was cut short (a torn write) and could not be kept in \
+             the session; the whole line is saved in {}",
+            crate::ui::safe(file),
+            crate::ui::safe(&p.to_string_lossy())
+        );
     }
 }

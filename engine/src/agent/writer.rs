@@ -15,8 +15,10 @@
 //!   both updated or both left alone;
 //! - before the first append to a file whose last line has no newline (a torn write), the tail
 //!   is repaired as pi's issue #8345 asks: a complete record gets its newline, the complete
-//!   records of a line with a torn fragment are kept one per line and the fragment is dropped
-//!   (pi would glue the next entry onto the fragment and lose both);
+//!   records of a line with a torn fragment are kept one per line and the fragment is cut from
+//!   the file (pi would glue the next entry onto the fragment and lose both) — but never lost:
+//!   before the cut, the whole torn line is saved beside the file as `FILE.torn` (`.torn.1`, …:
+//!   a new name each time; temp file, fsync, link), and [`SessionWriter::saved_tails`] names it;
 //! - the leaf lives in the writer, as in pi: [`SessionWriter::branch`] moves it without writing
 //!   anything; a reopened file resumes at its last entry.
 //!
@@ -125,6 +127,8 @@ pub struct SessionWriter<'s> {
     file: PathBuf,
     state: State,
     leaf: Option<String>,
+    /// Where torn last lines were saved before their fragments were cut (see the module docs).
+    saved_tails: Vec<PathBuf>,
 }
 
 /// The current time as pi writes it (`new Date().toISOString()`) and in milliseconds.
@@ -190,6 +194,7 @@ impl<'s> SessionWriter<'s> {
                 entries: Vec::new(),
             },
             leaf: None,
+            saved_tails: Vec::new(),
         })
     }
 
@@ -227,6 +232,7 @@ impl<'s> SessionWriter<'s> {
             file: file.to_path_buf(),
             state: State::Pending { header, entries },
             leaf,
+            saved_tails: Vec::new(),
         };
         w.flush_if_conversation()?;
         Ok(w)
@@ -263,6 +269,7 @@ impl<'s> SessionWriter<'s> {
             file: file.to_path_buf(),
             state: State::Flushed { key },
             leaf,
+            saved_tails: Vec::new(),
         })
     }
 
@@ -282,6 +289,12 @@ impl<'s> SessionWriter<'s> {
     /// Whether the file has been written.
     pub fn is_flushed(&self) -> bool {
         matches!(self.state, State::Flushed { .. })
+    }
+
+    /// The files into which torn last lines were saved before their fragments were cut from
+    /// the session file (empty when nothing was torn); a caller should say so.
+    pub fn saved_tails(&self) -> &[PathBuf] {
+        &self.saved_tails
     }
 
     /// The current leaf (`None`: the next entry is a new root).
@@ -715,7 +728,9 @@ impl<'s> SessionWriter<'s> {
                 let mut line = pisess_formats::js::to_string(&entry);
                 line.push('\n');
                 let undo = append_repairing(&self.file, line.as_bytes())?;
+                let saved = undo.saved.clone();
                 let key = self.import_or_undo(Some(undo))?;
+                self.saved_tails.extend(saved);
                 self.state = State::Flushed { key };
                 self.leaf = id;
                 Ok(())
@@ -877,6 +892,8 @@ struct Undo {
     end: u64,
     /// The bytes that were there (the torn tail; empty when there was none).
     tail: Vec<u8>,
+    /// Where the torn line was saved before a fragment of it was cut.
+    saved: Option<PathBuf>,
 }
 
 impl Undo {
@@ -893,7 +910,12 @@ impl Undo {
         f.set_len(self.at)?;
         // Appending (O_APPEND) writes at the end, which is `at` after the truncation.
         f.write_all(&self.tail)?;
-        f.sync_all()
+        f.sync_all()?;
+        // The torn line is back in the file: its saved copy is not needed.
+        if let Some(p) = &self.saved {
+            let _ = fs::remove_file(p);
+        }
+        Ok(())
     }
 }
 
@@ -921,6 +943,38 @@ pub fn repaired_tail(tail: &[u8]) -> Option<Vec<u8>> {
         out.push(b'\n');
     }
     Some(out)
+}
+
+/// Whether repairing `tail` ([`repaired_tail`]) leaves out any of its bytes (a torn fragment,
+/// bytes that are not UTF-8), rather than only adding newlines between its records.
+fn repair_drops_bytes(tail: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(tail) else {
+        return true;
+    };
+    let (_, skipped, error) = pisess_formats::line::split_values(text);
+    skipped > 0 || error.is_some()
+}
+
+/// Saves a torn last line beside the session file, under a name no file has yet
+/// (`FILE.torn`, then `FILE.torn.1`, …), and returns that name.
+fn save_torn_line(path: &Path, tail: &[u8]) -> io::Result<PathBuf> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".torn");
+    for n in 0..1000 {
+        let mut candidate = name.clone();
+        if n > 0 {
+            candidate.push(format!(".{n}"));
+        }
+        let candidate = PathBuf::from(candidate);
+        match create_new_file(&candidate, tail) {
+            Ok(()) => return Ok(candidate),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(
+        "1,000 saved torn lines are beside it already; move them away",
+    ))
 }
 
 /// Appends `bytes` to the file at `path`, repairing a torn last line first; fsyncs. Returns how
@@ -951,6 +1005,7 @@ fn append_repairing(path: &Path, bytes: &[u8]) -> Result<Undo, WriteError> {
                 at: end.saturating_sub(bytes.len() as u64),
                 end,
                 tail: Vec::new(),
+                saved: None,
             };
             if let Err(e) = f.sync_data() {
                 return Err(rolled_back(path, &undo, e));
@@ -964,12 +1019,19 @@ fn append_repairing(path: &Path, bytes: &[u8]) -> Result<Undo, WriteError> {
             continue; // the torn line is being written right now: look again
         }
         let mut out = repaired_tail(&tail).unwrap_or_else(|| tail.clone());
+        // Cutting a fragment drops bytes: keep the whole torn line first.
+        let saved = if repair_drops_bytes(&tail) {
+            Some(save_torn_line(path, &tail).map_err(io_err(path))?)
+        } else {
+            None
+        };
         out.extend_from_slice(bytes);
         let undo = Undo {
             path: path.to_path_buf(),
             at,
             end: at + out.len() as u64,
             tail,
+            saved,
         };
         let written = (|| {
             f.set_len(at)?;
@@ -1057,12 +1119,32 @@ mod tests {
             fs::read(&path).unwrap(),
             b"{\"a\":1}\n{\"ours\":2}\n{\"pi\":3}\n"
         );
-        // Undone right away, the file is as it was; a torn tail is repaired, then put back.
+        // Undone right away, the file is as it was; a torn tail is repaired (the torn line kept
+        // beside the file meanwhile), then put back (and its copy removed).
         fs::write(&path, b"{\"a\":1}\n{\"torn\":").unwrap();
         let undo = append_repairing(&path, b"{\"ours\":2}\n").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"{\"a\":1}\n{\"ours\":2}\n");
+        let saved = dir.path().join("s.jsonl.torn");
+        assert_eq!(undo.saved.as_deref(), Some(saved.as_path()));
+        assert_eq!(fs::read(&saved).unwrap(), b"{\"torn\":");
         undo.restore().unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"{\"a\":1}\n{\"torn\":");
+        assert!(!saved.exists());
+        // Kept: each repair saves the torn line under a new name; a tail that is one complete
+        // record only gets its newline, and nothing is saved.
+        fs::write(&saved, b"older").unwrap();
+        let undo = append_repairing(&path, b"{\"ours\":2}\n").unwrap();
+        let second = dir.path().join("s.jsonl.torn.1");
+        assert_eq!(undo.saved.as_deref(), Some(second.as_path()));
+        assert_eq!(fs::read(&second).unwrap(), b"{\"torn\":");
+        assert_eq!(fs::read(&saved).unwrap(), b"older");
+        fs::write(&path, b"{\"a\":1}\n{\"b\":2}").unwrap();
+        let undo = append_repairing(&path, b"{\"ours\":2}\n").unwrap();
+        assert_eq!(undo.saved, None);
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            b"{\"a\":1}\n{\"b\":2}\n{\"ours\":2}\n"
+        );
     }
 
     #[test]
