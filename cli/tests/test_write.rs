@@ -529,6 +529,62 @@ fn a_torn_last_line_is_saved_beside_the_file_before_compact_cuts_it() {
     assert!(!now.windows(9).any(|w| w == b"IMPORTANT"));
 }
 
+/// A fork copies its path one entry at a time: a 300,000-entry chain forks inside a 1 GiB
+/// address space (holding the path as JSON values took 1.25 GB of memory for this one),
+/// and the new file holds the path, root first, re-chained.
+#[test]
+fn a_fork_of_a_long_chain_runs_in_bounded_memory() {
+    use std::io::Write as _;
+    let env = TestEnv::new();
+    let file = env.home.path().join("deep.jsonl");
+    let n = 300_000;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+    writeln!(
+        w,
+        r#"{{"type":"session","version":3,"id":"deep","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}}"#
+    )
+    .unwrap();
+    for i in 0..n {
+        let parent = if i == 0 {
+            "null".to_owned()
+        } else {
+            format!("\"{:08x}\"", i - 1)
+        };
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        writeln!(
+            w,
+            r#"{{"type":"message","id":"{i:08x}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"{role}","content":"message {i}","timestamp":1}}}}"#
+        )
+        .unwrap();
+    }
+    w.into_inner().unwrap().sync_all().unwrap();
+    let out = env.home.path().join("fork.jsonl");
+    let r = std::process::Command::new("prlimit")
+        .arg("--as=1073741824")
+        .arg("--")
+        .arg(assert_cmd::cargo::cargo_bin("pisess"))
+        .args(["fork", file.to_str().unwrap(), "@leaf~10", "-o"])
+        .arg(&out)
+        .env_clear()
+        .env("HOME", env.home.path())
+        .env("PISESS_STORE", env.home.path().join("store.redb"))
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1 + n - 10);
+    assert_eq!(lines[0]["parentSession"], file.to_str().unwrap());
+    assert_eq!(lines[1]["id"], "00000000");
+    assert_eq!(lines[1]["parentId"], Value::Null);
+    let last = &lines[lines.len() - 1];
+    assert_eq!(last["id"], format!("{:08x}", n - 11));
+    assert_eq!(last["parentId"], format!("{:08x}", n - 12));
+}
+
 #[test]
 fn a_failing_summarizer_or_an_unwritable_file_writes_nothing() {
     let env = TestEnv::new();

@@ -4,7 +4,8 @@
 //! re-created for kept targets and compactions redirected, exactly as pi writes it; it is
 //! written atomically and only as a new file (an existing file is never overwritten); it is
 //! imported into the store in the same step; nothing is written when pi would not write the
-//! file yet (no user or assistant message on the path).
+//! file yet (no user or assistant message on the path); the path is copied one entry at a time
+//! (a fork of a million-entry path holds its keys, not its entries).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -77,24 +78,14 @@ pub fn cmd_fork(ui: &mut Ui, args: &ForkArgs) -> CommandResult {
             "give -o a new file name",
         ));
     }
-    let entries = branched.entries.len();
     let session_id = branched
         .header
         .get("id")
         .cloned()
         .unwrap_or(serde_json::Value::Null);
-    let leaf = branched
-        .entries
-        .last()
-        .and_then(|e| e.get("id"))
-        .cloned()
-        .unwrap_or(serde_json::Value::Null);
-    let writer = SessionWriter::create_with(
-        session.store(),
-        &path,
-        branched.header.clone(),
-        branched.entries,
-    )?;
+    let (writer, done) =
+        SessionWriter::create_branched(session.store(), &session.snap, &branched, &path)?;
+    let (entries, leaf) = (done.entries, done.leaf_id);
     let written = writer
         .file()
         .canonicalize()

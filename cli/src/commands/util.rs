@@ -119,6 +119,19 @@ pub fn parse_since(d: &str) -> Result<i64, CommandError> {
     Ok(now.saturating_sub(age))
 }
 
+/// Says on stderr where the writer saved torn last lines of `file` before cutting their
+/// fragments (`SessionWriter::saved_tails`), so no one has to wonder where the bytes went.
+pub fn warn_saved_tails(file: &str, saved: &[std::path::PathBuf]) {
+    for p in saved {
+        eprintln!(
+            "warning: {}: its last line was cut short (a torn write) and could not be kept in \
+             the session; the whole line is saved in {}",
+            crate::ui::safe(file),
+            crate::ui::safe(&p.to_string_lossy())
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,18 +163,5 @@ mod tests {
             let e = parse_since(bad).unwrap_err().to_string();
             assert!(e.contains("cannot read the date"), "{bad:?}: {e}");
         }
-    }
-}
-
-/// Says on stderr where the writer saved torn last lines of `file` before cutting their
-/// fragments (`SessionWriter::saved_tails`), so no one has to wonder where the bytes went.
-pub fn warn_saved_tails(file: &str, saved: &[std::path::PathBuf]) {
-    for p in saved {
-        eprintln!(
-            "warning: {}: its last line was cut short (a torn write) and could not be kept in \
-             the session; the whole line is saved in {}",
-            crate::ui::safe(file),
-            crate::ui::safe(&p.to_string_lossy())
-        );
     }
 }

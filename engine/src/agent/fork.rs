@@ -11,7 +11,8 @@
 //!   order of the map, the time each label was last set) whose target is kept are re-created as
 //!   fresh `label` entries chained after the last kept entry, with new 8-hex ids that collide
 //!   with no id of the new session;
-//! - nothing here touches a file; [`crate::agent::writer`] writes the result.
+//! - nothing here touches a file; [`crate::agent::writer`] writes the result, one entry at a
+//!   time ([`BranchPlan::for_each_entry`]): only the path's keys are held.
 
 use std::collections::{HashMap, HashSet};
 
@@ -88,61 +89,92 @@ pub fn generate_id(mut taken: impl FnMut(&str) -> bool) -> String {
 /// labels, re-chained, then the re-created labels.
 pub fn branched_entries(path: &[&Value], labels: &[LabelState]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::with_capacity(path.len() + labels.len());
-    let mut replacement: HashMap<String, String> = HashMap::new();
-    let mut pending: Vec<String> = Vec::new();
-    let mut parent = Value::Null;
+    let mut chain = Rechain::default();
+    let mut kept = HashSet::new();
     for &e in path {
+        if let Some(v) = chain.next(e) {
+            if let Some(id) = id_of(&v) {
+                kept.insert(id.to_owned());
+            }
+            out.push(v);
+        }
+    }
+    out.extend(chain.labels(labels, &kept));
+    out
+}
+
+/// The path's entries re-chained one at a time, root first (see the module docs), so a fork
+/// of a long path is written without holding the path: [`Rechain::next`] for each entry, then
+/// [`Rechain::labels`].
+#[derive(Debug, Default)]
+pub struct Rechain {
+    /// Dropped label id → the kept entry that followed it.
+    replacement: HashMap<String, String>,
+    /// Dropped labels waiting for the next kept entry.
+    pending: Vec<String>,
+    /// The last kept entry's id (`null` before the first).
+    parent: Value,
+}
+
+impl Rechain {
+    /// The entry as the branched session holds it, or `None` for a label (dropped).
+    pub fn next(&mut self, e: &Value) -> Option<Value> {
         if type_of(e) == Some("label") {
             if let Some(id) = id_of(e) {
-                pending.push(id.to_owned());
+                self.pending.push(id.to_owned());
             }
-            continue;
+            return None;
         }
         let id = id_of(e).map(str::to_owned);
         if let Some(id) = &id {
-            for l in pending.drain(..) {
-                replacement.insert(l, id.clone());
+            for l in self.pending.drain(..) {
+                self.replacement.insert(l, id.clone());
             }
         }
-        pending.clear();
+        self.pending.clear();
         let mut v = e.clone();
         if let Some(o) = v.as_object_mut() {
-            o.insert("parentId".into(), parent.clone());
+            o.insert("parentId".into(), self.parent.clone());
             if type_of(e) == Some("compaction")
                 && let Some(fk) = e.get("firstKeptEntryId").and_then(Value::as_str)
                 && Some(fk) != id.as_deref()
-                && let Some(to) = replacement.get(fk)
+                && let Some(to) = self.replacement.get(fk)
             {
                 o.insert("firstKeptEntryId".into(), to.clone().into());
             }
         }
-        out.push(v);
-        parent = id.map_or(Value::Null, Value::from);
+        self.parent = id.map_or(Value::Null, Value::from);
+        Some(v)
     }
-    let mut taken: HashSet<String> = out.iter().filter_map(id_of).map(str::to_owned).collect();
-    let kept = taken.clone();
-    for l in labels {
-        let Some(target) = l.target.as_str() else {
-            continue;
-        };
-        if !kept.contains(target) {
-            continue;
+
+    /// The labels in force whose target is among `kept` (the ids of the entries
+    /// [`Rechain::next`] kept), as new entries chained after the last kept one.
+    pub fn labels(mut self, labels: &[LabelState], kept: &HashSet<String>) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut taken = kept.clone();
+        for l in labels {
+            let Some(target) = l.target.as_str() else {
+                continue;
+            };
+            if !kept.contains(target) {
+                continue;
+            }
+            let id = generate_id(|c| taken.contains(c));
+            taken.insert(id.clone());
+            let mut o = Map::new();
+            o.insert("type".into(), "label".into());
+            o.insert("id".into(), id.clone().into());
+            o.insert("parentId".into(), self.parent.clone());
+            if let Some(t) = &l.timestamp {
+                o.insert("timestamp".into(), t.clone());
+            }
+            o.insert("targetId".into(), target.into());
+            o.insert("label".into(), l.label.clone());
+            out.push(Value::Object(o));
+            self.parent = id.into();
         }
-        let id = generate_id(|c| taken.contains(c));
-        taken.insert(id.clone());
-        let mut o = Map::new();
-        o.insert("type".into(), "label".into());
-        o.insert("id".into(), id.clone().into());
-        o.insert("parentId".into(), parent.clone());
-        if let Some(t) = &l.timestamp {
-            o.insert("timestamp".into(), t.clone());
-        }
-        o.insert("targetId".into(), target.into());
-        o.insert("label".into(), l.label.clone());
-        out.push(Value::Object(o));
-        parent = id.into();
+        out
     }
-    out
 }
 
 /// Whether entries hold a `message` with role `user` or `assistant` (pi writes a session file
@@ -195,19 +227,6 @@ pub fn resolve_path(p: &str, base: &str) -> String {
     format!("/{}", parts.join("/"))
 }
 
-/// A branched session ready to write: its header, its entries and the file name pi gives it.
-#[derive(Debug, Clone)]
-pub struct BranchedSession {
-    /// The new header (`parentSession` = the source file).
-    pub header: Value,
-    /// The entries, in file order.
-    pub entries: Vec<Value>,
-    /// `<timestamp>_<session id>.jsonl`.
-    pub file_name: String,
-    /// Whether pi would write the file now (the entries hold a user or assistant message).
-    pub has_conversation: bool,
-}
-
 /// pi's label map of a stored session: every record in file order (read only when the
 /// session has a label in force).
 pub fn stored_label_map(snap: &Snapshot, s: SessionKey) -> Result<LabelMap, StoreError> {
@@ -232,28 +251,26 @@ pub fn stored_label_map(snap: &Snapshot, s: SessionKey) -> Result<LabelMap, Stor
 
 /// `createBranchedSession(leaf)` of a stored session: the path root → `leaf` without labels,
 /// re-chained, the labels in force re-created, under a new v3 header (new UUIDv7 id, the time
-/// now, the source's `cwd` resolved, `parentSession` = the source file).
+/// now, the source's `cwd` resolved, `parentSession` = the source file). Holds only the path's
+/// keys; [`BranchPlan::for_each_entry`] reads and re-chains the entries one at a time.
 pub fn branched_session(
     snap: &Snapshot,
     s: SessionKey,
     leaf: EntryKey,
-) -> Result<BranchedSession, StoreError> {
+) -> Result<BranchPlan, StoreError> {
     let rec = snap
         .session(s)?
         .ok_or_else(|| StoreError::Inconsistent(format!("no session {s}")))?;
-    let mut path = Vec::new();
-    for e in snap.path_to_root(leaf)? {
-        let text = snap
-            .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))?
-            .flatten()
-            .ok_or_else(|| StoreError::Inconsistent(format!("entry {e} has no JSON text")))?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|err| StoreError::Inconsistent(format!("entry {e} does not parse: {err}")))?;
-        path.push(v);
+    let path = snap.path_to_root(leaf)?;
+    let labels = stored_label_map(snap, s)?.labels().to_vec();
+    // pi writes the file once it holds a user or assistant message: usually near the root.
+    let mut conversation = false;
+    for &e in &path {
+        if has_conversation(std::iter::once(&stored_json(snap, e)?)) {
+            conversation = true;
+            break;
+        }
     }
-    let refs: Vec<&Value> = path.iter().collect();
-    let labels = stored_label_map(snap, s)?;
-    let entries = branched_entries(&refs, labels.labels());
     let id = uuid::Uuid::now_v7().to_string();
     let (ts, _) = super::writer::now();
     let base = std::env::current_dir()
@@ -261,12 +278,83 @@ pub fn branched_session(
         .unwrap_or_else(|_| "/".to_owned());
     let cwd = resolve_path(&rec.cwd, &base);
     let header = new_header(&id, &ts, &cwd, Some(&rec.path));
-    Ok(BranchedSession {
+    Ok(BranchPlan {
         file_name: pisess_formats::layout::session_file_name(&ts, &id),
-        has_conversation: has_conversation(&entries),
+        has_conversation: conversation,
         header,
-        entries,
+        path,
+        labels,
     })
+}
+
+/// An entry's stored JSON, parsed.
+fn stored_json(snap: &Snapshot, e: EntryKey) -> Result<Value, StoreError> {
+    let text = snap
+        .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))?
+        .flatten()
+        .ok_or_else(|| StoreError::Inconsistent(format!("entry {e} has no JSON text")))?;
+    serde_json::from_str(&text)
+        .map_err(|err| StoreError::Inconsistent(format!("entry {e} does not parse: {err}")))
+}
+
+/// A branched session ready to write: its header, the file name pi gives it, and the path it
+/// copies (keys only: a fork of a million-entry path holds 8 MB here, not the entries).
+#[derive(Debug, Clone)]
+pub struct BranchPlan {
+    /// The new header (`parentSession` = the source file).
+    pub header: Value,
+    /// `<timestamp>_<session id>.jsonl`.
+    pub file_name: String,
+    /// Whether pi would write the file now (the path holds a user or assistant message).
+    pub has_conversation: bool,
+    /// The path, root first.
+    path: Vec<EntryKey>,
+    /// pi's labels in force in the source session.
+    labels: Vec<LabelState>,
+}
+
+/// What [`BranchPlan::for_each_entry`] gave.
+#[derive(Debug, Clone, Default)]
+pub struct BranchWritten {
+    /// Entries given (header excluded).
+    pub entries: usize,
+    /// The last one's id (the new session's leaf).
+    pub leaf_id: Option<String>,
+}
+
+impl BranchPlan {
+    /// Gives `f` the new session's entries in file order ([`branched_entries`]'s, one at a
+    /// time): the ids of the kept entries are only gathered when there are labels to re-create.
+    pub fn for_each_entry<E: From<StoreError>>(
+        &self,
+        snap: &Snapshot,
+        mut f: impl FnMut(&Value) -> Result<(), E>,
+    ) -> Result<BranchWritten, E> {
+        let mut chain = Rechain::default();
+        let mut kept = HashSet::new();
+        let mut done = BranchWritten::default();
+        let mut give = |v: &Value, done: &mut BranchWritten| -> Result<(), E> {
+            f(v)?;
+            done.entries += 1;
+            done.leaf_id = id_of(v).map(str::to_owned);
+            Ok(())
+        };
+        for &e in &self.path {
+            let v = stored_json(snap, e)?;
+            if let Some(v) = chain.next(&v) {
+                if !self.labels.is_empty()
+                    && let Some(id) = id_of(&v)
+                {
+                    kept.insert(id.to_owned());
+                }
+                give(&v, &mut done)?;
+            }
+        }
+        for v in chain.labels(&self.labels, &kept) {
+            give(&v, &mut done)?;
+        }
+        Ok(done)
+    }
 }
 
 #[cfg(test)]

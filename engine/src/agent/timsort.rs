@@ -588,7 +588,7 @@ mod tests {
         for round in 0..400 {
             let n = (rng.next() % 700) as usize;
             let t: Vec<Option<f64>> = (0..n)
-                .map(|_| (rng.next() % 3 != 0).then(|| (rng.next() % 50) as f64))
+                .map(|_| (!rng.next().is_multiple_of(3)).then(|| (rng.next() % 50) as f64))
                 .collect();
             let mut got: Vec<usize> = (0..n).collect();
             sort_like_v8(&mut got, by_time(&t));

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Map, Value};
 
-use super::fork::{generate_id, has_conversation, new_header};
+use super::fork::{BranchPlan, BranchWritten, generate_id, has_conversation, new_header};
 use super::path::{id_of, type_of};
 use super::project::{current_system_message, project};
 use crate::error::StoreError;
@@ -236,6 +236,54 @@ impl<'s> SessionWriter<'s> {
         };
         w.flush_if_conversation()?;
         Ok(w)
+    }
+
+    /// A fork or clone ([`BranchPlan`], which must hold a conversation: pi writes none
+    /// otherwise) written to the new file `file` entry by entry, never held whole in memory
+    /// (atomically, never over an existing file, as [`create_new_file`]), then imported. The
+    /// leaf is the last entry written.
+    pub fn create_branched(
+        store: &'s Store,
+        snap: &Snapshot,
+        plan: &BranchPlan,
+        file: &Path,
+    ) -> Result<(Self, BranchWritten), WriteError> {
+        let mut done = BranchWritten::default();
+        create_new_file_with(
+            file,
+            |e| io_err(file)(e),
+            |out| {
+                let mut line = |v: &Value| -> Result<(), WriteError> {
+                    out.write_all(pisess_formats::js::to_string(v).as_bytes())
+                        .and_then(|()| out.write_all(b"\n"))
+                        .map_err(io_err(file))
+                };
+                line(&plan.header)?;
+                done = plan.for_each_entry(snap, line)?;
+                Ok(())
+            },
+        )?;
+        let mut w = Self {
+            store,
+            file: file.to_path_buf(),
+            state: State::Pending {
+                header: plan.header.clone(),
+                entries: Vec::new(),
+            },
+            leaf: done.leaf_id.clone(),
+            saved_tails: Vec::new(),
+        };
+        match w.import_or_undo(None) {
+            Ok(key) => {
+                w.state = State::Flushed { key };
+                Ok((w, done))
+            }
+            Err(e) => {
+                let _ = fs::remove_file(file);
+                let _ = sync_dir(file);
+                Err(e)
+            }
+        }
     }
 
     /// Opens an existing session file (imported into the store first); the leaf is pi's, the
@@ -830,53 +878,65 @@ pub fn sync_dir(path: &Path) -> io::Result<()> {
 /// temp file in the same folder, fsync, hard link to `path`, fsync of the folder. Creates the
 /// folder if needed.
 pub fn create_new_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    create_new_file_with(path, |e| e, |out| out.write_all(bytes))
+}
+
+/// [`create_new_file`] with the bytes written by `write` into the temp file (buffered), so a
+/// large file is never held in memory; `io` turns this function's own I/O errors into `E`.
+pub fn create_new_file_with<E>(
+    path: &Path,
+    io: impl Fn(io::Error) -> E,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), E>,
+) -> Result<(), E> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    fs::create_dir_all(&dir)?;
+    fs::create_dir_all(&dir).map_err(&io)?;
     let name = path.file_name().map_or_else(
         || "session".to_owned(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let tmp = loop {
+    let (tmp, f) = loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!(".pisess-tmp-{}-{n}-{name}.tmp", std::process::id()));
         match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(mut f) => {
-                let written = f.write_all(bytes).and_then(|()| f.sync_all());
-                if let Err(e) = written {
-                    let _ = fs::remove_file(&tmp);
-                    return Err(e);
-                }
-                break tmp;
-            }
+            Ok(f) => break (tmp, f),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
+            Err(e) => return Err(io(e)),
         }
     };
+    let mut out = io::BufWriter::with_capacity(256 << 10, f);
+    let written = write(&mut out).and_then(|()| {
+        let f = out.into_inner().map_err(|e| io(e.into_error()))?;
+        f.sync_all().map_err(&io)
+    });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
     match fs::hard_link(&tmp, path) {
         Ok(()) => {
             let _ = fs::remove_file(&tmp);
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             let _ = fs::remove_file(&tmp);
-            return Err(e);
+            return Err(io(e));
         }
         // A file system without hard links: rename, after checking the name is free (a race
         // with another writer of the same new name is then possible, as in any rename).
         Err(_) if !path.exists() => {
             if let Err(e) = fs::rename(&tmp, path) {
                 let _ = fs::remove_file(&tmp);
-                return Err(e);
+                return Err(io(e));
             }
         }
         Err(e) => {
             let _ = fs::remove_file(&tmp);
-            return Err(e);
+            return Err(io(e));
         }
     }
-    sync_dir(path)
+    sync_dir(path).map_err(io)
 }
 
 /// How to put a file back as it was before [`append_repairing`].
