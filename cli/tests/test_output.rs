@@ -188,7 +188,10 @@ fn output_to_a_dangling_symlink_creates_its_target() {
         let (code, out, err) = run(&env, &args);
         assert_eq!(code, 0, "{name} -o DANGLING: {out}\n{err}");
         assert!(
-            fs::symlink_metadata(&link).unwrap().file_type().is_symlink(),
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
             "{name}: the link was replaced by a file"
         );
         assert!(fs::read(&target).unwrap() == want, "{name}: target");
@@ -218,7 +221,10 @@ fn output_to_a_directory_or_a_link_to_one_is_refused_naming_it() {
             );
             assert!(!err.contains("panicked"), "{err}");
             assert!(
-                fs::symlink_metadata(&link).unwrap().file_type().is_symlink(),
+                fs::symlink_metadata(&link)
+                    .unwrap()
+                    .file_type()
+                    .is_symlink(),
                 "{name}: the link to the folder was replaced"
             );
             assert!(listing(&dir).is_empty(), "{name}: wrote into the folder");
@@ -238,10 +244,15 @@ fn migrate_out_follows_links_and_leaves_fifos_alone() {
     let src = src_dir.join("s.jsonl");
     fs::copy(fixture("sessions/07-v1.jsonl"), &src).unwrap();
     let migrate = |out: &Path| -> Vec<OsString> {
-        ["migrate".as_ref(), src.as_os_str(), "--out".as_ref(), out.as_os_str()]
-            .iter()
-            .map(|a| a.to_os_string())
-            .collect()
+        [
+            "migrate".as_ref(),
+            src.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ]
+        .iter()
+        .map(|a| a.to_os_string())
+        .collect()
     };
     let plain = env.home.path().join("plain");
     let (code, out, err) = run(&env, &migrate(&plain));
@@ -259,7 +270,10 @@ fn migrate_out_follows_links_and_leaves_fifos_alone() {
     let (code, out, err) = run(&env, &migrate(&out_dir));
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
-        fs::symlink_metadata(&link).unwrap().file_type().is_symlink(),
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
         "the link was replaced by a file"
     );
     assert!(fs::read(&target).unwrap() == want, "stale target");
