@@ -2,7 +2,8 @@
 //!
 //! Layout: [`cli`] holds the root arguments, `commands/<name>.rs` one file per command
 //! (`<Name>Args` + `cmd_<name>`), [`command_error`] maps failures to exit codes, [`ui`] owns
-//! stdout, colour and the JSON switch, [`render`] draws sessions as Markdown and HTML.
+//! stdout, colour and the JSON switch, [`output`] decides how an output FILE is written,
+//! [`render`] draws sessions as Markdown and HTML.
 //!
 //! Exit status (all commands): 0 success; 1 a negative answer (problems found by `check`,
 //! nothing found, differences); 2 any error. A closed stdout pipe exits 0 silently.
@@ -14,6 +15,7 @@ pub mod commands;
 pub mod graphlog;
 pub mod json_stream;
 pub mod listing;
+pub mod output;
 pub mod render;
 pub mod session_arg;
 pub mod ui;

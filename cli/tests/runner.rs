@@ -11,6 +11,7 @@ mod test_import_crash;
 mod test_inspect;
 mod test_migrate;
 mod test_migrate_stdout;
+mod test_output;
 mod test_process;
 mod test_prune;
 mod test_query;

@@ -3,19 +3,18 @@
 //!
 //! Invariants: a whole v3 session is written byte for byte as imported (v1/v2: migrated);
 //! `md` and `html` show the path root → ENTRY (default: the leaf), streamed entry by entry, and
-//! `html` escapes every text of the session (see `render::html`); `-o` writes atomically (temp
-//! file in the same folder, fsync, rename, fsync of the folder), so a reader never sees a
-//! half-written file.
+//! `html` escapes every text of the session (see `render::html`); `-o` writes by
+//! [`crate::output`]'s rule: a file (or a symlink's target) is replaced atomically, so a reader
+//! never sees a half-written file; a device or FIFO is written into; a directory is refused.
 
 use std::collections::HashSet;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 
-use anyhow::anyhow;
 use clap::ValueEnum;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::commands::migrate::atomic;
+use crate::output;
 use crate::render::{self, Title, html, markdown};
 use crate::session_arg::{Session, open_session_read};
 use crate::ui::{SafeWriter, Ui};
@@ -33,7 +32,8 @@ pub struct ExportArgs {
     /// with the tree and the transcript (html).
     #[arg(long, value_enum, default_value_t = Format::Jsonl)]
     pub format: Format,
-    /// Write to FILE (atomically) instead of stdout.
+    /// Write to FILE instead of stdout: a file is replaced atomically (through a symlink, its
+    /// target); a device or FIFO is written into.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -60,7 +60,7 @@ pub fn cmd_export(ui: &mut Ui, args: &ExportArgs) -> CommandResult {
             w.finish()?;
         }
         None => write(&sess, args, ui.out())?,
-        Some(path) => write_file(path, |out| write(&sess, args, out))?,
+        Some(path) => output::write_to(path, |out| write(&sess, args, out))?,
     }
     Ok(Outcome::Success)
 }
@@ -133,38 +133,5 @@ fn transcript(
     if format == Format::Html {
         html::end(out, &nonce)?;
     }
-    Ok(())
-}
-
-/// Writes FILE atomically: a temp file beside it, fsync, rename, fsync of the folder.
-fn write_file(
-    path: &Path,
-    body: impl FnOnce(&mut dyn Write) -> Result<(), CommandError>,
-) -> Result<(), CommandError> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path.file_name().ok_or_else(|| {
-        CommandError::with_hint(
-            anyhow!("{} names no file", path.display()),
-            "give a file name",
-        )
-    })?;
-    // Temp files of a run that was killed (never those of a live pisess).
-    atomic::clean_stale(dir);
-    let tmp = atomic::TempFile::create(dir, name)
-        .map_err(|e| anyhow!("cannot create a temp file in {}: {e}", dir.display()))?;
-    let written = (|| -> Result<(), CommandError> {
-        let mut w = BufWriter::with_capacity(256 << 10, tmp.file()?);
-        body(&mut w)?;
-        w.flush()?;
-        drop(w);
-        tmp.file()?.sync_all()?;
-        Ok(())
-    })();
-    written.map_err(|e| e.context(format!("cannot write {}", path.display())))?;
-    tmp.persist(path)
-        .map_err(|e| anyhow!("cannot rename the export to {}: {e}", path.display()))?;
     Ok(())
 }

@@ -30,6 +30,7 @@ use rayon::prelude::*;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::util::{Source, default_inputs, session_files};
+use crate::output::{self, Target};
 use crate::ui::{SafeWriter, Ui, safe};
 
 use report::{FileReport, Found, Status, Summary};
@@ -41,7 +42,8 @@ const MODES_HELP: &str = "\
 Modes: --dry-run (the default) reads everything and writes nothing; --in-place replaces each \
 file, keeping the original as FILE.v1.bak (see --backup-suffix, --no-backup); --out DIR writes \
 the migrated files under DIR with the same relative paths and never touches the sources (only \
-files that need migrating are written there).
+files that need migrating are written there; a symlink there is followed and its target \
+replaced, a device or FIFO left alone).
 
 Safety: every write is atomic (temp file in the same folder, fsync, rename, fsync of the folder) \
 and keeps the file's mode and modification time, so an interrupted run leaves each file either \
@@ -560,14 +562,31 @@ fn write_one(r: FileReport, job: &Job, target: &Path, meta: &fs::Metadata, opts:
     let Some(dir) = target.parent() else {
         return fail(r, "the target has no folder".into());
     };
+    let mut target = target.to_path_buf();
     if let Mode::Out(_) = opts.mode {
         if let Err(e) = fs::create_dir_all(dir) {
             return fail(r, format!("cannot create {}: {e}", dir.display()));
         }
-        if same_file(&job.src, target) {
+        if same_file(&job.src, &target) {
             return fail(r, "the output is the source; use --in-place".into());
         }
+        // A link under DIR is followed (its target replaced, the link kept); anything but a
+        // file there is left alone: a migrated session is a file, and `--verify` reads it back.
+        target = match output::resolve(&target) {
+            Ok(Target::Replace(p)) => p,
+            Ok(Target::Stream(_)) => {
+                let why = format!(
+                    "{} is a device, FIFO or socket, not a file; left alone",
+                    target.display()
+                );
+                return fail(r, why);
+            }
+            Err(e) => return fail(r, e.to_string()),
+        };
     }
+    let Some(dir) = target.parent() else {
+        return fail(r, "the target has no folder".into());
+    };
     let name = target.file_name().unwrap_or_default();
     let tmp = match atomic::TempFile::create(dir, name) {
         Ok(t) => t,
@@ -603,7 +622,7 @@ fn write_one(r: FileReport, job: &Job, target: &Path, meta: &fs::Metadata, opts:
         r,
         tmp,
         src: job.src.clone(),
-        target: target.to_path_buf(),
+        target,
         meta: meta.clone(),
     };
     if opts.verify {

@@ -6,15 +6,16 @@
 //!   the source's (see `pisess_engine::prune` for what is kept and why);
 //! - nothing on disk changes in a dry run (the default when neither `-o` nor `--in-place` is
 //!   given); the plan is still written, to a byte counter, so the numbers are exact;
-//! - every write is atomic: a temp file in the target's folder, fsync, rename, fsync of the
-//!   folder; `--in-place` first keeps the original bytes at FILE.bak (a hard link, else an
+//! - every write of a file is atomic: a temp file in the target's folder, fsync, rename, fsync
+//!   of the folder; `-o` follows symlinks and writes a device or FIFO straight into (the rule of
+//!   [`crate::output`]); `--in-place` first keeps the original bytes at FILE.bak (a hard link, else an
 //!   atomic copy) unless `--no-backup`, and re-imports the new file so the store matches;
 //! - `--sessions` never deletes: files are renamed into `trash/` beside the store (a copy that
 //!   is checked byte for byte before the original is removed, across file systems); only
 //!   files inside pi's session folder are moved unless `--any-folder`.
 
 use std::collections::BTreeSet;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
@@ -23,6 +24,7 @@ use serde_json::json;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::migrate::atomic;
+use crate::output::Output;
 use crate::session_arg::{
     self as sa, Session, open_session, open_session_read, open_store, open_store_read,
 };
@@ -38,9 +40,9 @@ use crate::ui::{Ui, safe};
 /// are kept too, re-attached to their nearest kept ancestor if their branch goes.
 ///
 /// Without -o or --in-place it is a dry run: it prints what would go (entries, bytes,
-/// branches) and changes nothing. -o FILE writes the pruned session to FILE; --in-place
-/// replaces the session file, keeping the original as FILE.bak unless --no-backup. Writes are
-/// atomic.
+/// branches) and changes nothing. -o FILE writes the pruned session to FILE (through a symlink,
+/// to its target; a device or FIFO is written into); --in-place replaces the session file,
+/// keeping the original as FILE.bak unless --no-backup. Files are replaced atomically.
 ///
 /// `pisess prune --sessions --older-than 90d [--dry-run]` moves every session of pi's session
 /// folder last modified (pi's rule: newest message) before then into the folder `trash/` beside
@@ -65,7 +67,8 @@ pub struct PruneArgs {
     /// --in-place).
     #[arg(long)]
     pub dry_run: bool,
-    /// Write the pruned session to FILE (atomically).
+    /// Write the pruned session to FILE (a file is replaced atomically; a device or FIFO is
+    /// written into).
     #[arg(
         short = 'o',
         long = "output",
@@ -148,7 +151,7 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         counter.0
     } else {
         let target = target.clone().ok_or_else(|| anyhow!("no output"))?;
-        let (n, b) = write_atomically(&session, &plan, &target, args)?;
+        let (n, b) = write_output(&session, &plan, &target, args)?;
         backup = b;
         n
     };
@@ -228,42 +231,25 @@ impl Write for Counter {
     }
 }
 
-/// Writes the plan to `target` via a temp file; returns the bytes and the backup made.
-fn write_atomically(
+/// Writes the plan to `target` by [`output`]'s rule (`--in-place`: the session file, replaced
+/// atomically after the backup is made); returns the bytes and the backup made.
+fn write_output(
     session: &Session,
     plan: &PrunePlan,
     target: &Path,
     args: &PruneArgs,
 ) -> Result<(u64, Option<PathBuf>), CommandError> {
-    let dir = target
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = target.file_name().ok_or_else(|| {
-        CommandError::with_hint(
-            anyhow!("{} names no file", target.display()),
-            "give a file name",
-        )
-    })?;
-    // Temp files of a run that was killed (never those of a live pisess).
-    atomic::clean_stale(dir);
-    let tmp = atomic::TempFile::create(dir, name)
-        .map_err(|e| anyhow!("cannot create a temp file in {}: {e}", dir.display()))?;
+    let out = Output::create(target)?;
     let source = Path::new(&session.record.path);
-    let written = (|| -> Result<u64, CommandError> {
-        let mut w = BufWriter::with_capacity(256 << 10, tmp.file()?);
-        let n = session.snap.write_pruned(plan, &mut w)?;
-        w.flush()?;
-        drop(w);
-        if args.in_place
-            && let Ok(meta) = std::fs::metadata(source)
-        {
-            tmp.file()?.set_permissions(meta.permissions())?;
-        }
-        tmp.file()?.sync_all()?;
-        Ok(n)
-    })();
-    let n = written.map_err(|e| e.context(format!("cannot write {}", target.display())))?;
+    let n = out.write_with(|w| Ok(session.snap.write_pruned(plan, w)?))?;
+    if args.in_place
+        && !out.is_stream()
+        && let Ok(meta) = std::fs::metadata(source)
+    {
+        out.file()
+            .and_then(|f| f.set_permissions(meta.permissions()))
+            .map_err(|e| anyhow!("cannot write {}: {e}", target.display()))?;
+    }
     let mut backup = None;
     if args.in_place && !args.no_backup {
         let mut b = source.as_os_str().to_owned();
@@ -272,8 +258,7 @@ fn write_atomically(
         atomic::make_backup(source, &b)?;
         backup = Some(b);
     }
-    tmp.persist(target)
-        .map_err(|e| anyhow!("cannot rename the pruned file to {}: {e}", target.display()))?;
+    out.commit()?;
     Ok((n, backup))
 }
 
