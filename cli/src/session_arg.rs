@@ -209,6 +209,22 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
         match snap.find_session(arg)? {
             Lookup::Found(s) => s,
             Lookup::NotFound => {
+                // A path that exists but cannot be looked at (a folder on the way that the user
+                // may not search), or that is not a file: say so rather than "no match".
+                match std::fs::metadata(path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(anyhow!("cannot read {}: {e}", crate::ui::safe(arg)).into());
+                    }
+                    Ok(md) if !md.is_file() => {
+                        let e = pisess_formats::open::not_regular(md.file_type());
+                        return Err(CommandError::with_hint(
+                            anyhow!("{} is not a session file: {e}", crate::ui::safe(arg)),
+                            "give a session file, a session id (or a unique prefix) from \
+                             `pisess ls`, or @latest",
+                        ));
+                    }
+                    _ => {}
+                }
                 return Err(CommandError::with_hint(
                     anyhow!("no session file or session id matches {arg:?}"),
                     "give a session file, a session id (or a unique prefix) from `pisess ls`, \

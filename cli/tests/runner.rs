@@ -16,6 +16,7 @@ mod test_process;
 mod test_prune;
 mod test_query;
 mod test_sampled_oracle;
+mod test_scan;
 mod test_snapshots;
 mod test_store;
 mod test_verify;

@@ -44,6 +44,7 @@ use std::path::{Path, PathBuf};
 
 use pisess_formats::entry::{Content, Entry, EntryType, Role};
 use pisess_formats::line::parse_line;
+use pisess_formats::open::{not_regular, open_regular};
 use pisess_formats::reader::{ChunkReader, Line};
 use rayon::prelude::*;
 use redb::{Durability, ReadableTable, Table, WriteTransaction};
@@ -190,6 +191,13 @@ pub enum FileError {
         /// Its format version.
         version: f64,
     },
+    /// The file's canonical path is not UTF-8: the catalogue keys sessions by their path as a
+    /// string, so the file could be neither recorded nor found again.
+    #[error("cannot import {path}: its path is not UTF-8, which the store cannot record")]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+    },
     /// Migrating a v1/v2 file failed.
     #[error("cannot migrate {path} to v3")]
     Migrate {
@@ -258,7 +266,7 @@ impl Store {
         // so it also works on a store opened read-only and writes nothing.
         if let Some(sessions) = self.unchanged(&files, &folders)? {
             progress(ImportEvent::Start { files: files.len() });
-            let report = unchanged_report(files.into_iter().map(|f| f.path), sessions);
+            let report = unchanged_report(files, sessions);
             for r in &report.files {
                 progress(ImportEvent::FileDone(r));
             }
@@ -268,7 +276,10 @@ impl Store {
         progress(ImportEvent::Start { files: files.len() });
         let mut report = ImportReport::default();
         for f in &files {
-            let r = self.import_one(&f.path, f.canon().as_deref(), opts, progress)?;
+            let r = match &f.error {
+                Some(e) => failed_report(f.path.clone(), e.to_string()),
+                None => self.import_one(&f.path, f.canon().as_deref(), opts, progress)?,
+            };
             progress(ImportEvent::FileDone(&r));
             report.files.push(r);
         }
@@ -309,10 +320,7 @@ impl Store {
         let copy = SourceCopy::load(store)?;
         let (files, folders) = discover(paths);
         let sessions = unchanged_in(&copy, &files, &folders).ok().flatten()?;
-        Some(unchanged_report(
-            files.into_iter().map(|f| f.path),
-            sessions,
-        ))
+        Some(unchanged_report(files, sessions))
     }
 
     /// [`unchanged_in`] the store's `sources` table. On a store opened read-only (nothing can
@@ -363,7 +371,11 @@ impl Store {
             Ok(x) => x,
             Err(e) => return fail(report, e),
         };
-        let key = catalogue_key(&canon).into_owned();
+        // A key made lossily would name no file: the import would be followed at once by marking
+        // the session gone.
+        let Some(key) = catalogue_key(&canon).map(str::to_owned) else {
+            return fail(report, FileError::NotUtf8 { path: canon });
+        };
         let existing = {
             let rtx = self.db.begin_read()?;
             let sources = rtx.open_table(schema::SOURCES)?;
@@ -494,7 +506,7 @@ impl Store {
                 let path = path.value();
                 let (s, _, _, gone) = stat.value();
                 let inside = folders.iter().any(|f| Path::new(path).starts_with(f));
-                if inside && !gone && !Path::new(path).exists() {
+                if inside && !gone && vanished(Path::new(path)) {
                     missing.push(SessionKey(s));
                 }
             }
@@ -585,7 +597,7 @@ impl Store {
             path: canon.to_path_buf(),
             source,
         };
-        let mut file = match File::open(content.path) {
+        let mut file = match open_regular(content.path) {
             Ok(f) => f,
             Err(e) => return Ok(Err(io(e))),
         };
@@ -1914,6 +1926,9 @@ fn stat(path: &Path, known: Option<&Path>) -> Result<(PathBuf, u64, i64), FileEr
         None => std::fs::canonicalize(path).map_err(io)?,
     };
     let md = std::fs::metadata(&canon).map_err(io)?;
+    if !md.is_file() {
+        return Err(io(not_regular(md.file_type())));
+    }
     let (size, mtime) = size_mtime(&md);
     Ok((canon, size, mtime))
 }
@@ -1951,7 +1966,7 @@ fn keys_under(folder: &Path) -> Option<(String, String)> {
 
 /// blake3 of the first and last [`WINDOW`] bytes of the first `len` bytes of a file.
 fn window_hashes(path: &Path, len: u64) -> std::io::Result<([u8; 32], [u8; 32])> {
-    let mut f = File::open(path)?;
+    let mut f = open_regular(path)?;
     let w = WINDOW.min(len);
     let mut buf = vec![0u8; w as usize];
     f.read_exact(&mut buf)?;
@@ -2019,32 +2034,52 @@ impl Catalogue for SourceCopy {
     }
 }
 
-/// The catalogue key of a canonical path: the path as a string, lossily converted when it is
-/// not UTF-8 (the one definition of the key, for the import that writes the row and for the
-/// unchanged check that looks it up). Borrowed whenever the path is UTF-8: the strict check
-/// is several times cheaper than the lossy one's, which matters at one key per file of an
-/// unchanged re-import.
-fn catalogue_key(p: &Path) -> std::borrow::Cow<'_, str> {
-    match p.to_str() {
-        Some(s) => std::borrow::Cow::Borrowed(s),
-        None => p.to_string_lossy(),
+/// The catalogue key of a canonical path: the path as a string; `None` when it is not UTF-8
+/// (the one definition of the key, for the import that writes the row and for the unchanged
+/// check that looks it up). Such a file is not imported ([`FileError::NotUtf8`]): a key made
+/// lossily names no file, so the session would be marked gone by the import that made it.
+fn catalogue_key(p: &Path) -> Option<&str> {
+    p.to_str()
+}
+
+/// Whether a session's file has disappeared: its path is known not to exist. A path that
+/// cannot be looked at (a folder on the way that the user cannot search) has not vanished.
+fn vanished(path: &Path) -> bool {
+    matches!(path.try_exists(), Ok(false))
+}
+
+/// The report of a file that was not imported, and why.
+fn failed_report(path: PathBuf, error: String) -> FileReport {
+    FileReport {
+        path,
+        outcome: Outcome::Failed,
+        session: None,
+        bytes_read: 0,
+        lines_read: 0,
+        entries_added: 0,
+        error: Some(error),
     }
 }
 
 /// The report of an import that changed nothing: every file (by its path, in order)
-/// unchanged, of the session [`unchanged_in`] found for it.
-fn unchanged_report(paths: impl Iterator<Item = PathBuf>, sessions: Vec<u64>) -> ImportReport {
+/// unchanged, of the session [`unchanged_in`] found for it, but those the scan could not take
+/// ([`Found::error`]), which failed.
+fn unchanged_report(files: Vec<Found>, sessions: Vec<u64>) -> ImportReport {
+    let mut sessions = sessions.into_iter();
     ImportReport {
-        files: paths
-            .zip(sessions)
-            .map(|(path, s)| FileReport {
-                path,
-                outcome: Outcome::Unchanged,
-                session: Some(SessionKey(s)),
-                bytes_read: 0,
-                lines_read: 0,
-                entries_added: 0,
-                error: None,
+        files: files
+            .into_iter()
+            .map(|f| match f.error {
+                Some(e) => failed_report(f.path, e.into()),
+                None => FileReport {
+                    path: f.path,
+                    outcome: Outcome::Unchanged,
+                    session: sessions.next().map(SessionKey),
+                    bytes_read: 0,
+                    lines_read: 0,
+                    entries_added: 0,
+                    error: None,
+                },
             })
             .collect(),
         gone: 0,
@@ -2055,7 +2090,8 @@ fn unchanged_report(paths: impl Iterator<Item = PathBuf>, sessions: Vec<u64>) ->
 /// nothing, by the catalogue `sources`: every file known, not gone, with the size and mtime
 /// on record, and no session under `folders` whose file has disappeared. Then the session of
 /// each file, in order ([`unchanged_report`] makes the import's report of them); `None`
-/// otherwise.
+/// otherwise. The files the scan could not take ([`Found::error`]) are left out: an import
+/// reports them as failed and writes nothing for them either.
 fn unchanged_in(
     sources: &impl Catalogue,
     files: &[Found],
@@ -2070,6 +2106,9 @@ fn unchanged_in(
     let mut near = 0;
     let mut buf = PathBuf::new();
     for f in files {
+        if f.error.is_some() {
+            continue;
+        }
         // The directory scan's size and mtime when it has them (a plain file under a
         // folder), else a `stat` of the path.
         let owned;
@@ -2078,17 +2117,23 @@ fn unchanged_in(
                 buf.as_mut_os_string().clear();
                 buf.push(dir);
                 buf.push(f.name());
-                (catalogue_key(&buf), size, mtime)
+                let Some(key) = catalogue_key(&buf) else {
+                    return Ok(None);
+                };
+                (key, size, mtime)
             }
             _ => {
                 let Ok((c, size, mtime)) = stat(&f.path, f.canon().as_deref()) else {
                     return Ok(None);
                 };
                 owned = c;
-                (catalogue_key(&owned), size, mtime)
+                let Some(key) = catalogue_key(&owned) else {
+                    return Ok(None);
+                };
+                (key, size, mtime)
             }
         };
-        let Some((s, sz, mt, gone)) = sources.get(key.as_ref(), &mut near)? else {
+        let Some((s, sz, mt, gone)) = sources.get(key, &mut near)? else {
             return Ok(None);
         };
         if gone || sz != size || mt != mtime {
@@ -2097,7 +2142,7 @@ fn unchanged_in(
         sessions.push(s);
         if !folders.is_empty() {
             let start = seen_keys.len();
-            seen_keys.push_str(&key);
+            seen_keys.push_str(key);
             seen.push((start, seen_keys.len()));
         }
     }
@@ -2134,7 +2179,7 @@ fn unchanged_in(
             at += 1;
             return false;
         }
-        folders.iter().any(|f| Path::new(path).starts_with(f)) && !Path::new(path).exists()
+        folders.iter().any(|f| Path::new(path).starts_with(f)) && vanished(Path::new(path))
     };
     match folders
         .iter()
@@ -2180,6 +2225,7 @@ fn discover(paths: &[PathBuf]) -> (Vec<Found>, Vec<PathBuf>) {
                 canon_dir: None,
                 name_at: 0,
                 stat: None,
+                error: None,
             });
         }
     }
@@ -2202,9 +2248,23 @@ struct Found {
     /// folder, no path walk), for a file that is not a symlink (then the same as a `stat` of
     /// its path).
     stat: Option<(u64, i64)>,
+    /// Why the scan cannot take it: a folder it could not read, a file whose path is not
+    /// UTF-8. The import reports it as failed and reads nothing.
+    error: Option<Box<str>>,
 }
 
 impl Found {
+    /// A folder or file that the scan found and cannot take, and why.
+    fn failed(path: PathBuf, error: String) -> Self {
+        Self {
+            path,
+            canon_dir: None,
+            name_at: 0,
+            stat: None,
+            error: Some(error.into()),
+        }
+    }
+
     /// The file's name (the last component of `path`, for a file found by a scan).
     fn name(&self) -> &std::ffi::OsStr {
         use std::os::unix::ffi::OsStrExt;
@@ -2229,6 +2289,12 @@ enum Scan {
 /// path. Each folder's entries are sorted by name and visited in that order, which is the
 /// order of `Path`'s own comparison (component by component, bytes within one): sorting
 /// names in one folder is much cheaper than comparing whole paths afterwards.
+///
+/// Only regular files are taken, and symlinks whose target is one (or cannot be looked at: the
+/// import then says why); a FIFO, socket or device named `*.jsonl` is left out (opening a FIFO
+/// would wait for a writer). Symlinks to folders are not followed. A folder that cannot be
+/// read, and a file whose name is not UTF-8 (the store cannot record its path), come out with
+/// their [`Found::error`], in their place.
 ///
 /// This is most of the work of re-importing an unchanged folder, so each entry costs one
 /// `statx` and as few allocations as the paths need: the name used for sorting is a slice of
@@ -2267,8 +2333,12 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
             }
             Scan::Dir(d, c) => (d, c),
         };
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
+        let rd = match std::fs::read_dir(&d) {
+            Ok(rd) => rd,
+            Err(e) => {
+                out.push(Found::failed(d, format!("cannot read this folder: {e}")));
+                continue;
+            }
         };
         for e in rd.flatten() {
             let Ok(ft) = e.file_type() else { continue };
@@ -2281,6 +2351,27 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
             }
             let p = joined(&d, &name);
             let at = p.as_os_str().len() - name.len();
+            if !ft.is_dir() && !ft.is_file() {
+                // A symlink is taken when its target is a regular file, or cannot be looked at
+                // (a dangling link: the import says why it fails, as it always did).
+                let keep = ft.is_symlink()
+                    && match std::fs::metadata(&p) {
+                        Ok(md) => md.is_file(),
+                        Err(_) => true,
+                    };
+                if !keep {
+                    continue;
+                }
+            }
+            if !ft.is_dir() && name.to_str().is_none() {
+                let error = error_chain(&FileError::NotUtf8 { path: p.clone() });
+                here.push((
+                    prefix(name.as_bytes()),
+                    at,
+                    Scan::File(Found::failed(p, error)),
+                ));
+                continue;
+            }
             if ft.is_dir() {
                 let c = canon_d
                     .as_deref()
@@ -2300,6 +2391,7 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
                         canon_dir,
                         name_at: at,
                         stat,
+                        error: None,
                     }),
                 ));
             }
@@ -2319,9 +2411,15 @@ fn joined(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
     p
 }
 
-/// The `*.jsonl` files under a folder, recursively (explicit stack), sorted.
+/// The `*.jsonl` files under a folder, recursively (explicit stack), sorted: regular files
+/// (and symlinks to them) that an import would read, without the folders it could not read
+/// and the files it would refuse.
 pub fn jsonl_files_under(dir: &Path) -> Vec<PathBuf> {
-    files_under(dir, None).into_iter().map(|f| f.path).collect()
+    files_under(dir, None)
+        .into_iter()
+        .filter(|f| f.error.is_none())
+        .map(|f| f.path)
+        .collect()
 }
 
 /// An error and its sources, joined with ": ".

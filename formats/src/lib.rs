@@ -6,7 +6,8 @@
 //! - [`entry`] is the typed, borrowed view of entries and messages, and writes them back in
 //!   pi's key order;
 //! - [`js`] writes JSON exactly as JavaScript's `JSON.stringify` does;
-//! - [`problem`] describes what is wrong with a file, with its location.
+//! - [`problem`] describes what is wrong with a file, with its location;
+//! - [`open`] opens a session file for reading, regular files only, without blocking.
 //!
 //! This crate knows nothing of storage; it is the ground truth for what a line means.
 #![forbid(unsafe_code)]
@@ -15,6 +16,7 @@ pub mod entry;
 pub mod js;
 pub mod layout;
 pub mod line;
+pub mod open;
 pub mod problem;
 pub mod reader;
 pub mod session;

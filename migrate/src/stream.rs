@@ -11,7 +11,6 @@
 //! the file is rejected (not a session, a v4 file, empty).
 
 use std::cell::{Cell, RefCell};
-use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
@@ -153,9 +152,10 @@ pub fn migrate_seekable<R: Read + Seek, W: Write>(
     run(src, out, lookahead, chunk, PREFIX_LIMIT)
 }
 
-/// Migrates the session file at `path` to `out` with [`migrate_seekable`].
+/// Migrates the session file at `path` to `out` with [`migrate_seekable`]. `path` must be a
+/// regular file (or a symlink to one): anything else is a read error, and is never read.
 pub fn migrate_file<W: Write>(path: &Path, out: W) -> Result<MigrationOutcome, MigrateError> {
-    let file = File::open(path).map_err(MigrateError::Read)?;
+    let file = pisess_formats::open::open_regular(path).map_err(MigrateError::Read)?;
     migrate_seekable(file, out)
 }
 

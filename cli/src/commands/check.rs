@@ -1,10 +1,10 @@
 //! `pisess check`: read session files and report every problem, with file, line and byte.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use pisess_formats::open::open_regular;
 use pisess_formats::{Event, Problem, SessionReader, Severity, TreeCheck};
 use serde_json::json;
 
@@ -19,8 +19,8 @@ use crate::ui::{Ui, safe};
 /// versions, bad field types, missing and duplicate ids, orphans, parent cycles. Notes (CRLF,
 /// BOM, blank lines, several roots, no final newline) are shown but do not count as problems.
 ///
-/// Exit status: 0 when every file is clean, 1 when problems were found, 2 when a file could
-/// not be read at all.
+/// Exit status: 0 when every file is clean, 1 when problems were found, 2 when a file or a
+/// folder could not be read at all (the summary counts unreadable folders apart from files).
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// Session files or folders (searched for *.jsonl). Default: pi's session folder.
@@ -40,7 +40,7 @@ struct FileReport {
 
 /// Reads one file and collects its problems, tree problems included.
 fn check_file(path: &Path) -> std::io::Result<FileReport> {
-    let file = File::open(path)?;
+    let file = open_regular(path)?;
     let mut report = FileReport::default();
     let mut tree: Option<TreeCheck> = None;
     let summary = SessionReader::new(file).read(|ev| {
@@ -102,21 +102,30 @@ pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
         Source::Given => {}
     }
     let (files, dir_errors) = session_files(&inputs);
-    let mut failed = dir_errors.len();
     for (dir, e) in &dir_errors {
-        eprintln!("error: cannot read folder {}: {e}", dir.display());
+        let dir = dir.to_string_lossy();
+        eprintln!("error: cannot read folder {}: {e}", safe(&dir));
+        if ui.json {
+            ui.json_line(&json!({"type": "error", "folder": dir, "message": e.to_string()}))?;
+        }
     }
-    let (mut clean, mut with_problems) = (0usize, 0usize);
+    // Every file found is clean, has problems or is unreadable; folders that could not be
+    // read are counted apart (how many files they hold is unknown).
+    let (mut clean, mut with_problems, mut failed) = (0usize, 0usize, 0usize);
     let mut totals: HashMap<Severity, usize> = HashMap::new();
     for path in &files {
+        // Names are shown escaped (a name can hold terminal escapes), and in JSON as text
+        // (lossily when not UTF-8).
+        let name = path.to_string_lossy();
+        let label = safe(&name);
         let report = match check_file(path) {
             Ok(r) => r,
             Err(e) => {
                 failed += 1;
-                eprintln!("error: cannot read {}: {e}", path.display());
+                eprintln!("error: cannot read {label}: {e}");
                 if ui.json {
                     ui.json_line(
-                        &json!({"type": "error", "file": path, "message": e.to_string()}),
+                        &json!({"type": "error", "file": name, "message": e.to_string()}),
                     )?;
                 }
                 continue;
@@ -135,7 +144,7 @@ pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
             for p in &report.problems {
                 ui.json_line(&json!({
                     "type": "problem",
-                    "file": path,
+                    "file": name,
                     "line": p.line,
                     "offset": p.offset,
                     "severity": p.severity().to_string(),
@@ -145,7 +154,7 @@ pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
             }
             ui.json_line(&json!({
                 "type": "file",
-                "file": path,
+                "file": name,
                 "version": report.version.map(json_version),
                 "entries": report.entries,
                 "problems": report.problems.iter().filter(|p| p.severity() >= Severity::Warning).count(),
@@ -165,8 +174,7 @@ pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
                     Severity::Note => ui.paint("36", &sev),
                 };
                 let line = format!(
-                    "{}:{}: {sev}: {} (byte {})",
-                    path.display(),
+                    "{label}:{}: {sev}: {} (byte {})",
                     p.line,
                     safe(&p.kind.to_string()),
                     p.offset
@@ -178,25 +186,29 @@ pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
             if args.max_per_kind > 0 && *n > args.max_per_kind {
                 writeln!(
                     ui.out(),
-                    "{}: … and {} more {code}",
-                    path.display(),
+                    "{label}: … and {} more {code}",
                     n - args.max_per_kind
                 )?;
             }
         }
     }
     if !ui.json {
+        let folders = match dir_errors.len() {
+            0 => String::new(),
+            1 => "; 1 folder could not be read".to_owned(),
+            n => format!("; {n} folders could not be read"),
+        };
         writeln!(
             ui.out(),
             "checked {} file(s): {clean} clean, {with_problems} with problems, {failed} unreadable \
-             ({} errors, {} warnings, {} notes)",
+             ({} errors, {} warnings, {} notes){folders}",
             files.len(),
             totals.get(&Severity::Error).unwrap_or(&0),
             totals.get(&Severity::Warning).unwrap_or(&0),
             totals.get(&Severity::Note).unwrap_or(&0),
         )?;
     }
-    Ok(if failed > 0 {
+    Ok(if failed > 0 || !dir_errors.is_empty() {
         Outcome::PartialFailure
     } else if with_problems > 0 {
         Outcome::Negative

@@ -15,7 +15,7 @@ use pisess_engine::{
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::util::{Source, default_inputs};
 use crate::session_arg::{open_store, open_store_read};
-use crate::ui::Ui;
+use crate::ui::{Ui, safe};
 
 /// Arguments of `pisess import`.
 #[derive(Debug, clap::Args)]
@@ -53,8 +53,8 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
         if f.outcome == FileOutcome::Failed {
             eprintln!(
                 "failed: {}: {}",
-                f.path.display(),
-                f.error.as_deref().unwrap_or("unknown error")
+                safe(&f.path.to_string_lossy()),
+                safe(f.error.as_deref().unwrap_or("unknown error"))
             );
         }
     }

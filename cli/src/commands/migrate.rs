@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Context, anyhow};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pisess_formats::ProblemKind;
+use pisess_formats::open::{not_regular, open_regular};
 use pisess_migrate::{MigrateError, MigrationOutcome, migrate_file, migrate_reader};
 use rayon::prelude::*;
 
@@ -461,7 +462,11 @@ fn process(job: &Job, opts: &Opts) -> Step {
     let dry_run = matches!(opts.mode, Mode::DryRun);
     let mut r = FileReport::new(&job.src, dry_run);
     let meta = match fs::metadata(&job.src) {
-        Ok(m) => m,
+        Ok(m) if m.is_file() => m,
+        Ok(m) => {
+            let e = not_regular(m.file_type());
+            return r.end(Status::Failed, format!("cannot read: {e}")).into();
+        }
         Err(e) => return r.end(Status::Failed, format!("cannot read: {e}")).into(),
     };
     r.bytes_read = meta.len();
@@ -525,7 +530,7 @@ fn migrate_exact<W: Write>(
         let o = if two_pass {
             migrate_file(src, &mut w)?
         } else {
-            let f = fs::File::open(src).map_err(MigrateError::Read)?;
+            let f = open_regular(src).map_err(MigrateError::Read)?;
             migrate_reader(f, &mut w)?
         };
         w.flush().map_err(MigrateError::Write)?;

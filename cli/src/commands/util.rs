@@ -40,6 +40,12 @@ pub fn default_inputs(given: &[PathBuf]) -> (Vec<PathBuf>, Source) {
 
 /// Every `.jsonl` file under the given paths (files as given; folders recursed, sorted),
 /// without recursion on the call stack. Unreadable folders are returned as errors.
+///
+/// A folder walk takes regular files only, and symlinks whose target is one (or cannot be
+/// looked at: reading it then says why); a FIFO, socket or device named `*.jsonl` is left out.
+/// Symlinks to folders are not followed. A path given as a file is returned whatever it is:
+/// open it with [`pisess_formats::open::open_regular`], which refuses what is not a regular
+/// file without blocking.
 pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io::Error)>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
@@ -61,9 +67,14 @@ pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io:
             for entry in rd.flatten() {
                 let path = entry.path();
                 let ft = entry.file_type();
-                if ft.as_ref().is_ok_and(std::fs::FileType::is_dir) {
+                let Ok(ft) = ft else { continue };
+                if ft.is_dir() {
                     stack.push(path);
-                } else if path.extension().is_some_and(|x| x == "jsonl") {
+                } else if path.extension().is_some_and(|x| x == "jsonl")
+                    && (ft.is_file()
+                        || ft.is_symlink()
+                            && std::fs::metadata(&path).map_or(true, |md| md.is_file()))
+                {
                     found.push(path);
                 }
             }

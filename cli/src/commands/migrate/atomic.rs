@@ -13,6 +13,8 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use pisess_formats::open::open_regular;
+
 /// The name prefix of every temp file pisess writes.
 pub const TEMP_PREFIX: &str = ".pisess-tmp-";
 
@@ -140,7 +142,7 @@ pub fn clean_stale(dir: &Path) -> usize {
 
 /// Whether two files hold the same bytes.
 pub fn same_bytes(a: &Path, b: &Path) -> io::Result<bool> {
-    let (mut fa, mut fb) = (File::open(a)?, File::open(b)?);
+    let (mut fa, mut fb) = (open_regular(a)?, open_regular(b)?);
     if fa.metadata()?.len() != fb.metadata()?.len() {
         return Ok(false);
     }
@@ -175,7 +177,7 @@ pub fn copy_atomic(src: &Path, target: &Path) -> io::Result<()> {
     let dir = target.parent().unwrap_or(Path::new("."));
     let name = target.file_name().unwrap_or_default();
     let tmp = TempFile::create(dir, name)?;
-    let mut from = File::open(src)?;
+    let mut from = open_regular(src)?;
     let meta = from.metadata()?;
     io::copy(&mut from, &mut tmp.file()?)?;
     tmp.finish(&meta)?;

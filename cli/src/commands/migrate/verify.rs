@@ -2,9 +2,9 @@
 //! its source (`--verify`).
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
 
+use pisess_formats::open::open_regular;
 use pisess_formats::{Event, ProblemKind, ReadError, SessionReader, Severity, js};
 use pisess_migrate::Plan;
 use serde_json::Value;
@@ -20,7 +20,7 @@ pub enum Probe {
 
 /// Reads `path` up to its header (at most the bytes before it).
 pub fn probe(path: &Path) -> std::io::Result<Probe> {
-    let file = File::open(path)?;
+    let file = open_regular(path)?;
     let mut header = None;
     let mut rejection = None;
     let result = SessionReader::with_chunk_size(file, 16 << 10).read(|ev| match ev {
@@ -80,7 +80,7 @@ enum Element {
 pub fn verify(written: &Path, source: &Path) -> Result<(), String> {
     let mut values: Vec<Value> = Vec::new();
     let mut kinds: Vec<Element> = Vec::new();
-    let file = File::open(source).map_err(|e| format!("cannot re-read the source: {e}"))?;
+    let file = open_regular(source).map_err(|e| format!("cannot re-read the source: {e}"))?;
     let read = SessionReader::new(file).read(|ev| {
         match ev {
             Event::Header(h) => {
