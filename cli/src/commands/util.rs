@@ -111,11 +111,16 @@ pub fn parse_age(s: &str) -> Result<i64, CommandError> {
 /// ISO time (`2026-01-31T12:00:00Z`), or an age counted back from now (`7d`, `12h`, `2w`).
 pub fn parse_since(d: &str) -> Result<i64, CommandError> {
     let t = d.trim();
-    if t.len() == 10 {
-        if let Some(ms) = pisess_engine::import::iso_to_ms(&format!("{t}T00:00:00Z")) {
-            return Ok(ms);
-        }
-    } else if let Some(ms) = pisess_engine::import::iso_to_ms(t) {
+    let ms = if t.len() == 10 {
+        pisess_engine::import::iso_to_ms(&format!("{t}T00:00:00Z"))
+    } else {
+        pisess_engine::import::iso_to_ms(t)
+    };
+    // A day the month does not have (2024-02-30) is refused, not rolled over as JavaScript
+    // does: the day read back from the time must be the day written.
+    if let Some(ms) = ms
+        && t.get(..10) == Some(&pisess_engine::export::ms_to_iso(ms)[..10])
+    {
         return Ok(ms);
     }
     let age = parse_age(t).map_err(|_| {
@@ -170,7 +175,17 @@ mod tests {
             (now - 7 * 86_400_000 - week).abs() < 60_000,
             "{week} vs {now}"
         );
-        for bad in ["", "yesterday", "2026-13-01", "12x", "-3d"] {
+        assert_eq!(parse_since("2024-02-29").ok(), Some(1_709_164_800_000));
+        for bad in [
+            "",
+            "yesterday",
+            "2026-13-01",
+            "12x",
+            "-3d",
+            "2024-02-30",
+            "2023-02-29",
+            "2026-04-31T00:00:00Z",
+        ] {
             let e = parse_since(bad).unwrap_err().to_string();
             assert!(e.contains("cannot read the date"), "{bad:?}: {e}");
         }
