@@ -39,7 +39,8 @@ pub enum ProblemKind {
     Crlf,
     /// The line is empty or white space only (skipped, as pi skips it).
     BlankLine,
-    /// The line is not valid UTF-8 (skipped).
+    /// The line is not valid UTF-8: read with U+FFFD for the bad bytes, as pi's decoder reads
+    /// it (so it is an entry if it then parses); exports of the file give back its bytes.
     InvalidUtf8 {
         /// Bytes of the line that are valid before the first bad one.
         valid_up_to: usize,
@@ -191,7 +192,8 @@ impl fmt::Display for ProblemKind {
             Self::InvalidUtf8 { valid_up_to } => {
                 write!(
                     f,
-                    "invalid UTF-8 after byte {valid_up_to} of the line (line skipped)"
+                    "invalid UTF-8 after byte {valid_up_to} of the line (read with U+FFFD in \
+                     place of the bad bytes, as pi reads it)"
                 )
             }
             Self::Malformed { message, column } => {
