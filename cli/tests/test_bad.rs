@@ -423,6 +423,17 @@ fn expect(runs: &Runs, failures: &mut Failures, label: &str, code: i32, want: &s
     }
 }
 
+/// Checks that the command `label` ran and its stdout does not contain `unwanted`.
+fn expect_absent(runs: &Runs, failures: &mut Failures, label: &str, unwanted: &str) {
+    let Some(r) = stdout_of(runs, label) else {
+        failures.push((label.to_owned(), "did not run".to_owned()));
+        return;
+    };
+    if r.stdout_text().contains(unwanted) {
+        failures.push((label.to_owned(), format!("{unwanted:?} in stdout")));
+    }
+}
+
 /// Checks that `label` printed exactly these ids, one per line, at the start of each line.
 fn expect_ids(runs: &Runs, failures: &mut Failures, label: &str, ids: &[&str]) {
     let Some(r) = stdout_of(runs, label) else {
@@ -636,6 +647,26 @@ fn every_command_on_every_small_bad_case() {
                 "log",
                 &["u0000005", "u0000003", "u0000002", "u0000001"],
             );
+        }
+        // Line 3 is a record cut short whose data holds a message: nothing comes out of it.
+        "bad/torn-nested" => {
+            expect(
+                runs,
+                failures,
+                "check",
+                1,
+                ":3: warning: not valid JSON at column 280",
+            );
+            expect(runs, failures, "check", 1, "recovered 1 of 2");
+            expect_ids(
+                runs,
+                failures,
+                "log",
+                &["t0000007", "t0000006", "t0000005", "t0000003", "t0000001"],
+            );
+            for label in ["tree", "tree --json", "log --json", "files --json"] {
+                expect_absent(runs, failures, label, "INJECTED");
+            }
         }
         "bad/bad-field-keeps-links" => {
             expect_ids(runs, failures, "log", &["d0000004", "d0000003", "d0000001"]);

@@ -85,7 +85,7 @@ fn notes_alone_do_not_fail() {
 fn glued_lines_in_genuine_files_are_reported() {
     let (out, _, code) = check(&[&realdata()]);
     assert_eq!(code, 1);
-    assert!(out.contains("root-compact.v1.concat-line.jsonl:1013: warning: 2 JSON records glued on one line; all recovered"), "{out}");
+    assert!(out.contains("root-compact.v1.concat-line.jsonl:1013: warning: 2 JSON records glued on one line; recovered 2 of 2"), "{out}");
     assert!(
         out.contains("root-session.v1.concat-line.jsonl:440: warning: 2 JSON records glued"),
         "{out}"
@@ -138,4 +138,81 @@ fn input_files_are_not_changed() {
 fn no_input_panics() {
     let (_, err, _) = check(&[&fixture("edge"), &fixture("sessions"), &realdata()]);
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A record cut short whose data holds a complete message (`fixtures/bad/torn-nested.jsonl`,
+/// line 3): no entry comes out of it — not in check, the tree, a branch export or prune — and
+/// it is reported as a malformed line with its line and byte. The torn write followed by a good
+/// record (line 5) and the glued records (line 6) are still recovered.
+#[test]
+fn nothing_nested_in_a_torn_record_becomes_an_entry() {
+    let file = fixture("bad/torn-nested.jsonl");
+    let (out, _, code) = check(&[&file]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "torn-nested.jsonl:3: warning: not valid JSON at column 280: EOF while parsing an \
+             object (line skipped) (byte 309)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "torn-nested.jsonl:5: warning: 2 JSON records glued on one line; recovered 1 of 2"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("torn-nested.jsonl:5: warning: 134 bytes here are no complete JSON record"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "torn-nested.jsonl:6: warning: 2 JSON records glued on one line; recovered 2 of 2"
+        ),
+        "{out}"
+    );
+
+    let env = TestEnv::new();
+    let run = |args: &[&std::ffi::OsStr]| env.pisess().args(args).output().unwrap();
+    let f = file.as_os_str();
+    let tree = run(&["tree".as_ref(), "--json".as_ref(), f]);
+    assert!(tree.status.success());
+    let tree: serde_json::Value = serde_json::from_slice(&tree.stdout).unwrap();
+    let ids: Vec<&str> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["t0000001", "t0000003", "t0000005", "t0000006", "t0000007"]
+    );
+
+    let export = run(&[
+        "export".as_ref(),
+        f,
+        "--branch".as_ref(),
+        "t0000007".as_ref(),
+    ]);
+    assert!(export.status.success());
+    let text = String::from_utf8(export.stdout).unwrap();
+    assert_eq!(text.lines().count(), 6, "{text}");
+    assert!(
+        !text.contains("INJECTED") && !text.contains("t0000002"),
+        "{text}"
+    );
+
+    for args in [
+        ["export".as_ref(), f, "--branch".as_ref(), "zz".as_ref()],
+        ["prune".as_ref(), f, "--keep".as_ref(), "zz".as_ref()],
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("no entry"),
+            "{args:?}"
+        );
+    }
 }

@@ -39,7 +39,8 @@ pub enum ProblemKind {
     Crlf,
     /// The line is empty or white space only (skipped, as pi skips it).
     BlankLine,
-    /// The line is not valid UTF-8 (skipped).
+    /// The line is not valid UTF-8: read with U+FFFD for the bad bytes, as pi's decoder reads
+    /// it (so it is an entry if it then parses); exports of the file give back its bytes.
     InvalidUtf8 {
         /// Bytes of the line that are valid before the first bad one.
         valid_up_to: usize,
@@ -62,12 +63,27 @@ pub enum ProblemKind {
         /// Whether pi keeps the value as an entry (truthy) or drops it (falsy).
         kept: bool,
     },
-    /// Two or more JSON records on one line; every record was recovered.
+    /// Two or more JSON records on one line (a lost newline, or a torn write followed by the
+    /// next append); the complete ones were recovered, each record cut short is reported as a
+    /// [`ProblemKind::TornRecord`].
     Glued {
-        /// How many records the line held.
+        /// How many complete records were recovered.
         records: usize,
-        /// Bytes of unparsable text that were skipped between or before records.
+        /// How many records were cut short (not recovered).
+        torn: usize,
+        /// Bytes of the records cut short.
         skipped_bytes: usize,
+    },
+    /// A piece of a line that also holds complete records that is no complete record (a torn
+    /// write, or bytes a crash left): its bytes, from here to the next record or the end of the
+    /// line, are skipped; nothing nested in it is read as a record.
+    TornRecord {
+        /// serde_json's description of the error.
+        message: String,
+        /// 1-based column (in bytes) where parsing failed.
+        column: usize,
+        /// Length of the skipped piece.
+        bytes: usize,
     },
     /// Lines before the header that are not JSON (skipped, as pi skips them).
     JunkBeforeHeader {
@@ -148,6 +164,7 @@ impl ProblemKind {
             Self::MissingFinalNewline => "missing-final-newline",
             Self::NonObject { .. } => "non-object",
             Self::Glued { .. } => "glued",
+            Self::TornRecord { .. } => "torn-record",
             Self::JunkBeforeHeader { .. } => "junk-before-header",
             Self::NotASession { .. } => "not-a-session",
             Self::Empty => "empty",
@@ -175,7 +192,8 @@ impl fmt::Display for ProblemKind {
             Self::InvalidUtf8 { valid_up_to } => {
                 write!(
                     f,
-                    "invalid UTF-8 after byte {valid_up_to} of the line (line skipped)"
+                    "invalid UTF-8 after byte {valid_up_to} of the line (read with U+FFFD in \
+                     place of the bad bytes, as pi reads it)"
                 )
             }
             Self::Malformed { message, column } => {
@@ -211,19 +229,34 @@ impl fmt::Display for ProblemKind {
             }
             Self::Glued {
                 records,
+                torn,
                 skipped_bytes,
             } => {
+                let total = records + torn;
                 write!(
                     f,
-                    "{records} JSON records glued on one line; all recovered (pi drops the whole line)"
+                    "{total} JSON records glued on one line; recovered {records} of {total} \
+                     (pi drops the whole line)"
                 )?;
-                if *skipped_bytes > 0 {
+                if *torn > 0 {
                     write!(
                         f,
-                        "; {skipped_bytes} bytes of broken text between them skipped"
+                        "; {torn} cut short or broken ({skipped_bytes} bytes skipped, nothing \
+                         inside them read as a record)"
                     )?;
                 }
                 Ok(())
+            }
+            Self::TornRecord {
+                message,
+                column,
+                bytes,
+            } => {
+                write!(
+                    f,
+                    "{bytes} bytes here are no complete JSON record (not valid JSON at column \
+                     {column}: {message}); skipped, nothing inside them read as a record"
+                )
             }
             Self::JunkBeforeHeader { lines } => {
                 write!(f, "{lines} unparsable line(s) before the header (skipped)")

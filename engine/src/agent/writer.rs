@@ -991,14 +991,14 @@ pub fn repaired_tail(tail: &[u8]) -> Option<Vec<u8>> {
     let Ok(text) = std::str::from_utf8(tail) else {
         return Some(Vec::new());
     };
-    let (values, skipped, error) = pisess_formats::line::split_values(text);
-    if values.len() == 1 && skipped == 0 && error.is_none() {
+    let split = pisess_formats::line::split_values(text);
+    if split.values.len() == 1 && split.fragments.is_empty() {
         let mut out = tail.to_vec();
         out.push(b'\n');
         return Some(out);
     }
     let mut out = Vec::new();
-    for (a, b) in values {
+    for (a, b) in split.values {
         out.extend_from_slice(&tail[a..b]);
         out.push(b'\n');
     }
@@ -1011,8 +1011,9 @@ fn repair_drops_bytes(tail: &[u8]) -> bool {
     let Ok(text) = std::str::from_utf8(tail) else {
         return true;
     };
-    let (_, skipped, error) = pisess_formats::line::split_values(text);
-    skipped > 0 || error.is_some()
+    !pisess_formats::line::split_values(text)
+        .fragments
+        .is_empty()
 }
 
 /// Saves a torn last line beside the session file, under a name no file has yet
@@ -1158,6 +1159,12 @@ mod tests {
             b"{\"a\":1}\n{\"b\":2}\n"
         );
         assert_eq!(repaired_tail(b"\xff\xfe").unwrap(), b"");
+        // An object nested in the torn record is not written out as a record of its own.
+        let nested = br#"{"type":"custom","data":{"type":"message","id":"zz","parentId":"a"}"#;
+        assert_eq!(repaired_tail(nested).unwrap(), b"");
+        let mut glued = br#"{"a":1}"#.to_vec();
+        glued.extend_from_slice(nested);
+        assert_eq!(repaired_tail(&glued).unwrap(), b"{\"a\":1}\n");
     }
 
     #[test]
