@@ -118,6 +118,44 @@ fn failed_files_give_exit_2_after_all_were_tried() {
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("bad.jsonl"));
 }
 
+/// Lines pi drops or misreads (not JSON, a torn last line, glued records) are kept by the
+/// import, and said: one warning per file on stderr naming the first such line, and their
+/// number in the JSON summary; a clean file and an unchanged re-import say nothing.
+#[test]
+fn an_import_says_which_files_hold_lines_pi_drops() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        fixture("edge/malformed-and-blank-lines.jsonl"),
+        dir.join("bad-lines.jsonl"),
+    )
+    .unwrap();
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), dir.join("ok.jsonl")).unwrap();
+    let a = env
+        .pisess()
+        .args(["--json", "import"])
+        .arg(&dir)
+        .assert()
+        .code(0);
+    let v: serde_json::Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    assert_eq!(v["warnedLines"].as_u64(), Some(3));
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("bad-lines.jsonl: 3 lines") && warnings[0].contains("first: line 5"),
+        "{err}"
+    );
+    let a = env
+        .pisess()
+        .args(["--json", "import"])
+        .arg(&dir)
+        .assert()
+        .code(0);
+    assert!(!String::from_utf8_lossy(&a.get_output().stderr).contains("warning"));
+}
+
 /// `pisess import` of an unchanged folder answers from the copy of the catalogue beside the
 /// store without opening the store: the first import writes the store, the second (unchanged,
 /// on the store opened read-only) leaves the copy, and the third answers even while another

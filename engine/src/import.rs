@@ -91,6 +91,11 @@ pub struct FileReport {
     pub lines_read: u64,
     /// Records (entries after the header) added.
     pub entries_added: u64,
+    /// Lines read this time that the reader warned about (pi drops or misreads them; pisess
+    /// keeps their bytes, and recovers what it can), and the first of them ("line N: what").
+    pub warned_lines: u64,
+    /// See `warned_lines`.
+    pub first_warning: Option<String>,
     /// Why it failed.
     pub error: Option<String>,
 }
@@ -361,6 +366,8 @@ impl Store {
             bytes_read: 0,
             lines_read: 0,
             entries_added: 0,
+            warned_lines: 0,
+            first_warning: None,
             error: None,
         };
         let fail = |mut report: FileReport, e: FileError| {
@@ -796,6 +803,8 @@ impl Store {
             bytes_read: st.bytes_read,
             lines_read: st.lines_read,
             entries_added: st.entries_added,
+            warned_lines: st.warned_lines,
+            first_warning: st.first_warning,
             error: None,
         })))
     }
@@ -1052,6 +1061,9 @@ struct FileState<'p> {
     lines_read: u64,
     bytes_read: u64,
     entries_added: u64,
+    /// Lines read with a warning, and the first of them ("line N: what").
+    warned_lines: u64,
+    first_warning: Option<String>,
     /// The first entry key written by this import (older keys are old rows).
     first_new_key: Option<u64>,
     /// The run of rows this import adds: (sequence of its first row, first key, rows).
@@ -1077,6 +1089,8 @@ impl<'p> FileState<'p> {
             lines_read: 0,
             bytes_read: 0,
             entries_added: 0,
+            warned_lines: 0,
+            first_warning: None,
             first_new_key: None,
             run: None,
             nodes: Vec::new(),
@@ -1172,6 +1186,9 @@ struct Facts {
     ops: crate::files::EntryOps,
     /// What the outline stores of a tree node (rows with an id).
     node: Option<NodeFacts>,
+    /// On the first row of a line: the first warning the reader gave for the line (a line
+    /// that is not JSON, glued records, a field of the wrong kind…), as `check` words it.
+    warning: Option<String>,
 }
 
 /// One row to store, before its key is known.
@@ -1264,7 +1281,7 @@ fn draft_line(
             Some(_) => rest.push(d),
         }
     });
-    let head = head.unwrap_or_else(|| Draft {
+    let mut head = head.unwrap_or_else(|| Draft {
         rec: EntryRecord {
             session,
             line: number,
@@ -1276,6 +1293,10 @@ fn draft_line(
         line: Some(span),
         facts: Facts::default(),
     });
+    head.facts.warning = problems
+        .iter()
+        .find(|p| p.severity() == pisess_formats::Severity::Warning)
+        .map(|p| p.kind.to_string());
     (head, rest)
 }
 
@@ -1480,6 +1501,15 @@ impl<'t> Writer<'t> {
                 None => st.run = Some((st.rec.rows, key, 1)),
             }
             st.rec.rows += 1;
+            // Lines of a migrated copy are not the source's lines: `migrate` reports those.
+            if let Some(w) = row.facts.warning.take()
+                && st.migrated_from.is_none()
+            {
+                st.warned_lines += 1;
+                if st.first_warning.is_none() {
+                    st.first_warning = Some(format!("line {}: {w}", row.rec.line));
+                }
+            }
             let ops = std::mem::take(&mut row.facts.ops);
             if !ops.ops.is_empty() || ops.result.is_some() {
                 self.write_ops(
@@ -2057,6 +2087,8 @@ fn failed_report(path: PathBuf, error: String) -> FileReport {
         bytes_read: 0,
         lines_read: 0,
         entries_added: 0,
+        warned_lines: 0,
+        first_warning: None,
         error: Some(error),
     }
 }
@@ -2078,6 +2110,8 @@ fn unchanged_report(files: Vec<Found>, sessions: Vec<u64>) -> ImportReport {
                     bytes_read: 0,
                     lines_read: 0,
                     entries_added: 0,
+                    warned_lines: 0,
+                    first_warning: None,
                     error: None,
                 },
             })

@@ -56,6 +56,17 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
                 safe(&f.path.to_string_lossy()),
                 safe(f.error.as_deref().unwrap_or("unknown error"))
             );
+        } else if f.warned_lines > 0 {
+            // Kept byte for byte (export gives the file back), but said: pi drops or
+            // misreads such lines.
+            let file = safe(&f.path.to_string_lossy()).into_owned();
+            eprintln!(
+                "warning: {file}: {} line{} that pi drops or misreads, kept as written (first: \
+                 {}); `pisess check {file}` lists them",
+                f.warned_lines,
+                if f.warned_lines == 1 { "" } else { "s" },
+                safe(f.first_warning.as_deref().unwrap_or("?"))
+            );
         }
     }
     if let Some(store) = store {
@@ -76,6 +87,8 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
             o.insert(k.into(), n.into());
         }
         o.insert("gone".into(), report.gone.into());
+        let warned: u64 = report.files.iter().map(|f| f.warned_lines).sum();
+        o.insert("warnedLines".into(), warned.into());
         o.insert("entries".into(), report.entries_added().into());
         o.insert("bytes".into(), report.bytes_read().into());
         o.insert("seconds".into(), elapsed.as_secs_f64().into());
