@@ -176,6 +176,17 @@ fn session_in(store: Store, key: SessionKey) -> Result<Session, CommandError> {
     let record = snap
         .session(key)?
         .ok_or_else(|| anyhow!("session {key} vanished from the store"))?;
+    if record.cycle_cuts > 0 {
+        // pi hangs on such a file (its path walk never ends); say what pisess did instead.
+        eprintln!(
+            "warning: {}: {} parent link{} formed a cycle; pisess cut {} (the entries stay, as \
+             roots) — `pisess check` shows where",
+            crate::ui::safe(&record.path),
+            record.cycle_cuts,
+            if record.cycle_cuts == 1 { "" } else { "s" },
+            if record.cycle_cuts == 1 { "it" } else { "them" },
+        );
+    }
     Ok(Session {
         snap,
         key,

@@ -300,6 +300,30 @@ fn an_entry_with_a_numeric_timestamp_stays_in_the_context() {
     assert_eq!(got["entryIds"], want["contextEntryIds"]);
 }
 
+/// A parent cycle (pi hangs on it) is cut by pisess, and every command reading the session
+/// says so on stderr; a session without one says nothing.
+#[test]
+fn commands_on_a_session_with_a_parent_cycle_say_it_was_cut() {
+    let env = TestEnv::new();
+    let cycle = fixture("edge/cycle-parent-CRASHES-context.jsonl");
+    for args in [
+        vec!["log", cycle.to_str().unwrap(), "-n", "1"],
+        vec!["context", cycle.to_str().unwrap(), "--json"],
+    ] {
+        let r = run(&env, &args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("1 parent link formed a cycle; pisess cut it"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    let plain = session("01-tiny");
+    let r = run(&env, &["log", plain.to_str().unwrap(), "-n", "1"]);
+    assert!(!r.stderr.contains("cycle"), "{}", r.stderr);
+}
+
 #[test]
 fn diff_json_sides_equal_those_of_the_oracle_paths() {
     for name in V3 {
