@@ -243,24 +243,7 @@ pub(crate) fn extract(e: &pisess_formats::entry::Entry<'_>) -> EntryOps {
                         if b.type_name.get().map(|t| t.as_str()) != Some("toolCall") {
                             continue;
                         }
-                        let Some(args) = b.arguments.get() else {
-                            continue;
-                        };
-                        let Ok(PathArg { path: Some(path) }) = serde_json::from_str(args.get())
-                        else {
-                            continue;
-                        };
-                        if path.is_empty() {
-                            continue;
-                        }
-                        let name = b.name.get().map(|n| n.as_str()).unwrap_or_default();
-                        out.ops.push(OpDraft {
-                            tool_call_id: b.id.get().map(|i| i.as_str().to_owned()),
-                            tool_name: name.to_owned(),
-                            op: FileOp::of_tool(name),
-                            path: path.into_owned(),
-                            status: None,
-                        });
+                        out.ops.extend(call_op(&b.id, &b.name, &b.arguments, None));
                     }
                 }
                 Role::ToolResult => {
@@ -272,29 +255,13 @@ pub(crate) fn extract(e: &pisess_formats::entry::Entry<'_>) -> EntryOps {
                     // whatever their status), each with its own id and status.
                     let calls = m.nested_calls.get().and_then(|n| n.calls.get());
                     for c in calls.into_iter().flatten() {
-                        let Some(args) = c.arguments.get() else {
-                            continue;
-                        };
-                        let Ok(PathArg { path: Some(path) }) = serde_json::from_str(args.get())
-                        else {
-                            continue;
-                        };
-                        if path.is_empty() {
-                            continue;
-                        }
-                        let name = c.name.get().map(|n| n.as_str()).unwrap_or_default();
                         let status = match c.status.get().map(|t| t.as_str()) {
                             Some("ok") => RESULT_OK,
                             Some("error") => RESULT_ERROR,
                             _ => RESULT_NONE,
                         };
-                        out.ops.push(OpDraft {
-                            tool_call_id: c.id.get().map(|i| i.as_str().to_owned()),
-                            tool_name: name.to_owned(),
-                            op: FileOp::of_tool(name),
-                            path: path.into_owned(),
-                            status: Some(status),
-                        });
+                        out.ops
+                            .extend(call_op(&c.id, &c.name, &c.arguments, Some(status)));
                     }
                 }
                 _ => {}
@@ -332,6 +299,31 @@ pub(crate) fn extract(e: &pisess_formats::entry::Entry<'_>) -> EntryOps {
         _ => {}
     }
     out
+}
+
+/// The file operation of one tool call (an assistant's `toolCall` block or a nested call):
+/// `None` unless its `arguments.path` is a non-empty string.
+fn call_op(
+    id: &pisess_formats::Field<pisess_formats::Str<'_>>,
+    name: &pisess_formats::Field<pisess_formats::Str<'_>>,
+    arguments: &pisess_formats::Field<pisess_formats::value::Raw<'_>>,
+    status: Option<u8>,
+) -> Option<OpDraft> {
+    let args = arguments.get()?;
+    let Ok(PathArg { path: Some(path) }) = serde_json::from_str(args.get()) else {
+        return None;
+    };
+    if path.is_empty() {
+        return None;
+    }
+    let name = name.get().map(|n| n.as_str()).unwrap_or_default();
+    Some(OpDraft {
+        tool_call_id: id.get().map(|i| i.as_str().to_owned()),
+        tool_name: name.to_owned(),
+        op: FileOp::of_tool(name),
+        path: path.into_owned(),
+        status,
+    })
 }
 
 /// `path` resolved against `cwd` (when relative) and normalised lexically: empty and `.`
