@@ -85,24 +85,6 @@ pub fn generate_id(mut taken: impl FnMut(&str) -> bool) -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// The entries of the branched session (header excluded), in file order: the path without its
-/// labels, re-chained, then the re-created labels.
-pub fn branched_entries(path: &[&Value], labels: &[LabelState]) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::with_capacity(path.len() + labels.len());
-    let mut chain = Rechain::default();
-    let mut kept = HashSet::new();
-    for &e in path {
-        if let Some(v) = chain.next(e) {
-            if let Some(id) = id_of(&v) {
-                kept.insert(id.to_owned());
-            }
-            out.push(v);
-        }
-    }
-    out.extend(chain.labels(labels, &kept));
-    out
-}
-
 /// The path's entries re-chained one at a time, root first (see the module docs), so a fork
 /// of a long path is written without holding the path: [`Rechain::next`] for each entry, then
 /// [`Rechain::labels`].
@@ -323,8 +305,9 @@ pub struct BranchWritten {
 }
 
 impl BranchPlan {
-    /// Gives `f` the new session's entries in file order ([`branched_entries`]'s, one at a
-    /// time): the ids of the kept entries are only gathered when there are labels to re-create.
+    /// Gives `f` the new session's entries in file order, one at a time: the path without its
+    /// labels, re-chained, then the re-created labels; the ids of the kept entries are only
+    /// gathered when there are labels to re-create.
     pub fn for_each_entry<E: From<StoreError>>(
         &self,
         snap: &Snapshot,

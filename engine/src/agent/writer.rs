@@ -217,27 +217,6 @@ impl<'s> SessionWriter<'s> {
         Self::create(store, &dir, &cwd, id, parent_session)
     }
 
-    /// A new session made of `header` and `entries` as they are (a fork, a clone): written to
-    /// `file` at once when the entries hold a conversation, else kept pending like pi. The leaf
-    /// is the last entry.
-    pub fn create_with(
-        store: &'s Store,
-        file: &Path,
-        header: Value,
-        entries: Vec<Value>,
-    ) -> Result<Self, WriteError> {
-        let leaf = entries.last().and_then(id_of).map(str::to_owned);
-        let mut w = Self {
-            store,
-            file: file.to_path_buf(),
-            state: State::Pending { header, entries },
-            leaf,
-            saved_tails: Vec::new(),
-        };
-        w.flush_if_conversation()?;
-        Ok(w)
-    }
-
     /// A fork or clone ([`BranchPlan`], which must hold a conversation: pi writes none
     /// otherwise) written to the new file `file` entry by entry, never held whole in memory
     /// (atomically, never over an existing file, as [`create_new_file`]), then imported. The
