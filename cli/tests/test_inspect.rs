@@ -955,3 +955,72 @@ fn color_and_width_follow_the_flags_and_the_environment() {
     assert!(widest(&wide) > 100 && widest(&wide) <= 200, "{wide}");
     assert_eq!(narrow.lines().count(), wide.lines().count());
 }
+
+/// A "comb" (a side branch at every step of a long main line) nests one level per step. `tree`
+/// folds the outer levels into `[+N]` past a quarter of the width (25 levels at 100 columns),
+/// so every line stays narrow while the count and the shown segments still add up to the
+/// line's true nesting, and the output grows with the entries, not the depth squared.
+#[test]
+fn tree_folds_deep_nesting_into_a_count() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("comb.jsonl");
+    let steps = 300;
+    let mut text = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"019f9880-b680-766d-a276-8eede3150000\",\
+         \"timestamp\":\"2026-07-25T09:00:00.000Z\",\"cwd\":\"/tmp\"}\n",
+    );
+    let entry = |id: &str, parent: Option<&str>, ms: usize, what: &str| {
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+        format!(
+            "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":{parent},\
+             \"timestamp\":\"2026-07-25T09:{:02}:{:02}.{:03}Z\",\
+             \"message\":{{\"role\":\"user\",\"content\":\"{what}\",\"timestamp\":0}}}}\n",
+            ms / 60_000,
+            ms / 1000 % 60,
+            ms % 1000
+        )
+    };
+    for i in 0..steps {
+        let parent = (i > 0).then(|| format!("m{:07}", i - 1));
+        // The main entry is older than its side sibling, so it comes first (`├─`) and the
+        // levels below it are drawn `│ `.
+        text.push_str(&entry(
+            &format!("m{i:07}"),
+            parent.as_deref(),
+            2 * i,
+            "main",
+        ));
+        if let Some(p) = &parent {
+            text.push_str(&entry(&format!("s{i:07}"), Some(p), 2 * i + 1, "side"));
+        }
+    }
+    std::fs::write(&file, text).unwrap();
+    let r = run(&env, &["tree", file.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut folded_lines = 0;
+    for line in r.stdout.lines() {
+        let Some(at) = line.find(" m0").or_else(|| line.find(" s0")) else {
+            panic!("no id in {line:?}");
+        };
+        let k: usize = line[at + 2..at + 9].parse().unwrap();
+        // m_k and s_k hang below m_{k-1}, which has k-1 branch points above it.
+        let nesting = k.saturating_sub(1);
+        let (count, rest) = match line.strip_prefix("[+") {
+            Some(r) => {
+                let close = r.find("] ").unwrap();
+                folded_lines += 1;
+                (r[..close].parse::<usize>().unwrap(), &r[close + 2..])
+            }
+            None => (0, line),
+        };
+        let segments = rest.chars().take_while(|&c| c == '│' || c == ' ').count() / 2;
+        assert!(segments <= 25, "{segments} levels shown: {line:?}");
+        if k > 0 {
+            assert_eq!(count + segments, nesting, "{line:?}");
+        }
+        assert!(line.chars().count() <= 100, "{line:?}");
+    }
+    assert!(folded_lines > 400, "{folded_lines} folded lines");
+    assert_eq!(r.stdout.lines().count(), 2 * steps - 1);
+}

@@ -28,7 +28,8 @@ use crate::ui::{Ui, safe};
 /// oldest first (pi's order).
 ///
 /// Markers: `@` the leaf, `*` an entry on the active path (root → leaf), `o` any other entry.
-/// Indentation grows only where an entry has several children.
+/// Indentation grows only where an entry has several children. Nesting deeper than a quarter of
+/// the screen's width is folded: `[+N]` at the start of a line stands for its N outermost levels.
 ///
 /// With --json: one object `{roots, leafId, nodes}` whose nodes `{id, parentId, type, children,
 /// label?}` are listed depth-first, children in pi's order (the shape of pi's `getTree`).
@@ -146,7 +147,7 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
     let cold = listing::needs_cold(width);
     let (lines, prefixes, hidden) = {
         let mut reader = tree.reader(&session.snap, cold);
-        order(&tree, &mut reader, args.depth)?
+        order(&tree, &mut reader, args.depth, shown_levels(width))?
     };
     let marks = [ui.paint("1;32", "@"), ui.paint("32", "*"), "o".to_owned()];
     let style = LineStyle {
@@ -199,7 +200,7 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
             for (item, line) in items.iter().zip(&lines[c.clone()]) {
                 match *item {
                     Item::Shown(end) => {
-                        let base = prefixes[line.prefix as usize].0.as_bytes();
+                        let base = prefixes[line.prefix as usize].text.as_bytes();
                         if !base.is_empty() {
                             if upto > from {
                                 slices.push(IoSlice::new(&buf[from..upto]));
@@ -242,14 +243,16 @@ struct Line {
 }
 
 /// The lines of the tree in printing order (pi's: depth first, siblings by time), the
-/// prefixes they refer to (text, characters), and how many branches `--depth` left out.
+/// prefixes they refer to, and how many branches `--depth` left out. Prefixes show at most
+/// `shown_levels` levels of nesting (see [`Prefix`]).
 #[allow(clippy::type_complexity)]
 fn order(
     tree: &SessionTree,
     reader: &mut TreeReader<'_>,
     depth: Option<usize>,
-) -> Result<(Vec<Line>, Vec<(String, usize)>, usize), crate::command_error::CommandError> {
-    let mut prefixes: Vec<(String, usize)> = vec![(String::new(), 0)];
+    shown_levels: usize,
+) -> Result<(Vec<Line>, Vec<Prefix>, usize), crate::command_error::CommandError> {
+    let mut prefixes: Vec<Prefix> = vec![Prefix::default()];
     let mut lines = Vec::with_capacity(tree.len());
     // (node, parent's child prefix, place, nesting level)
     let mut stack: Vec<(usize, u32, Place, usize)> = Vec::new();
@@ -280,10 +283,8 @@ fn order(
         let child_cp = match at {
             Place::Only => cp,
             _ => {
-                let (base, chars) = &prefixes[cp as usize];
-                let text = format!("{base}{}", at.strings().1);
-                let chars = chars + 2;
-                prefixes.push((text, chars));
+                let next = prefixes[cp as usize].nested(at.strings().1, shown_levels);
+                prefixes.push(next);
                 u32::try_from(prefixes.len() - 1)
                     .map_err(|_| anyhow::anyhow!("too many prefixes"))?
             }
@@ -300,6 +301,62 @@ fn order(
         }
     }
     Ok((lines, prefixes, hidden))
+}
+
+/// How many levels of nesting a line's prefix shows on a screen `width` characters wide: a
+/// quarter of the width in two-character levels, at least 8 and at most 100. Deeper levels are
+/// folded (see [`Prefix`]), so a "comb" (a side branch at every step of a long main line)
+/// prints in space proportional to its entries instead of its depth squared.
+fn shown_levels(width: usize) -> usize {
+    (width / 4).clamp(8, 100)
+}
+
+/// The prefix of the lines below a branch point: one two-character segment per level of
+/// nesting (`│ ` where the branch's parent has later children, else two spaces).
+///
+/// Invariant: `text` is `[+N] ` followed by at most `shown_levels` segments, where N (`folded`)
+/// counts the outermost levels left out, or only the segments when none are; `tail` is the byte
+/// offset where the segments start; `chars` is `text`'s width in characters.
+#[derive(Debug, Default)]
+struct Prefix {
+    text: String,
+    chars: usize,
+    folded: usize,
+    tail: usize,
+}
+
+impl Prefix {
+    /// The prefix one level deeper, adding `segment` (two characters) at the end and folding the
+    /// outermost shown level into the count when more than `shown_levels` would show.
+    fn nested(&self, segment: &str, shown_levels: usize) -> Self {
+        let segments = &self.text[self.tail..];
+        let shown = segments.chars().count() / 2;
+        let (folded, kept) = if shown < shown_levels {
+            (self.folded, segments)
+        } else {
+            // Drop the outermost segment: its glyph and the space after it.
+            let cut = segments
+                .char_indices()
+                .nth(2)
+                .map_or(segments.len(), |(i, _)| i);
+            (self.folded + 1, &segments[cut..])
+        };
+        let mut text = if folded > 0 {
+            format!("[+{folded}] ")
+        } else {
+            String::new()
+        };
+        let tail = text.len();
+        text.push_str(kept);
+        text.push_str(segment);
+        let chars = text.chars().count();
+        Self {
+            text,
+            chars,
+            folded,
+            tail,
+        }
+    }
 }
 
 /// Ranges of `lines` of about [`CHUNK_LINES`] lines, cut where the block changes.
@@ -335,7 +392,7 @@ struct LineStyle<'a> {
     active: &'a [bool],
     labels: &'a sa::LabelMap,
     marks: &'a [String; 3],
-    prefixes: &'a [(String, usize)],
+    prefixes: &'a [Prefix],
 }
 
 impl LineStyle<'_> {
@@ -386,7 +443,7 @@ fn render_lines(
             continue;
         }
         // The prefix is written by the caller (see `cmd_tree`).
-        let chars = st.prefixes[l.prefix as usize].1;
+        let chars = st.prefixes[l.prefix as usize].chars;
         let connector = l.at.strings().0;
         let line_chars = chars + if connector.is_empty() { 0 } else { 2 };
         let written = listing::write_tree_line(
@@ -440,7 +497,9 @@ fn decoded_line(
         let label = label_text
             .map(|t| format!(" {}", ui.paint("1;35", &t)))
             .unwrap_or_default();
-        let (base, chars) = &st.prefixes[l.prefix as usize];
+        let Prefix {
+            text: base, chars, ..
+        } = &st.prefixes[l.prefix as usize];
         let connector = l.at.strings().0;
         let line_chars = chars + if connector.is_empty() { 0 } else { 2 };
         let text = format!("{} {}", sa::kind(&v), sa::summary(&v));
