@@ -407,9 +407,16 @@ impl Session {
     /// The leaf pi resumes at.
     pub fn leaf(&self) -> Result<EntryKey, CommandError> {
         self.snap.leaf(self.key)?.ok_or_else(|| {
+            // pi resumes at the last entry in file order; without entries there is none, and
+            // an entry whose `id` is not a string cannot be named (`pisess check` points at it).
+            let why = if self.record.entries == 0 {
+                "no entries"
+            } else {
+                "its last entry has no string id; `pisess check` shows where"
+            };
             CommandError::with_hint(
                 anyhow!(
-                    "session {} ({}) has no leaf (no entries)",
+                    "session {} ({}) has no leaf ({why})",
                     crate::ui::safe(&self.record.session_id),
                     crate::ui::safe(&self.record.path)
                 ),

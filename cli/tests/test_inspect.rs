@@ -876,6 +876,31 @@ fn context_of_a_session_without_entries_is_empty_as_pis() {
     );
 }
 
+/// A session with entries whose last one has a numeric id: the leaf cannot be named, and the
+/// error says so instead of claiming there are no entries.
+#[test]
+fn a_last_entry_without_a_string_id_is_named_as_the_reason_for_no_leaf() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let numeric = dir.path().join("numeric-id.jsonl");
+    let tiny = std::fs::read_to_string(session("01-tiny")).unwrap();
+    let mut text: String = tiny.lines().take(2).map(|l| format!("{l}\n")).collect();
+    text.push_str(
+        "{\"type\":\"message\",\"id\":42,\"parentId\":\"270ea422\",\
+         \"timestamp\":\"2026-07-25T09:00:05.000Z\",\
+         \"message\":{\"role\":\"user\",\"content\":\"hi\",\"timestamp\":0}}\n",
+    );
+    std::fs::write(&numeric, text).unwrap();
+    let log = run(&env, &["log", numeric.to_str().unwrap()]);
+    assert_eq!(log.code, 2, "{}", log.stdout);
+    assert!(
+        log.stderr
+            .contains("has no leaf (its last entry has no string id"),
+        "{}",
+        log.stderr
+    );
+}
+
 /// `--color always` paints even into a pipe and despite `NO_COLOR`; `never`, and `auto` when
 /// stdout is not a terminal, do not; the paint is only added around the same text (the
 /// layout does not count the escapes). `COLUMNS` sets the width of a listing (100 when unset
