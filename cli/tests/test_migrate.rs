@@ -656,3 +656,46 @@ fn a_killed_migration_leaves_every_file_migrated_or_untouched() {
     eprintln!("crash test: {migrated_seen} files found migrated, {untouched_seen} untouched");
     assert!(migrated_seen > 0 && untouched_seen > 0);
 }
+
+/// `--in-place` on a session folder holding a symlink migrates the file the link names, keeps
+/// the backup beside that file, and leaves the link a link (before, the link was replaced by
+/// the migrated file and the "backup" was a second link to the untouched original).
+#[test]
+fn in_place_follows_a_symlink_and_keeps_the_link() {
+    let env = TestEnv::new();
+    let work = tempfile::tempdir().unwrap();
+    let real = work.path().join("real/a.jsonl");
+    put(&root().join("fixtures/sessions/07-v1.jsonl"), &real);
+    let original = fs::read(&real).unwrap();
+    let sessions = work.path().join("sessions");
+    fs::create_dir_all(&sessions).unwrap();
+    let link = sessions.join("a.jsonl");
+    std::os::unix::fs::symlink("../real/a.jsonl", &link).unwrap();
+
+    let (files, summary, code) = run_json(
+        &env,
+        &[sessions.to_str().unwrap(), "--in-place", "--verify"],
+    );
+    assert_eq!(code, 0, "{summary}");
+    assert_eq!(summary["migrated"], 1, "{summary}");
+    assert_eq!(files[0]["status"], "migrated");
+    // The link is still a link to the same place, and the file it names is migrated.
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(fs::read_link(&link).unwrap(), Path::new("../real/a.jsonl"));
+    let migrated = fs::read(&real).unwrap();
+    let header: Value =
+        serde_json::from_slice(migrated.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(header["version"], 3);
+    let mut orig = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut orig, &original).unwrap();
+    assert!(migrated == lib_migrate(orig.path()));
+    // The backup is a file beside the real one, with the original bytes; none beside the link.
+    let backup = work.path().join("real/a.jsonl.v1.bak");
+    assert!(fs::symlink_metadata(&backup).unwrap().is_file());
+    assert!(fs::read(&backup).unwrap() == original);
+    let beside_link: Vec<_> = fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside_link, vec![std::ffi::OsString::from("a.jsonl")]);
+}

@@ -41,7 +41,8 @@ use verify::Probe;
 /// migrate command a one-line summary of its own).
 const MODES_HELP: &str = "\
 Modes: --dry-run (the default) reads everything and writes nothing; --in-place replaces each \
-file, keeping the original as FILE.v1.bak (see --backup-suffix, --no-backup); --out DIR writes \
+file, keeping the original as FILE.v1.bak (see --backup-suffix, --no-backup; a symlink is \
+followed: the file it names is replaced and backed up beside it, the link kept); --out DIR writes \
 the migrated files under DIR with the same relative paths and never touches the sources (only \
 files that need migrating are written there; a symlink there is followed and its target \
 replaced, a device or FIFO left alone).
@@ -360,12 +361,14 @@ fn plan_jobs(inputs: &[PathBuf], mode: &Mode) -> (Vec<Job>, Vec<(PathBuf, io::Er
             {
                 continue;
             }
-            if !seen.insert(key) {
+            if !seen.insert(key.clone()) {
                 continue;
             }
             let target = match mode {
                 Mode::DryRun => None,
-                Mode::InPlace { .. } => Some(src.clone()),
+                // A symlink is followed: the file it names is migrated (and backed up beside
+                // it), and the link stays a link, as `--out` treats links.
+                Mode::InPlace { .. } => Some(if src.is_symlink() { key } else { src.clone() }),
                 Mode::Out(out) => {
                     let rel = if input.is_dir() {
                         src.strip_prefix(input).map(Path::to_path_buf).ok()
@@ -654,10 +657,10 @@ fn commit(p: Pending, opts: &Opts) -> FileReport {
         Mode::InPlace {
             backup_suffix: Some(suffix),
         } => {
-            let mut b = src.clone().into_os_string();
+            let mut b = target.clone().into_os_string();
             b.push(suffix);
             let b = PathBuf::from(b);
-            if let Err(e) = atomic::make_backup(&src, &b) {
+            if let Err(e) = atomic::make_backup(&target, &b) {
                 return fail(r, e.to_string());
             }
             r.backup = Some(b.to_string_lossy().into_owned());
