@@ -366,19 +366,19 @@ pub fn write_log_json(
     }
     let opt = |out: &mut Vec<u8>, s: Option<&str>| -> io::Result<()> {
         match s {
-            Some(s) => serde_json::to_writer(&mut *out, s).map_err(io::Error::from),
+            Some(s) => pisess_formats::js::to_writer(&mut *out, s).map_err(io::Error::from),
             None => out.write_all(b"null"),
         }
     };
     out.extend_from_slice(b"{\"type\":\"entry\",\"id\":");
-    serde_json::to_writer(&mut *out, row.id)?;
+    pisess_formats::js::to_writer(&mut *out, row.id)?;
     out.extend_from_slice(b",\"parentId\":");
     match row.parent_id {
-        ParentId::Id(p) => serde_json::to_writer(&mut *out, p)?,
+        ParentId::Id(p) => pisess_formats::js::to_writer(&mut *out, p)?,
         ParentId::Missing | ParentId::Null => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(b",\"entryType\":");
-    serde_json::to_writer(&mut *out, f.entry_type())?;
+    pisess_formats::js::to_writer(&mut *out, f.entry_type())?;
     out.extend_from_slice(b",\"role\":");
     opt(out, f.role)?;
     out.extend_from_slice(b",\"timestamp\":");
@@ -386,16 +386,16 @@ pub fn write_log_json(
     out.extend_from_slice(b",\"model\":");
     opt(out, f.model)?;
     out.extend_from_slice(b",\"summary\":");
-    serde_json::to_writer(&mut *out, f.summary)?;
+    pisess_formats::js::to_writer(&mut *out, f.summary)?;
     out.extend_from_slice(b",\"tokens\":");
     push_u64(out, f.tokens);
     if let Some(l) = labels.get(row.id) {
         out.extend_from_slice(b",\"label\":");
-        serde_json::to_writer(&mut *out, l)?;
+        pisess_formats::js::to_writer(&mut *out, l)?;
     }
     if let Some(b) = f.boundary {
         out.extend_from_slice(b",\"boundary\":");
-        serde_json::to_writer(&mut *out, b)?;
+        pisess_formats::js::to_writer(&mut *out, b)?;
     }
     if let Some((column, leaf, active)) = extra {
         out.extend_from_slice(b",\"column\":");

@@ -44,7 +44,7 @@ impl Ui {
 
     /// Writes one JSON value and a newline (a JSON Lines record).
     pub fn json_line(&mut self, v: &serde_json::Value) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, v)?;
+        pisess_formats::js::to_writer(&mut self.out, v)?;
         self.out.write_all(b"\n")
     }
 

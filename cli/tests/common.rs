@@ -35,6 +35,54 @@ pub fn oracle(args: &[&str]) -> serde_json::Value {
     })
 }
 
+/// Runs the reference oracle and returns its answer's text as node printed it.
+pub fn oracle_text(args: &[&str]) -> String {
+    let out = std::process::Command::new(root().join("../shared/oracle/oracle"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("oracle {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "oracle {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The JSON text of the value of the first `"key":` in `json` (compact JSON text, as
+/// `JSON.stringify` and pisess print it): from its first byte to its balanced end.
+pub fn json_member_text<'a>(json: &'a str, key: &str) -> &'a str {
+    let tag = format!("\"{key}\":");
+    let start = json
+        .find(&tag)
+        .unwrap_or_else(|| panic!("no {tag} in the text"))
+        + tag.len();
+    let bytes = json.as_bytes();
+    let (mut depth, mut in_str, mut escaped) = (0i64, false, false);
+    for (i, &b) in bytes.iter().enumerate().skip(start) {
+        if in_str {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' if depth > 0 => depth -= 1,
+            b',' | b']' | b'}' if depth == 0 => return &json[start..i],
+            _ => {}
+        }
+        if depth == 0 && !in_str && matches!(b, b']' | b'}') {
+            return &json[start..=i];
+        }
+    }
+    &json[start..]
+}
+
 /// A fixture path under `fixtures/`.
 pub fn fixture(rel: &str) -> PathBuf {
     root().join("fixtures").join(rel)

@@ -1049,3 +1049,39 @@ fn tree_folds_deep_nesting_into_a_count() {
     assert!(folded_lines > 400, "{folded_lines} folded lines");
     assert_eq!(r.stdout.lines().count(), 2 * steps - 1);
 }
+
+/// `context --json` prints the messages with the very text pi's `JSON.stringify` gives them
+/// (numbers included: `0.000006`, not `6e-6`), not only an equal value.
+#[test]
+fn context_json_messages_are_the_oracles_text() {
+    let env = TestEnv::new();
+    let files = [
+        session("03-compactions"),
+        session("05-context-edits-labels"),
+        crate::common::realdata().join("pimono__before-compaction.v1.jsonl"),
+    ];
+    for file in &files {
+        let f = file.to_str().unwrap();
+        let want = crate::common::oracle_text(&["context", f]);
+        let got = run(&env, &["context", f, "--json"]);
+        assert_eq!(got.code, 0, "{}", got.stderr);
+        let (want, got) = (
+            crate::common::json_member_text(&want, "messages"),
+            crate::common::json_member_text(&got.stdout, "messages"),
+        );
+        assert!(want.len() > 1000, "{f}: {want}");
+        if want != got {
+            let at = want
+                .bytes()
+                .zip(got.bytes())
+                .position(|(a, b)| a != b)
+                .unwrap_or(want.len().min(got.len()));
+            let from = at.saturating_sub(80);
+            panic!(
+                "{f}: differs at byte {at}:\n oracle {:?}\n pisess {:?}",
+                &want[from..(at + 80).min(want.len())],
+                &got[from..(at + 80).min(got.len())]
+            );
+        }
+    }
+}

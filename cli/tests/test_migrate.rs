@@ -680,7 +680,12 @@ fn in_place_follows_a_symlink_and_keeps_the_link() {
     assert_eq!(summary["migrated"], 1, "{summary}");
     assert_eq!(files[0]["status"], "migrated");
     // The link is still a link to the same place, and the file it names is migrated.
-    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert_eq!(fs::read_link(&link).unwrap(), Path::new("../real/a.jsonl"));
     let migrated = fs::read(&real).unwrap();
     let header: Value =

@@ -258,6 +258,71 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value) {
     }
 }
 
+/// A `serde_json` formatter that prints numbers as [`write_f64`] and [`write_number`] do, so that
+/// anything serialized through it (typed structs as well as values) shows each number as pi's
+/// `JSON.stringify` would: `0.000005`, not `5e-6`; `1`, not `1.0`; an integer beyond 2^53 as
+/// the double it becomes. Strings are escaped by `serde_json`, as `JSON.stringify` escapes them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsFormatter;
+
+impl serde_json::ser::Formatter for JsFormatter {
+    fn write_f64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: f64) -> std::io::Result<()> {
+        let mut b = Vec::with_capacity(24);
+        write_f64(&mut b, v);
+        w.write_all(&b)
+    }
+
+    fn write_f32<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: f32) -> std::io::Result<()> {
+        self.write_f64(w, f64::from(v))
+    }
+
+    fn write_u64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: u64) -> std::io::Result<()> {
+        let mut b = Vec::with_capacity(24);
+        write_number(&mut b, &serde_json::Number::from(v));
+        w.write_all(&b)
+    }
+
+    fn write_i64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: i64) -> std::io::Result<()> {
+        let mut b = Vec::with_capacity(24);
+        write_number(&mut b, &serde_json::Number::from(v));
+        w.write_all(&b)
+    }
+
+    #[allow(clippy::cast_precision_loss)]
+    fn write_u128<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        v: u128,
+    ) -> std::io::Result<()> {
+        match u64::try_from(v) {
+            Ok(v) => self.write_u64(w, v),
+            Err(_) => self.write_f64(w, v as f64),
+        }
+    }
+
+    #[allow(clippy::cast_precision_loss)]
+    fn write_i128<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        v: i128,
+    ) -> std::io::Result<()> {
+        match i64::try_from(v) {
+            Ok(v) => self.write_i64(w, v),
+            Err(_) => self.write_f64(w, v as f64),
+        }
+    }
+}
+
+/// Serializes `v` compactly into `w` with [`JsFormatter`]: the bytes `serde_json::to_writer`
+/// writes, except that numbers read as JavaScript prints them.
+pub fn to_writer<W: std::io::Write, T: ?Sized + serde::Serialize>(
+    w: W,
+    v: &T,
+) -> serde_json::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(w, JsFormatter);
+    v.serialize(&mut ser)
+}
+
 /// `JSON.stringify(v)` as a `String`.
 pub fn to_string(v: &Value) -> String {
     let mut out = Vec::new();
@@ -269,6 +334,27 @@ pub fn to_string(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Numbers read from a line and printed through [`to_writer`] come out as node prints
+    /// `JSON.stringify(JSON.parse(line))` (the expected text is node 20's output).
+    #[test]
+    fn to_writer_prints_numbers_as_javascript() {
+        let line = r#"{"a":0.0000015,"b":1.0,"c":1E5,"d":-0,"e":9007199254740993,"f":100000000000000000000,"g":5e-6,"h":-18446744073709551616,"i":1e21,"j":1.5e-7}"#;
+        let v: Value = serde_json::from_str(line).unwrap();
+        let mut out = Vec::new();
+        to_writer(&mut out, &v).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":0.0000015,"b":1,"c":100000,"d":0,"e":9007199254740992,"f":100000000000000000000,"g":0.000005,"h":-18446744073709552000,"i":1e+21,"j":1.5e-7}"#
+        );
+        // Typed values too, and strings escaped as `JSON.stringify` escapes them.
+        let mut out = Vec::new();
+        to_writer(&mut out, &(0.25f64, 3u64, -2i64, "x\u{2028}\u{7f}\n")).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "[0.25,3,-2,\"x\u{2028}\u{7f}\\n\"]"
+        );
+    }
 
     fn num(v: f64) -> String {
         let mut out = Vec::new();

@@ -169,7 +169,7 @@ fn write_json(
     window: Option<f64>,
 ) -> Result<(), CommandError> {
     out.write_all(b"{\"leafId\":")?;
-    serde_json::to_writer(&mut *out, leaf_id)?;
+    pisess_formats::js::to_writer(&mut *out, leaf_id)?;
     field(out, "settings", &settings_json(&settings))?;
     let p = match prep {
         Err(why) => {

@@ -4,10 +4,11 @@
 //! - memory is bounded by the path's length (its entry keys and a few words per kept entry),
 //!   not by its messages: entries are decoded one at a time from the store
 //!   ([`pisess_engine::agent::lean`]) and each message is written as soon as it is projected;
-//! - `--json` prints the bytes `serde_json` prints for the object
+//! - `--json` prints the object
 //!   `{leafId, messages, thinkingLevel?, model, entryIds, tokens, estimate, llmMessages?}`,
-//!   in that key order; `leafId` is null for a session without entries (a header only), whose
-//!   context is empty, as pi's is.
+//!   in that key order, compact, numbers as JavaScript prints them (`js::to_writer`): each
+//!   message is the text pi's `JSON.stringify` gives it; `leafId` is null for a session
+//!   without entries (a header only), whose context is empty, as pi's is.
 
 use std::io::Write;
 
@@ -117,7 +118,8 @@ pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
 }
 
 /// Writes the `--json` object `{leafId, messages, thinkingLevel, model, entryIds, tokens,
-/// estimate[, llmMessages]}` (the bytes `serde_json` prints for it) as the messages are read.
+/// estimate[, llmMessages]}` (compact, numbers as JavaScript prints them) as the messages are
+/// read.
 fn write_json(
     out: &mut impl Write,
     leaf_id: Option<&str>,
@@ -126,17 +128,17 @@ fn write_json(
     llm: bool,
 ) -> Result<(), CommandError> {
     out.write_all(b"{\"leafId\":")?;
-    serde_json::to_writer(&mut *out, &leaf_id)?;
+    pisess_formats::js::to_writer(&mut *out, &leaf_id)?;
     out.write_all(b",\"messages\":[")?;
     let mut first = true;
     let estimate = plan.messages(path, |m| Ok::<(), CommandError>(item(out, &mut first, m)?))?;
     out.write_all(b"]")?;
     if let Some(t) = plan.thinking_level() {
         out.write_all(b",\"thinkingLevel\":")?;
-        serde_json::to_writer(&mut *out, t)?;
+        pisess_formats::js::to_writer(&mut *out, t)?;
     }
     out.write_all(b",\"model\":")?;
-    serde_json::to_writer(&mut *out, plan.model())?;
+    pisess_formats::js::to_writer(&mut *out, plan.model())?;
     out.write_all(b",\"entryIds\":[")?;
     let mut first = true;
     plan.entry_ids(path, |id| {
@@ -145,9 +147,9 @@ fn write_json(
     out.write_all(b"]")?;
     let estimate = estimate.to_json();
     out.write_all(b",\"tokens\":")?;
-    serde_json::to_writer(&mut *out, estimate.get("tokens").unwrap_or(&Value::Null))?;
+    pisess_formats::js::to_writer(&mut *out, estimate.get("tokens").unwrap_or(&Value::Null))?;
     out.write_all(b",\"estimate\":")?;
-    serde_json::to_writer(&mut *out, &estimate)?;
+    pisess_formats::js::to_writer(&mut *out, &estimate)?;
     if llm {
         out.write_all(b",\"llmMessages\":[")?;
         let mut first = true;

@@ -117,7 +117,7 @@ fn write_json(
     budget: f64,
 ) -> Result<(), CommandError> {
     out.write_all(b"{\"oldLeafId\":")?;
-    serde_json::to_writer(&mut *out, from_id)?;
+    pisess_formats::js::to_writer(&mut *out, from_id)?;
     field(out, "targetId", &target_id)?;
     field(out, "commonAncestorId", &branch.common_ancestor_id)?;
     out.write_all(b",\"entryIds\":[")?;

@@ -658,9 +658,9 @@ fn write_json(
         None => Value::Null,
     };
     write!(ui.out(), "{{\"roots\":")?;
-    serde_json::to_writer(ui.out(), &root_ids)?;
+    pisess_formats::js::to_writer(ui.out(), &root_ids)?;
     write!(ui.out(), ",\"leafId\":")?;
-    serde_json::to_writer(ui.out(), &leaf_id)?;
+    pisess_formats::js::to_writer(ui.out(), &leaf_id)?;
     write!(ui.out(), ",\"nodes\":[")?;
     let mut first = true;
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
@@ -679,18 +679,18 @@ fn write_json(
         match row.facts {
             Some(f) => {
                 buf.extend_from_slice(b"{\"id\":");
-                serde_json::to_writer(&mut buf, row.id)?;
+                pisess_formats::js::to_writer(&mut buf, row.id)?;
                 match row.parent_id {
                     ParentId::Id(p) => {
                         buf.extend_from_slice(b",\"parentId\":");
-                        serde_json::to_writer(&mut buf, p)?;
+                        pisess_formats::js::to_writer(&mut buf, p)?;
                     }
                     ParentId::Null => buf.extend_from_slice(b",\"parentId\":null"),
                     ParentId::Missing => {}
                 }
                 buf.extend_from_slice(b",\"type\":");
                 match f.entry_type {
-                    Some(t) => serde_json::to_writer(&mut buf, t)?,
+                    Some(t) => pisess_formats::js::to_writer(&mut buf, t)?,
                     None => buf.extend_from_slice(b"null"),
                 }
                 buf.extend_from_slice(b",\"children\":[");
@@ -698,12 +698,12 @@ fn write_json(
                     if i > 0 {
                         buf.push(b',');
                     }
-                    serde_json::to_writer(&mut buf, id)?;
+                    pisess_formats::js::to_writer(&mut buf, id)?;
                 }
                 buf.push(b']');
                 if let Some(l) = labels.get(row.id) {
                     buf.extend_from_slice(b",\"label\":");
-                    serde_json::to_writer(&mut buf, l)?;
+                    pisess_formats::js::to_writer(&mut buf, l)?;
                 }
                 buf.push(b'}');
             }
@@ -711,7 +711,7 @@ fn write_json(
                 let (key, id) = (row.key, row.id.to_owned());
                 let ids = ids.into_iter().map(Value::String).collect();
                 let o = node_json(session, key, &id, ids, labels)?;
-                serde_json::to_writer(&mut buf, &o)?;
+                pisess_formats::js::to_writer(&mut buf, &o)?;
             }
         }
         listing::drain(ui, &mut buf, false)?;
