@@ -444,7 +444,7 @@ impl Session {
         let at = || format!("{}:{line}", crate::ui::safe(&self.record.path));
         let text =
             text.ok_or_else(|| anyhow!("{}: entry {e} has no JSON text in the store", at()))?;
-        serde_json::from_str(&text)
+        pisess_formats::value::parse_owned(&text)
             .map_err(|err| anyhow!("{}: the entry's JSON cannot be read: {err}", at()).into())
     }
 

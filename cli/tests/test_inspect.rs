@@ -1085,3 +1085,74 @@ fn context_json_messages_are_the_oracles_text() {
         }
     }
 }
+
+/// Lone UTF-16 surrogate escapes (`\ud800` without its pair: pi's `JSON.stringify` writes them
+/// for a string cut inside an emoji, and pi reads them back) do not make entries unreadable:
+/// every command reads them as U+FFFD, and the export still gives back the file's bytes. The
+/// `id` field, read by the typed view at import, is covered too (the note names the line).
+#[test]
+fn lone_surrogate_escapes_are_read_as_replacement_characters() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lone.jsonl");
+    let lines = [
+        r#"{"type":"session","version":3,"id":"019f9880-b680-766d-a276-8eede3150001","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/proj"}"#,
+        r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-11-01T10:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"lone \ud800 surrogate"}],"timestamp":1}}"#,
+        r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-11-01T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"answer \udc00 too"},{"type":"toolCall","id":"tc1","name":"read","arguments":{"path":"src/x\ud800y.rs"}}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":2}}"#,
+        r#"{"type":"message","id":"t1","parentId":"a1","timestamp":"2026-11-01T10:00:03.000Z","message":{"role":"toolResult","toolCallId":"tc1","toolName":"read","content":[{"type":"text","text":"out \ud83d ok \ud83d\ude00"}],"isError":false,"timestamp":3}}"#,
+        r#"{"type":"message","id":"u2\udbff","parentId":"t1","timestamp":"2026-11-01T10:00:04.000Z","message":{"role":"user","content":"after","timestamp":4}}"#,
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let f = file.to_str().unwrap();
+
+    let ctx = json(&env, &["context", f, "--json"], 0);
+    assert_eq!(ctx["leafId"], "u2\u{fffd}");
+    assert_eq!(
+        ctx["messages"][0]["content"][0]["text"],
+        "lone \u{fffd} surrogate"
+    );
+    assert_eq!(
+        ctx["messages"][2]["content"][0]["text"],
+        "out \u{fffd} ok \u{1f600}"
+    );
+    assert_eq!(ctx["messages"].as_array().unwrap().len(), 4);
+    let tree = run(&env, &["tree", f]);
+    assert_eq!(tree.code, 0, "{}", tree.stderr);
+    assert!(!tree.stdout.contains("unreadable"), "{}", tree.stdout);
+    assert!(
+        tree.stdout.contains("answer \u{fffd} too"),
+        "{}",
+        tree.stdout
+    );
+    let stats = json(&env, &["stats", f, "--json"], 0);
+    assert_eq!(stats["entries"], 4, "{stats}");
+    let files = run(&env, &["files", "src/x*", "--session", f]);
+    assert_eq!(files.code, 0, "{}", files.stderr);
+    assert!(
+        files.stdout.contains("src/x\u{fffd}y.rs"),
+        "{}",
+        files.stdout
+    );
+    let grep = run(&env, &["grep", "-F", "surrogate", "--session", f]);
+    assert_eq!(grep.code, 0, "{}", grep.stderr);
+    let show = run(&env, &["show", f, "a1"]);
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    let ls = run(&env, &["--json", "ls"]);
+    assert!(
+        ls.stdout
+            .contains("\"firstMessage\":\"lone \u{fffd} surrogate\""),
+        "{}",
+        ls.stdout
+    );
+    let check = run(&env, &["check", f]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+    assert!(
+        check.stdout.contains(":5: note: 1 lone UTF-16 surrogate"),
+        "{}",
+        check.stdout
+    );
+    let out = dir.path().join("export.jsonl");
+    let export = run(&env, &["export", f, "-o", out.to_str().unwrap()]);
+    assert_eq!(export.code, 0, "{}", export.stderr);
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&file).unwrap());
+}

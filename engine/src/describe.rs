@@ -419,7 +419,16 @@ fn target_arg<'a>(raw: Raw<'a>) -> Option<Cow<'a, str>> {
     let string = |r: &Raw<'a>| -> Option<Cow<'a, str>> {
         let t: &'a str = r.get();
         t.starts_with('"')
-            .then(|| serde_json::from_str::<Str<'a>>(t).ok().map(|s| s.0))
+            .then(|| {
+                serde_json::from_str::<Str<'a>>(t)
+                    .ok()
+                    .map(|s| s.0)
+                    .or_else(|| {
+                        pisess_formats::value::parse_owned::<String>(t)
+                            .ok()
+                            .map(Cow::Owned)
+                    })
+            })
             .flatten()
     };
     let found = TARGET_KEYS
@@ -468,7 +477,7 @@ fn raw_first_line<'a>(t: &RawStr<'a>) -> Option<Cow<'a, str>> {
         };
         let seg = inner.get(start..end)?;
         let line = if seg.contains('\\') {
-            Cow::Owned(serde_json::from_str::<String>(&format!("\"{seg}\"")).ok()?)
+            Cow::Owned(pisess_formats::value::parse_owned::<String>(&format!("\"{seg}\"")).ok()?)
         } else {
             Cow::Borrowed(seg)
         };
@@ -688,7 +697,7 @@ fn canonical_number(t: &str) -> bool {
     if plain_int {
         return t != "-0";
     }
-    match serde_json::from_str::<Value>(t) {
+    match pisess_formats::value::parse_owned::<Value>(t) {
         Ok(v @ Value::Number(_)) => pisess_formats::js::to_string(&v) == t,
         _ => false,
     }

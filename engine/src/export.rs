@@ -130,9 +130,10 @@ impl Snapshot {
             let mut line = if parent == prev {
                 json
             } else {
-                let mut v: serde_json::Value = serde_json::from_str(&json).map_err(|err| {
-                    StoreError::Inconsistent(format!("entry {e} does not parse: {err}"))
-                })?;
+                let mut v: serde_json::Value =
+                    pisess_formats::value::parse_owned(&json).map_err(|err| {
+                        StoreError::Inconsistent(format!("entry {e} does not parse: {err}"))
+                    })?;
                 if let Some(o) = v.as_object_mut() {
                     let p = prev.clone().map_or(serde_json::Value::Null, Into::into);
                     o.insert("parentId".into(), p);

@@ -216,6 +216,13 @@ struct PathArg<'a> {
     path: Option<std::borrow::Cow<'a, str>>,
 }
 
+/// [`PathArg`] for text that must be decoded leniently (lone surrogate escapes).
+#[derive(serde::Deserialize)]
+struct OwnedPathArg {
+    #[serde(default)]
+    path: Option<String>,
+}
+
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Details {
@@ -271,7 +278,7 @@ pub(crate) fn extract(e: &pisess_formats::entry::Entry<'_>) -> EntryOps {
             let Some(d) = e.details.get() else {
                 return out;
             };
-            let Ok(d) = serde_json::from_str::<Details>(d.get()) else {
+            let Ok(d) = pisess_formats::value::parse_owned::<Details>(d.get()) else {
                 return out;
             };
             let tool = if t == EntryType::Compaction {
@@ -310,8 +317,14 @@ fn call_op(
     status: Option<u8>,
 ) -> Option<OpDraft> {
     let args = arguments.get()?;
-    let Ok(PathArg { path: Some(path) }) = serde_json::from_str(args.get()) else {
-        return None;
+    let path: std::borrow::Cow<'_, str> = match serde_json::from_str::<PathArg<'_>>(args.get()) {
+        Ok(PathArg { path: Some(p) }) => p,
+        Ok(PathArg { path: None }) => return None,
+        // A lone surrogate escape in the arguments is read as U+FFFD, as everywhere else.
+        Err(_) => pisess_formats::value::parse_owned::<OwnedPathArg>(args.get())
+            .ok()?
+            .path?
+            .into(),
     };
     if path.is_empty() {
         return None;

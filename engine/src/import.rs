@@ -1118,7 +1118,7 @@ impl<'p> FileState<'p> {
                 path: self.path.to_path_buf(),
                 reason,
             };
-            let value: serde_json::Value = serde_json::from_str(&json)
+            let value: serde_json::Value = pisess_formats::value::parse_owned(&json)
                 .map_err(|e| fail(format!("the first record does not parse ({e})")))?;
             let Some(obj) = value.as_object() else {
                 return Err(fail("the first record is not an object".into()));

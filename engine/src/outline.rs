@@ -258,7 +258,7 @@ impl NodeFacts {
             Field::Value(_) => 2,
         };
         let facts = Facts::from_entry(e, json).or_else(|| {
-            let v: Value = serde_json::from_str(json).ok()?;
+            let v: Value = pisess_formats::value::parse_owned(json).ok()?;
             let str_or_none = |k: &str| match v.get(k) {
                 None | Some(Value::Null) => Some(None),
                 Some(Value::String(s)) => Some(Some(s.as_str())),

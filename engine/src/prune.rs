@@ -317,7 +317,7 @@ impl Snapshot {
         let Some(text) = self.text(e)? else {
             return Ok(None);
         };
-        Ok(serde_json::from_str::<Label>(&text)
+        Ok(pisess_formats::value::parse_owned::<Label>(&text)
             .ok()
             .and_then(|l| l.target_id)
             .and_then(|t| t.as_str().map(str::to_owned)))
@@ -351,7 +351,7 @@ impl Snapshot {
 /// An entry's JSON with `parentId` replaced, re-serialised as pi's `JSON.stringify` would.
 fn reparent(e: EntryKey, text: &str, parent: Option<String>) -> Result<String, PruneError> {
     let mut v: serde_json::Value =
-        serde_json::from_str(text).map_err(|err| PruneError::BadJson(e, err))?;
+        pisess_formats::value::parse_owned(text).map_err(|err| PruneError::BadJson(e, err))?;
     if let Some(o) = v.as_object_mut() {
         let p = parent.map_or(serde_json::Value::Null, Into::into);
         if o.get("parentId") == Some(&p) {

@@ -173,7 +173,7 @@ impl Snapshot {
 
 /// `(targetId, label)` of a label entry's JSON, as import reads it.
 fn label_of(json: &str) -> Option<(String, Option<String>)> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let v: serde_json::Value = pisess_formats::value::parse_owned(json).ok()?;
     let target = v.get("targetId")?.as_str()?.to_owned();
     let label = v
         .get("label")

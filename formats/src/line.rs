@@ -98,7 +98,7 @@ where
         }
     };
     let lossy = matches!(text, Cow::Owned(_));
-    let text: &str = &text;
+    let mut text: &str = &text;
     let bytes_of = |start: usize, end: usize| -> &'a [u8] {
         if lossy {
             line.bytes
@@ -116,6 +116,30 @@ where
             f(Piece {
                 json: text,
                 bytes: bytes_of(0, line.bytes.len()),
+                offset: line.offset + start as u64,
+                line: line.number,
+                glued: false,
+                entry: Ok(entry),
+            });
+            return;
+        }
+    }
+
+    // A lone surrogate escape fails the parse (Rust strings cannot hold one); pi reads it. The
+    // line is read with U+FFFD in its place (same length, so offsets hold) and its bytes are
+    // kept as they are.
+    let cleaned;
+    if let Some((c, count)) = crate::value::lone_surrogates_replaced(text) {
+        cleaned = c;
+        problems.push(at(ProblemKind::LoneSurrogate { count }));
+        text = &cleaned;
+        if text.trim_start().starts_with('{')
+            && let Ok(entry) = Entry::parse(text)
+        {
+            let start = text.len() - text.trim_start().len();
+            f(Piece {
+                json: text,
+                bytes: line.bytes,
                 offset: line.offset + start as u64,
                 line: line.number,
                 glued: false,

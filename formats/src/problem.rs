@@ -45,6 +45,13 @@ pub enum ProblemKind {
         /// Bytes of the line that are valid before the first bad one.
         valid_up_to: usize,
     },
+    /// The line holds lone UTF-16 surrogate escapes (`\ud83d` without its pair: a string cut
+    /// inside an emoji). pi reads them into its strings; Rust strings cannot hold them, so the
+    /// line is read with U+FFFD in their place; exports of the file give back its bytes.
+    LoneSurrogate {
+        /// How many escapes were replaced.
+        count: usize,
+    },
     /// The line is not valid JSON (skipped; pi skips it silently).
     Malformed {
         /// serde_json's description of the error.
@@ -145,7 +152,11 @@ impl ProblemKind {
     /// The severity of this kind of problem.
     pub fn severity(&self) -> Severity {
         match self {
-            Self::Bom | Self::Crlf | Self::BlankLine | Self::MissingFinalNewline => Severity::Note,
+            Self::Bom
+            | Self::Crlf
+            | Self::BlankLine
+            | Self::MissingFinalNewline
+            | Self::LoneSurrogate { .. } => Severity::Note,
             Self::MultipleRoots { .. } => Severity::Note,
             Self::NotASession { .. } | Self::Empty | Self::V4Header => Severity::Error,
             _ => Severity::Warning,
@@ -159,6 +170,7 @@ impl ProblemKind {
             Self::Crlf => "crlf",
             Self::BlankLine => "blank-line",
             Self::InvalidUtf8 { .. } => "invalid-utf8",
+            Self::LoneSurrogate { .. } => "lone-surrogate",
             Self::Malformed { .. } => "malformed",
             Self::PartialLastLine => "partial-last-line",
             Self::MissingFinalNewline => "missing-final-newline",
@@ -194,6 +206,13 @@ impl fmt::Display for ProblemKind {
                     f,
                     "invalid UTF-8 after byte {valid_up_to} of the line (read with U+FFFD in \
                      place of the bad bytes, as pi reads it)"
+                )
+            }
+            Self::LoneSurrogate { count } => {
+                write!(
+                    f,
+                    "{count} lone UTF-16 surrogate escape(s) (half an emoji; read as U+FFFD, \
+                     which pi keeps as the half character)"
                 )
             }
             Self::Malformed { message, column } => {

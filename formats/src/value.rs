@@ -135,8 +135,9 @@ impl<'a> RawStr<'a> {
         if !inner.contains('\\') {
             return Cow::Borrowed(inner);
         }
-        // The text was validated as a JSON string when the line was parsed.
-        Cow::Owned(serde_json::from_str::<String>(raw).unwrap_or_default())
+        // The text was validated as a JSON string when the line was parsed (a lone surrogate
+        // escape passes that check, and is read as U+FFFD here).
+        Cow::Owned(parse_owned::<String>(raw).unwrap_or_default())
     }
 
     /// Length in UTF-16 code units of the decoded string (JavaScript's `length`).
@@ -227,6 +228,74 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Field<T> {
 /// Any JSON value, kept as the exact text of the line.
 pub type Raw<'a> = &'a RawValue;
 
+/// Parses `text` as `serde_json` does, except that lone UTF-16 surrogate escapes (which pi's
+/// `JSON.parse` reads and Rust strings cannot hold) are read as U+FFFD: only when the plain parse
+/// fails is the text searched for them, so the common case costs nothing extra.
+pub fn parse_owned<T: serde::de::DeserializeOwned>(text: &str) -> serde_json::Result<T> {
+    match serde_json::from_str(text) {
+        Ok(v) => Ok(v),
+        Err(e) => match lone_surrogates_replaced(text) {
+            Some((clean, _)) => serde_json::from_str(&clean),
+            None => Err(e),
+        },
+    }
+}
+
+/// `text` with every lone UTF-16 surrogate escape (`\ud83d` not followed by a low surrogate
+/// escape, or a low one `\udc00`–`\udfff` not after a high one) replaced by `\ufffd`, with
+/// how many were replaced, or `None` when it has none.
+///
+/// JavaScript strings may hold lone surrogates (a string cut inside an emoji) and pi's
+/// `JSON.stringify` writes them as such escapes; `JSON.parse` reads them back, but Rust strings
+/// cannot hold them, so `serde_json` refuses the whole line. The replacement has the same length
+/// (six bytes for six), so byte offsets and columns stay those of the line.
+pub fn lone_surrogates_replaced(text: &str) -> Option<(String, usize)> {
+    let b = text.as_bytes();
+    let unit = |at: usize| -> Option<u16> {
+        // `\uXXXX` at `at`: the code unit.
+        if b.get(at) != Some(&b'\\') || b.get(at + 1) != Some(&b'u') {
+            return None;
+        }
+        let hex = std::str::from_utf8(b.get(at + 2..at + 6)?).ok()?;
+        u16::from_str_radix(hex, 16).ok()
+    };
+    let mut lone: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while let Some(k) = memchr::memchr(b'\\', &b[i..]) {
+        let at = i + k;
+        match unit(at) {
+            Some(0xD800..=0xDBFF) => {
+                if matches!(unit(at + 6), Some(0xDC00..=0xDFFF)) {
+                    i = at + 12;
+                } else {
+                    lone.push(at);
+                    i = at + 6;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                lone.push(at);
+                i = at + 6;
+            }
+            Some(_) => i = at + 6,
+            // Any other escape is two characters; skipping the second keeps `\\u…` (an escaped
+            // backslash then `u`) from being read as an escape.
+            None => i = at + 2,
+        }
+        if i >= b.len() {
+            break;
+        }
+    }
+    if lone.is_empty() {
+        return None;
+    }
+    let mut out = text.to_owned();
+    for &at in &lone {
+        // Six ASCII bytes replaced by six ASCII bytes: char boundaries are kept.
+        out.replace_range(at + 2..at + 6, "fffd");
+    }
+    Some((out, lone.len()))
+}
+
 /// Whether a raw JSON value is JavaScript-truthy as a parsed value (pi skips falsy lines).
 pub fn raw_is_truthy(raw: &str) -> bool {
     !matches!(raw.trim(), "null" | "false" | "0" | "\"\"" | "-0") && !is_zero_number(raw.trim())
@@ -256,6 +325,33 @@ pub fn raw_kind(raw: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lone_surrogates_are_replaced_and_pairs_kept() {
+        let r = |t: &str| lone_surrogates_replaced(t).map(|(s, _)| s);
+        assert_eq!(
+            r(r#"{"a":"x\ud83d"}"#).as_deref(),
+            Some(r#"{"a":"x\ufffd"}"#)
+        );
+        assert_eq!(
+            r(r#"{"a":"\udc00y"}"#).as_deref(),
+            Some(r#"{"a":"\ufffdy"}"#)
+        );
+        assert_eq!(
+            r(r#"["\ud83d\ud83d\ude00","\uD800\u0041"]"#).as_deref(),
+            Some(r#"["\ufffd\ud83d\ude00","\ufffd\u0041"]"#)
+        );
+        assert_eq!(lone_surrogates_replaced(r#""\ud800\udbff""#).unwrap().1, 2);
+        // A pair, an escaped backslash before `ud83d`, other escapes: nothing to replace.
+        assert_eq!(r(r#"{"a":"\ud83d\ude00 \\ud83d \n \u00e9"}"#), None);
+        assert_eq!(r(r#"{"a":"\"}"#), None);
+        assert_eq!(r("\\u12"), None);
+        // What comes out parses, and a string with a pair still holds the emoji.
+        let fixed = r(r#"{"a":"cut \ud83d","b":"\ud83d\ude00"}"#).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&fixed).unwrap();
+        assert_eq!(v["a"], "cut \u{fffd}");
+        assert_eq!(v["b"], "\u{1f600}");
+    }
 
     #[test]
     fn str_borrows_without_escapes() {

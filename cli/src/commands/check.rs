@@ -58,10 +58,11 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
                 if let Some(msg) = bad
                     && r.is_object()
                 {
-                    let entry_type = serde_json::from_str::<serde_json::Value>(r.json)
-                        .ok()
-                        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
-                        .unwrap_or_else(|| "?".into());
+                    let entry_type =
+                        pisess_formats::value::parse_owned::<serde_json::Value>(r.json)
+                            .ok()
+                            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+                            .unwrap_or_else(|| "?".into());
                     report.problems.push(Problem {
                         line: r.line,
                         offset: r.offset,

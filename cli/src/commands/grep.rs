@@ -313,7 +313,7 @@ fn search_row(
             if !matcher.may_match(text.as_bytes()) {
                 return None;
             }
-            Some(serde_json::from_str::<Value>(&text))
+            Some(pisess_formats::value::parse_owned::<Value>(&text))
         })?
         .flatten();
     let Some(parsed) = decoded else {

@@ -317,7 +317,7 @@ fn count_session(
         let parsed = snap
             .with_entry(row, |a| {
                 let text = a.json_text()?;
-                let v: Value = serde_json::from_str(&text).ok()?;
+                let v: Value = pisess_formats::value::parse_owned(&text).ok()?;
                 let id = seen.is_some().then(|| identity(&v, &text));
                 Some((v, id))
             })?

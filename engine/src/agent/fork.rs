@@ -224,7 +224,7 @@ pub fn stored_label_map(snap: &Snapshot, s: SessionKey) -> Result<LabelMap, Stor
                     .map(std::borrow::Cow::into_owned)
             })?
             .flatten();
-        if let Some(v) = text.and_then(|t| serde_json::from_str::<Value>(&t).ok()) {
+        if let Some(v) = text.and_then(|t| pisess_formats::value::parse_owned::<Value>(&t).ok()) {
             map.add(&v);
         }
     }
@@ -275,7 +275,7 @@ fn stored_json(snap: &Snapshot, e: EntryKey) -> Result<Value, StoreError> {
         .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))?
         .flatten()
         .ok_or_else(|| StoreError::Inconsistent(format!("entry {e} has no JSON text")))?;
-    serde_json::from_str(&text)
+    pisess_formats::value::parse_owned(&text)
         .map_err(|err| StoreError::Inconsistent(format!("entry {e} does not parse: {err}")))
 }
 

@@ -119,7 +119,7 @@ pub fn parse_session_text(text: &str) -> (Option<Value>, Vec<Value>) {
     let mut values = text
         .split('\n')
         .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|l| pisess_formats::value::parse_owned::<Value>(l).ok())
         .filter(|v| super::js::truthy(Some(v)));
     let Some(header) = values.next() else {
         return (None, Vec::new());

@@ -831,7 +831,7 @@ fn stored_value(snap: &Snapshot, e: crate::ids::EntryKey) -> Result<Value, Write
         .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))?
         .flatten()
         .ok_or_else(|| StoreError::Inconsistent(format!("entry {e} has no JSON text")))?;
-    serde_json::from_str(&text)
+    pisess_formats::value::parse_owned(&text)
         .map_err(|err| StoreError::Inconsistent(format!("entry {e} does not parse: {err}")).into())
 }
 
