@@ -1441,3 +1441,34 @@ fn files_output_to_a_closed_pipe_or_a_full_device() {
     assert!(err.contains("No space left on device"), "{err}");
     assert_eq!(out(&env, &["--json", "files", "**"], 0), all);
 }
+
+/// `ls --json` against pi's own listing (`oracle list`) on `fixtures/listing`: the order
+/// (newest first; a tie on the time broken by file name, descending, as pi reads a folder),
+/// `modified` (message times of 0 or before fall back to the header time), the first-message
+/// preview (the first user message with text: an image-only or empty one is skipped), the name
+/// and the message count.
+#[test]
+fn ls_json_follows_pis_listing_rules() {
+    let env = TestEnv::new();
+    let dir = fixture("listing");
+    let d = dir.to_str().unwrap();
+    let want = crate::common::oracle(&["list", d]);
+    let want = want.as_array().unwrap();
+    assert_eq!(want.len(), 5, "the oracle changed: {want:?}");
+    let r = run(&env, &["import", d]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let got = json_lines(&env, &["--json", "ls"], 0);
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    for (g, w) in got.iter().zip(want) {
+        let ctx = format!("\n got {g}\nwant {w}");
+        assert_eq!(g["file"], w["path"], "order{ctx}");
+        assert_eq!(g["modified"], w["modified"], "{ctx}");
+        assert_eq!(g["firstMessage"], w["firstMessage"], "{ctx}");
+        assert_eq!(g["messages"], w["messageCount"], "{ctx}");
+        assert_eq!(
+            g["name"],
+            w.get("name").cloned().unwrap_or(Value::Null),
+            "{ctx}"
+        );
+    }
+}

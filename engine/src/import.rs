@@ -1334,7 +1334,11 @@ fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>) {
                             }
                         }
                     }
-                    facts.user_text = Some(text);
+                    // pi's listing skips a user message without text (an image alone, empty
+                    // text): the preview is the first one that has some.
+                    if !text.is_empty() {
+                        facts.user_text = Some(text);
+                    }
                 }
             }
         }

@@ -60,7 +60,9 @@
 //! `parents.v1`), one row per branch instead of one per entry. Schema 12 indexes the file
 //! operations of the calls a tool made itself (a `toolResult`'s `nestedCalls`, spec §9):
 //! the tables are as in 11, but a store of 11 lacks those hits, so it is refused (delete it
-//! and import again) rather than answer without them.
+//! and import again) rather than answer without them. Schema 13 takes a session's first-message
+//! preview from the first user message that has text, as pi's listing does (12 took the first
+//! user message, so an image-only first message gave an empty preview); tables as in 12.
 
 use redb::{TableDefinition, TypeName, Value};
 
@@ -68,7 +70,7 @@ use crate::ids::{EntryKey, Link};
 use crate::record::{Rkyv, SessionRecord};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 12;
+pub const SCHEMA_VERSION: u64 = 13;
 
 /// `meta` key of the schema version.
 pub const META_SCHEMA: &str = "schema_version";

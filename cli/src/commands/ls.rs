@@ -1,7 +1,8 @@
 //! `pisess ls [--cwd DIR] [--since DATE]`: the session catalogue, newest first.
 //!
 //! Invariants: reads the store only; the order is by `modified` (pi's listing rule: newest
-//! user/assistant message, else the header time), newest first, ties by id.
+//! user/assistant message after 1970, else the header time), newest first, ties by file name
+//! descending (as pi's folder listing), then by id.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -25,8 +26,15 @@ pub struct LsArgs {
     pub since: Option<String>,
 }
 
+/// pi's rule: the newest user/assistant message time when it is after 1970, else the header's.
 fn modified(r: &SessionRecord) -> Option<i64> {
-    r.modified_ms.or(r.created_ms)
+    r.modified_ms.filter(|&m| m > 0).or(r.created_ms)
+}
+
+/// The file's name, which breaks ties as pi's listing does (it reads a folder's names sorted
+/// descending before its stable sort by time).
+fn file_name(r: &SessionRecord) -> &str {
+    r.path.rsplit('/').next().unwrap_or(&r.path)
 }
 
 /// Runs `pisess ls`.
@@ -58,6 +66,7 @@ pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
     rows.sort_by(|a, b| {
         modified(b)
             .cmp(&modified(a))
+            .then_with(|| file_name(b).cmp(file_name(a)))
             .then_with(|| a.session_id.cmp(&b.session_id))
     });
     let iso = |ms: Option<i64>| ms.map(pisess_engine::export::ms_to_iso);
