@@ -1156,3 +1156,34 @@ fn lone_surrogate_escapes_are_read_as_replacement_characters() {
     assert_eq!(export.code, 0, "{}", export.stderr);
     assert!(std::fs::read(&out).unwrap() == std::fs::read(&file).unwrap());
 }
+
+/// `stats` never comes out silently short: an entry whose JSON cannot be read (nested deeper
+/// than the parser allows; pi reads it) is left out of the counts, named on stderr with its
+/// file and line, and the exit status is 2.
+#[test]
+fn stats_names_the_entries_it_could_not_count() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("deep-args.jsonl");
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let lines = [
+        r#"{"type":"session","version":3,"id":"019f9880-b680-766d-a276-8eede3150002","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/proj"}"#.to_owned(),
+        r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-11-01T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#.to_owned(),
+        format!(
+            r#"{{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-11-01T10:00:02.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"tc1","name":"read","arguments":{{"path":"a.rs","x":{deep}}}}}],"provider":"p","model":"m","stopReason":"toolUse","timestamp":2}}}}"#
+        ),
+        r#"{"type":"message","id":"u2","parentId":"a1","timestamp":"2026-11-01T10:00:03.000Z","message":{"role":"user","content":"after","timestamp":3}}"#.to_owned(),
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let f = file.to_str().unwrap();
+    let r = run(&env, &["stats", f, "--json"]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("deep-args.jsonl: 1 entry not counted")
+            && r.stderr.contains("(line 3;"),
+        "{}",
+        r.stderr
+    );
+    let total: Value = serde_json::from_str(r.stdout.trim_end()).unwrap();
+    assert_eq!(total["messages"], 2, "{total}");
+}

@@ -12,7 +12,9 @@
 //!   before their forks, so the parent owns the shared entries and a fork's row shows only
 //!   what it added (`sharedEntries` says how many were skipped);
 //! - with SESSION, that one session is counted in full (nothing is shared with itself);
-//! - rows are read through the snapshot (`with_entry` + `json_text`), one at a time.
+//! - rows are read through the snapshot (`with_entry` + `json_text`), one at a time;
+//! - an entry whose JSON cannot be read is not counted, is named on stderr (file and line) and
+//!   makes the exit status 2: the counts are then a lower bound, never silently short.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -22,7 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::session_arg::{open_session_read, open_store_read};
-use crate::ui::Ui;
+use crate::ui::{Ui, safe};
 
 /// Count entries, messages, tool calls by tool, tokens and cost (from `usage`).
 ///
@@ -177,8 +179,11 @@ fn round_cost(c: f64) -> f64 {
 pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
     let mut groups: BTreeMap<String, Counts> = BTreeMap::new();
     let mut total = Counts::default();
+    // Entries whose JSON cannot be read (nested deeper than the parser allows), per file.
+    let mut unreadable: Vec<(String, Vec<u64>)> = Vec::new();
     if let Some(arg) = &args.session {
         let s = open_session_read(arg)?;
+        let mut lines = Vec::new();
         count_session(
             &s.snap,
             s.key,
@@ -187,7 +192,11 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
             None,
             &mut groups,
             &mut total,
+            &mut lines,
         )?;
+        if !lines.is_empty() {
+            unreadable.push((s.record.path.clone(), lines));
+        }
     } else {
         let store = open_store_read()?;
         let snap = store.snapshot()?;
@@ -214,7 +223,20 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
             let (key, record) = &sessions[i];
             let seen = in_family.then_some(&mut seen);
             let label = label(record);
-            count_session(&snap, *key, &label, args.by, seen, &mut groups, &mut total)?;
+            let mut lines = Vec::new();
+            count_session(
+                &snap,
+                *key,
+                &label,
+                args.by,
+                seen,
+                &mut groups,
+                &mut total,
+                &mut lines,
+            )?;
+            if !lines.is_empty() {
+                unreadable.push((record.path.clone(), lines));
+            }
         }
     }
     if ui.json {
@@ -230,10 +252,31 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
         let mut head = Map::new();
         head.insert("type".into(), "total".into());
         ui.json_line(&total.to_json(head))?;
-        return Ok(Outcome::Success);
+    } else {
+        write_human(ui, args.by, &groups, &total)?;
     }
-    write_human(ui, args.by, &groups, &total)?;
-    Ok(Outcome::Success)
+    Ok(report_unreadable(&unreadable))
+}
+
+/// Says on stderr which entries were left out of the counts because their JSON cannot be
+/// read, and makes the exit status 2 when there were any (the counts are then incomplete).
+fn report_unreadable(unreadable: &[(String, Vec<u64>)]) -> Outcome {
+    if unreadable.is_empty() {
+        return Outcome::Success;
+    }
+    for (path, lines) in unreadable {
+        let shown: Vec<String> = lines.iter().take(5).map(u64::to_string).collect();
+        let more = if lines.len() > 5 { ", …" } else { "" };
+        eprintln!(
+            "warning: {}: {} entr{} not counted: the JSON cannot be read (line {}{more}; \
+             `pisess show` says why)",
+            safe(path),
+            lines.len(),
+            if lines.len() == 1 { "y" } else { "ies" },
+            shown.join(", ")
+        );
+    }
+    Outcome::PartialFailure
 }
 
 /// The order to count sessions in, and whether each is in a fork family: parents before
@@ -309,6 +352,7 @@ fn count_session(
     mut seen: Option<&mut HashSet<[u8; 32]>>,
     groups: &mut BTreeMap<String, Counts>,
     total: &mut Counts,
+    unreadable: &mut Vec<u64>,
 ) -> Result<(), CommandError> {
     let mut model_in_force = String::from("-");
     let mut local: BTreeMap<String, Counts> = BTreeMap::new();
@@ -316,14 +360,31 @@ fn count_session(
     for row in snap.rows(key)? {
         let parsed = snap
             .with_entry(row, |a| {
-                let text = a.json_text()?;
-                let v: Value = pisess_formats::value::parse_owned(&text).ok()?;
-                let id = seen.is_some().then(|| identity(&v, &text));
-                Some((v, id))
+                let entry = matches!(a.kind, pisess_engine::record::ArchivedRowKind::Entry);
+                let line = u64::from(a.line);
+                let Some(text) = a.json_text() else {
+                    return if entry { Err(line) } else { Ok(None) };
+                };
+                match pisess_formats::value::parse_owned::<Value>(&text) {
+                    Ok(v) => {
+                        let id = seen.is_some().then(|| identity(&v, &text));
+                        Ok(Some((v, id)))
+                    }
+                    // Junk kept for the export is not JSON by nature; an entry is.
+                    Err(_) if entry => Err(line),
+                    Err(_) => Ok(None),
+                }
             })?
-            .flatten();
+            .unwrap_or(Ok(None));
         let was_first = std::mem::replace(&mut first, false);
-        let Some((v, id)) = parsed else { continue };
+        let (v, id) = match parsed {
+            Ok(Some(p)) => p,
+            Ok(None) => continue,
+            Err(line) => {
+                unreadable.push(line);
+                continue;
+            }
+        };
         if !v.is_object() || (was_first && v.get("type").and_then(Value::as_str) == Some("session"))
         {
             continue;
