@@ -1441,3 +1441,42 @@ fn files_output_to_a_closed_pipe_or_a_full_device() {
     assert!(err.contains("No space left on device"), "{err}");
     assert_eq!(out(&env, &["--json", "files", "**"], 0), all);
 }
+
+/// `files` normalises an absolute query (`..`, `./`, `//`) as it does a relative one and as the
+/// index normalises the paths it resolves: each form finds the same hits as the plain path.
+/// An empty query (the start of every path) is refused, exit 2.
+#[test]
+fn files_normalises_absolute_queries_and_refuses_an_empty_one() {
+    let env = TestEnv::new();
+    let r = run(&env, &["import", fixture("sessions").to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let plain = "/home/dev/projects/acme-api/src/main.rs";
+    let want = out(&env, &["files", "-c", plain], 0);
+    assert!(!want.is_empty());
+    for q in [
+        "/home/dev/projects/acme-api/src/../src/main.rs",
+        "/home/dev/projects/./acme-api/src/main.rs",
+        "//home/dev//projects/acme-api/src/main.rs",
+        "/home/dev/projects/acme-api/src/main.rs/",
+        "/../home/dev/projects/acme-api/src/main.rs",
+    ] {
+        assert_eq!(out(&env, &["files", "-c", q], 0), want, "{q}");
+    }
+    // A folder too.
+    assert_eq!(
+        out(
+            &env,
+            &["files", "-c", "/home/dev/projects/acme-api/src/../src"],
+            0
+        ),
+        out(&env, &["files", "-c", "/home/dev/projects/acme-api/src"], 0),
+    );
+    let r = run(&env, &["files", ""]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("error: the path to look for is empty"),
+        "{}",
+        r.stderr
+    );
+}
