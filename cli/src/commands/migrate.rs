@@ -575,7 +575,7 @@ fn write_one(r: FileReport, job: &Job, target: &Path, meta: &fs::Metadata, opts:
         if let Err(e) = fs::create_dir_all(dir) {
             return fail(r, format!("cannot create {}: {e}", dir.display()));
         }
-        if same_file(&job.src, &target) {
+        if output::same_file(&job.src, &target) {
             return fail(r, "the output is the source; use --in-place".into());
         }
         // A link under DIR is followed (its target replaced, the link kept); anything but a
@@ -695,12 +695,4 @@ fn commit(p: Pending, opts: &Opts) -> FileReport {
         r.verified = Some(true);
     }
     r
-}
-
-/// Whether `a` and `b` are the same file on disk.
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (fs::canonicalize(a), fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
 }
