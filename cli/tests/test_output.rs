@@ -233,9 +233,10 @@ fn output_to_a_directory_or_a_link_to_one_is_refused_naming_it() {
     }
 }
 
-/// `migrate --out DIR` writes each file by the same rule: a link under DIR is followed (its
-/// target gets the migrated file, the link stays); a FIFO there is left alone, reported as
-/// failed, without blocking on it.
+/// `migrate --out DIR` writes each file by the same rule: a link under DIR is followed (a
+/// missing target gets the migrated file, the link stays; a target that holds other bytes is
+/// never replaced, see `test_migrate::out_never_replaces_a_file_that_differs`); a FIFO there is
+/// left alone, reported as failed, without blocking on it.
 #[test]
 fn migrate_out_follows_links_and_leaves_fifos_alone() {
     let env = TestEnv::new();
@@ -267,6 +268,15 @@ fn migrate_out_follows_links_and_leaves_fifos_alone() {
     fs::write(&target, b"old bytes\n").unwrap();
     let link = out_dir.join("s.jsonl");
     symlink("../elsewhere/kept.jsonl", &link).unwrap();
+    let (code, out, err) = run(&env, &migrate(&out_dir));
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        err.contains("exists and differs from the migration"),
+        "{err}"
+    );
+    assert_eq!(fs::read(&target).unwrap(), b"old bytes\n");
+    // Gone: the link's target is created; the link stays a link.
+    fs::remove_file(&target).unwrap();
     let (code, out, err) = run(&env, &migrate(&out_dir));
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
