@@ -169,5 +169,8 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
         }
     }
     listing::drain(ui, &mut buf, true)?;
+    if shown == 0 {
+        crate::commands::log::warn_unknown_type(args);
+    }
     Ok(Outcome::Success)
 }

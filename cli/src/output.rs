@@ -16,6 +16,9 @@
 //!   the shell's `>` or `>>` expects), and never replaced;
 //! - a directory (or a link to one): an error naming it, before anything is written.
 //!
+//! A command that reads a session refuses an output that is that session's file (through a
+//! link, `./`, `..` or a hard link: [`refuse_the_source`]); nothing is written then.
+//!
 //! Errors name the path as the user gave it and exit 2 (see [`crate::command_error`]).
 
 use std::fs::{self, File};
@@ -127,6 +130,30 @@ fn no_file_name(path: &Path) -> CommandError {
         anyhow!("{} names no file", path.display()),
         "give a file name",
     )
+}
+
+/// Whether `a` and `b` name the same file: the same device and inode once symlinks are
+/// followed, so `./x`, `dir/../x`, a symlink to it and a hard link of it all count. A path that
+/// does not exist (or cannot be read) is not the same file as anything.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// Refuses to write `output` when it is the session file `source` itself ([`same_file`]): a
+/// command that reads a session never overwrites it by way of `-o`. `hint` says what to do
+/// instead.
+pub fn refuse_the_source(output: &Path, source: &Path, hint: &str) -> Result<(), CommandError> {
+    if same_file(output, source) {
+        return Err(CommandError::with_hint(
+            anyhow!("{} is the session file itself", output.display()),
+            hint.to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 /// An output being written: see the module's invariants. Write with [`Output::write_with`],
@@ -317,6 +344,26 @@ mod tests {
                 assert!(matches!(got, Target::Stream(_)), "{p}: {got:?}");
             }
         }
+    }
+
+    #[test]
+    fn the_same_file_by_any_name_is_the_same_file() {
+        let d = dir();
+        let f = d.path().join("f");
+        fs::write(&f, b"x").unwrap();
+        fs::create_dir(d.path().join("sub")).unwrap();
+        symlink(&f, d.path().join("link")).unwrap();
+        fs::hard_link(&f, d.path().join("hard")).unwrap();
+        for name in ["link", "hard", "sub/../f", "./f"] {
+            assert!(same_file(&d.path().join(name), &f), "{name}");
+            assert!(
+                refuse_the_source(&d.path().join(name), &f, "h").is_err(),
+                "{name}"
+            );
+        }
+        fs::write(d.path().join("g"), b"x").unwrap();
+        assert!(!same_file(&d.path().join("g"), &f));
+        assert!(!same_file(&d.path().join("missing"), &f));
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! `label:NAME`, each optionally followed by `~N` (the N-th ancestor).
 //!
 //! Invariants: nothing here recurses over the tree; every lookup that can match several things
-//! fails with the candidates listed instead of picking one.
+//! fails with the candidates listed instead of picking one — also a whole session id that
+//! several files hold (copies of one session), unless all but one of them are gone.
 
 use std::path::Path;
 
@@ -243,16 +244,51 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
                 ));
             }
             Lookup::Ambiguous(keys) => {
-                let mut names = Vec::new();
+                let mut records = Vec::new();
                 for k in keys {
                     if let Some(r) = snap.session(k)? {
-                        names.push(format!("{} ({})", r.session_id, r.path));
+                        records.push((k, r));
                     }
                 }
-                return Err(CommandError::with_hint(
-                    anyhow!("session prefix {arg:?} is ambiguous"),
-                    format!("it matches: {}", names.join(", ")),
-                ));
+                let whole = records.iter().all(|(_, r)| r.session_id == arg);
+                let one_id = records
+                    .windows(2)
+                    .all(|w| w[0].1.session_id == w[1].1.session_id);
+                // One session id held by one live file and by files since gone (a session
+                // file moved or renamed) names the live one; two live files are two sessions.
+                let live: Vec<SessionKey> = records
+                    .iter()
+                    .filter(|(_, r)| !r.gone)
+                    .map(|(k, _)| *k)
+                    .collect();
+                if let ([k], true) = (live.as_slice(), one_id) {
+                    return Ok(*k);
+                }
+                let names: Vec<String> = records
+                    .iter()
+                    .map(|(_, r)| {
+                        let gone = if r.gone { ", gone" } else { "" };
+                        if whole {
+                            format!("{}{gone}", crate::ui::safe(&r.path))
+                        } else {
+                            format!("{} ({}{gone})", r.session_id, crate::ui::safe(&r.path))
+                        }
+                    })
+                    .collect();
+                return Err(if whole {
+                    CommandError::with_hint(
+                        anyhow!(
+                            "session id {arg:?} is ambiguous: {} files have it",
+                            names.len()
+                        ),
+                        format!("give the session file instead: {}", names.join(", ")),
+                    )
+                } else {
+                    CommandError::with_hint(
+                        anyhow!("session prefix {arg:?} is ambiguous"),
+                        format!("it matches: {}", names.join(", ")),
+                    )
+                });
             }
         }
     };

@@ -1179,11 +1179,71 @@ fn stats_names_the_entries_it_could_not_count() {
     let r = run(&env, &["stats", f, "--json"]);
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
     assert!(
-        r.stderr.contains("deep-args.jsonl: 1 entry not counted")
-            && r.stderr.contains("(line 3;"),
+        r.stderr.contains("deep-args.jsonl: 1 entry not counted") && r.stderr.contains("(line 3;"),
         "{}",
         r.stderr
     );
     let total: Value = serde_json::from_str(r.stdout.trim_end()).unwrap();
     assert_eq!(total["messages"], 2, "{total}");
+}
+
+/// A whole session id that two files hold (a copy of a session, which pi may since have
+/// appended to) names neither: like an ambiguous prefix, the error lists both files, and no
+/// command picks one. Once one of them is gone (moved away, imported again), the id names the
+/// one left.
+#[test]
+fn a_session_id_held_by_two_files_is_ambiguous() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    std::fs::copy(session("01-tiny"), &a).unwrap();
+    let mut text = std::fs::read_to_string(&a).unwrap();
+    text.push_str(
+        "{\"type\":\"message\",\"id\":\"bbbb0001\",\"parentId\":\"e65ac404\",\
+         \"timestamp\":\"2026-07-25T09:05:00.000Z\",\"message\":{\"role\":\"user\",\
+         \"content\":[{\"type\":\"text\",\"text\":\"only in copy b\"}],\"timestamp\":1}}\n",
+    );
+    std::fs::write(&b, text).unwrap();
+    let id = "019f9880-b680-766d-a276-8eede31507a6";
+    let r = run(&env, &["import", dir.path().to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for args in [
+        vec!["log", id],
+        vec!["show", id, "@leaf"],
+        vec!["export", id],
+        vec!["log", "019f9880"],
+    ] {
+        let r = run(&env, &args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stdout);
+        assert!(r.stdout.is_empty(), "{args:?}: {}", r.stdout);
+        assert!(r.stderr.contains("is ambiguous"), "{args:?}: {}", r.stderr);
+        for f in [&a, &b] {
+            assert!(
+                r.stderr.contains(f.to_str().unwrap()),
+                "{args:?}: {}",
+                r.stderr
+            );
+        }
+    }
+    let r = run(&env, &["log", id]);
+    assert!(
+        r.stderr.contains(&format!(
+            "session id \"{id}\" is ambiguous: 2 files have it"
+        )),
+        "{}",
+        r.stderr
+    );
+    // Each file still names its own session.
+    let leaf =
+        |f: &Path| json(&env, &["show", f.to_str().unwrap(), "@leaf", "--json"], 0)["id"].clone();
+    assert_eq!(leaf(&b), "bbbb0001");
+    assert_ne!(leaf(&a), "bbbb0001");
+    // b moves away: the id names a.
+    std::fs::remove_file(&b).unwrap();
+    let r = run(&env, &["import", dir.path().to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        json(&env, &["show", id, "@leaf", "--json"], 0)["id"],
+        leaf(&a)
+    );
 }

@@ -704,3 +704,120 @@ fn in_place_follows_a_symlink_and_keeps_the_link() {
         .collect();
     assert_eq!(beside_link, vec![std::ffi::OsString::from("a.jsonl")]);
 }
+
+/// `--out` never replaces a file in DIR whose bytes differ from the migration: a migrated copy
+/// pi has appended to since, an unrelated file of that name, or a link there to another file
+/// are left alone and reported as failed (exit 2, after the other files); a file with the very
+/// same bytes is left as it is (not rewritten: same inode), so re-running stays idempotent.
+#[test]
+fn out_never_replaces_a_file_that_differs() {
+    use std::os::unix::fs::{MetadataExt, symlink};
+    let env = TestEnv::new();
+    let src = tempfile::tempdir().unwrap();
+    let s = src.path();
+    for name in ["appended", "unrelated", "linked", "same", "new"] {
+        put(
+            &corpus().join("16-v1-60.jsonl"),
+            &s.join(format!("{name}.jsonl")),
+        );
+    }
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().join("mirror");
+    let o_arg = o.to_str().unwrap();
+    let s_arg = s.to_str().unwrap();
+    let (_, first, code) = run_json(&env, &[s_arg, "--out", o_arg]);
+    assert_eq!(code, 0, "{first}");
+    let migrated = lib_migrate(&s.join("same.jsonl"));
+    // pi appends to one migrated copy; another name holds someone else's file; a third is a
+    // link to a file outside DIR; the fourth stays as written; the fifth is gone.
+    let mut appended = fs::read(o.join("appended.jsonl")).unwrap();
+    appended.extend_from_slice(b"{\"type\":\"session_info\",\"id\":\"feedbeef\",\"parentId\":null,\"timestamp\":\"2026-12-01T00:00:00.000Z\",\"name\":\"work done since\"}\n");
+    fs::write(o.join("appended.jsonl"), &appended).unwrap();
+    fs::write(o.join("unrelated.jsonl"), b"not yours\n").unwrap();
+    let elsewhere = out.path().join("elsewhere.jsonl");
+    fs::write(&elsewhere, b"kept\n").unwrap();
+    fs::remove_file(o.join("linked.jsonl")).unwrap();
+    symlink(&elsewhere, o.join("linked.jsonl")).unwrap();
+    fs::remove_file(o.join("new.jsonl")).unwrap();
+    let inode = fs::metadata(o.join("same.jsonl")).unwrap().ino();
+
+    let (files, summary, code) = run_json(&env, &[s_arg, "--out", o_arg, "--jobs", "2"]);
+    assert_eq!(code, 2, "{summary}");
+    assert_eq!(summary["failed"], 3, "{summary}");
+    assert_eq!(summary["migrated"], 2, "{summary}");
+    let by_name = |n: &str| {
+        files
+            .iter()
+            .find(|f| {
+                f["file"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("/{n}.jsonl"))
+            })
+            .unwrap()
+            .clone()
+    };
+    for (name, target) in [
+        ("appended", o.join("appended.jsonl")),
+        ("unrelated", o.join("unrelated.jsonl")),
+        ("linked", elsewhere.clone()),
+    ] {
+        let f = by_name(name);
+        assert_eq!(f["status"], "failed", "{f}");
+        assert_eq!(
+            f["reason"],
+            format!(
+                "{} exists and differs from the migration; left alone (remove it to write it \
+                 again)",
+                target.display()
+            ),
+            "{f}"
+        );
+        assert!(f["output"].is_null(), "{f}");
+    }
+    assert!(fs::read(o.join("appended.jsonl")).unwrap() == appended);
+    assert_eq!(fs::read(o.join("unrelated.jsonl")).unwrap(), b"not yours\n");
+    assert_eq!(fs::read(&elsewhere).unwrap(), b"kept\n");
+    assert!(
+        fs::symlink_metadata(o.join("linked.jsonl"))
+            .unwrap()
+            .is_symlink()
+    );
+    let same = by_name("same");
+    assert_eq!(same["status"], "migrated", "{same}");
+    assert_eq!(
+        same["reason"],
+        "already there, the same bytes; not rewritten"
+    );
+    assert_eq!(fs::metadata(o.join("same.jsonl")).unwrap().ino(), inode);
+    assert!(fs::read(o.join("same.jsonl")).unwrap() == migrated);
+    assert_eq!(by_name("new")["status"], "migrated");
+    assert!(by_name("new")["reason"].is_null());
+    assert!(fs::read(o.join("new.jsonl")).unwrap() == migrated);
+    // No temp file is left, and the sources are as they were.
+    let names: Vec<_> = fs::read_dir(&o)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with(".pisess-tmp-"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+    for name in ["appended", "same"] {
+        let p = s.join(format!("{name}.jsonl"));
+        assert!(fs::read(&p).unwrap() == fs::read(corpus().join("16-v1-60.jsonl")).unwrap());
+    }
+    // The human report names the file and the reason on stderr.
+    let r = env
+        .pisess()
+        .args(["migrate", s_arg, "--out", o_arg])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8(r.stderr).unwrap();
+    assert!(
+        err.contains(&format!(
+            "{}/appended.jsonl exists and differs from the migration; left alone",
+            o.display()
+        )),
+        "{err}"
+    );
+}

@@ -233,9 +233,10 @@ fn output_to_a_directory_or_a_link_to_one_is_refused_naming_it() {
     }
 }
 
-/// `migrate --out DIR` writes each file by the same rule: a link under DIR is followed (its
-/// target gets the migrated file, the link stays); a FIFO there is left alone, reported as
-/// failed, without blocking on it.
+/// `migrate --out DIR` writes each file by the same rule: a link under DIR is followed (a
+/// missing target gets the migrated file, the link stays; a target that holds other bytes is
+/// never replaced, see `test_migrate::out_never_replaces_a_file_that_differs`); a FIFO there is
+/// left alone, reported as failed, without blocking on it.
 #[test]
 fn migrate_out_follows_links_and_leaves_fifos_alone() {
     let env = TestEnv::new();
@@ -268,6 +269,15 @@ fn migrate_out_follows_links_and_leaves_fifos_alone() {
     let link = out_dir.join("s.jsonl");
     symlink("../elsewhere/kept.jsonl", &link).unwrap();
     let (code, out, err) = run(&env, &migrate(&out_dir));
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        err.contains("exists and differs from the migration"),
+        "{err}"
+    );
+    assert_eq!(fs::read(&target).unwrap(), b"old bytes\n");
+    // Gone: the link's target is created; the link stays a link.
+    fs::remove_file(&target).unwrap();
+    let (code, out, err) = run(&env, &migrate(&out_dir));
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
         fs::symlink_metadata(&link)
@@ -287,4 +297,71 @@ fn migrate_out_follows_links_and_leaves_fifos_alone() {
     assert!(out.contains("FIFO") || err.contains("FIFO"), "{out}\n{err}");
     assert!(fs::symlink_metadata(&link).unwrap().file_type().is_fifo());
     assert_eq!(listing(&out_dir), ["s.jsonl"]);
+}
+
+/// `export -o` onto the session's own file, by any name (the path itself, `./`, `dir/..`, a
+/// symlink, a hard link), is refused as `prune -o` refuses it: exit 2, the file untouched,
+/// nothing else written. A v1 source (migrated on import) is its file too.
+#[test]
+fn export_onto_the_session_file_itself_is_refused() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("e");
+    fs::create_dir_all(dir.join("sub")).unwrap();
+    let s = dir.join("s.jsonl");
+    fs::copy(fixture("sessions/04-many-branches.jsonl"), &s).unwrap();
+    let v1 = dir.join("v1.jsonl");
+    fs::copy(fixture("sessions/07-v1.jsonl"), &v1).unwrap();
+    symlink("s.jsonl", dir.join("link.jsonl")).unwrap();
+    fs::hard_link(&s, dir.join("hard.jsonl")).unwrap();
+    let bytes = |p: &Path| fs::read(p).unwrap();
+    let (s_bytes, v1_bytes) = (bytes(&s), bytes(&v1));
+    let arg = |p: &Path| p.as_os_str().to_os_string();
+    let targets: Vec<(PathBuf, OsString)> = vec![
+        (s.clone(), arg(&s)),
+        (s.clone(), arg(&dir.join("./s.jsonl"))),
+        (s.clone(), arg(&dir.join("sub/../s.jsonl"))),
+        (s.clone(), arg(&dir.join("link.jsonl"))),
+        (s.clone(), arg(&dir.join("hard.jsonl"))),
+        (v1.clone(), arg(&v1)),
+    ];
+    for (session, out) in &targets {
+        for format in ["jsonl", "html", "md"] {
+            let args: Vec<OsString> = vec![
+                "export".into(),
+                arg(session),
+                "--format".into(),
+                format.into(),
+                "-o".into(),
+                out.clone(),
+            ];
+            let (code, stdout, err) = run(&env, &args);
+            assert_eq!(code, 2, "{args:?}\n{stdout}\n{err}");
+            assert!(
+                err.contains(&format!(
+                    "error: {} is the session file itself",
+                    Path::new(out).display()
+                )),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    assert!(bytes(&s) == s_bytes, "the session was overwritten");
+    assert!(bytes(&v1) == v1_bytes, "the v1 session was overwritten");
+    assert!(
+        fs::symlink_metadata(dir.join("link.jsonl"))
+            .unwrap()
+            .is_symlink()
+    );
+    assert_eq!(
+        listing(&dir),
+        ["hard.jsonl", "link.jsonl", "s.jsonl", "sub", "v1.jsonl"]
+    );
+    // Another file is written as before.
+    let other = dir.join("sub/copy.jsonl");
+    let (code, _, err) = run(
+        &env,
+        &[arg(Path::new("export")), arg(&s), "-o".into(), arg(&other)],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(bytes(&other) == s_bytes);
 }

@@ -1472,3 +1472,135 @@ fn ls_json_follows_pis_listing_rules() {
         );
     }
 }
+
+/// `files` normalises an absolute query (`..`, `./`, `//`) as it does a relative one and as the
+/// index normalises the paths it resolves: each form finds the same hits as the plain path.
+/// An empty query (the start of every path) is refused, exit 2.
+#[test]
+fn files_normalises_absolute_queries_and_refuses_an_empty_one() {
+    let env = TestEnv::new();
+    let r = run(&env, &["import", fixture("sessions").to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let plain = "/home/dev/projects/acme-api/src/main.rs";
+    let want = out(&env, &["files", "-c", plain], 0);
+    assert!(!want.is_empty());
+    for q in [
+        "/home/dev/projects/acme-api/src/../src/main.rs",
+        "/home/dev/projects/./acme-api/src/main.rs",
+        "//home/dev//projects/acme-api/src/main.rs",
+        "/home/dev/projects/acme-api/src/main.rs/",
+        "/../home/dev/projects/acme-api/src/main.rs",
+    ] {
+        assert_eq!(out(&env, &["files", "-c", q], 0), want, "{q}");
+    }
+    // A folder too.
+    assert_eq!(
+        out(
+            &env,
+            &["files", "-c", "/home/dev/projects/acme-api/src/../src"],
+            0
+        ),
+        out(&env, &["files", "-c", "/home/dev/projects/acme-api/src"], 0),
+    );
+    let r = run(&env, &["files", ""]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("error: the path to look for is empty"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// `grep --role` and `log --type` take pi's entry types and message roles; pi tolerates others
+/// (an extension's own), so they are still matched as written, but one that is none of pi's
+/// and matches nothing is no longer passed over in silence: a warning lists pi's values (and
+/// the one it probably meant). pi's own values that match nothing say nothing.
+#[test]
+fn unknown_roles_and_types_that_match_nothing_get_a_warning() {
+    let env = TestEnv::new();
+    let f = session("02-small-branches");
+    let f = f.to_str().unwrap();
+    let r = run(
+        &env,
+        &["grep", "cargo", "--session", f, "--role", "nonsense"],
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("warning: no entry matched --role \"nonsense\", which is none of pi's")
+            && r.stderr.contains("toolResult")
+            && r.stderr.contains("branch_summary"),
+        "{}",
+        r.stderr
+    );
+    let r = run(
+        &env,
+        &["grep", "cargo", "--session", f, "--role", "tool_result"],
+    );
+    assert!(
+        r.stderr.contains("did you mean toolResult?"),
+        "{}",
+        r.stderr
+    );
+    for all in [false, true] {
+        let mut args = vec!["log", f, "--type", "nonsense"];
+        if all {
+            args.push("--all");
+        }
+        let r = run(&env, &args);
+        assert_eq!(r.code, 0, "{args:?}");
+        // (`--all` still draws the graph's joins: only the entries are filtered.)
+        assert!(
+            !r.stdout.contains(|c: char| c.is_ascii_alphanumeric()),
+            "{args:?}: {}",
+            r.stdout
+        );
+        assert!(
+            r.stderr
+                .contains("warning: no entry matched --type \"nonsense\""),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    // pi's values: no warning, matched or not.
+    for args in [
+        vec!["log", f, "--type", "compaction"],
+        vec!["log", f, "--type", "user"],
+        vec![
+            "grep",
+            "cargo",
+            "--session",
+            f,
+            "--role",
+            "compactionSummary",
+        ],
+        vec!["grep", "cargo", "--session", f, "--role", "user"],
+    ] {
+        let r = run(&env, &args);
+        assert!(r.code < 2, "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("warning"), "{args:?}: {}", r.stderr);
+    }
+    // A custom role present in a session is matched as written, without a warning.
+    let dir = tempfile::tempdir().unwrap();
+    let custom = dir.path().join("custom.jsonl");
+    let mut text = std::fs::read_to_string(session("01-tiny")).unwrap();
+    text.push_str(
+        "{\"type\":\"message\",\"id\":\"cccc0001\",\"parentId\":\"e65ac404\",\
+         \"timestamp\":\"2026-07-25T09:05:00.000Z\",\"message\":{\"role\":\"myNote\",\
+         \"content\":\"remember the cargo cache\",\"timestamp\":1}}\n",
+    );
+    std::fs::write(&custom, text).unwrap();
+    let c = custom.to_str().unwrap();
+    let r = run(&env, &["log", c, "--type", "myNote", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.lines().count(), 1, "{}", r.stdout);
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    let r = run(
+        &env,
+        &["grep", "cargo cache", "--session", c, "--role", "myNote"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("cccc0001"), "{}", r.stdout);
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+}

@@ -147,22 +147,33 @@ impl Snapshot {
             .map(|v| SessionKey(v.value().0)))
     }
 
-    /// A session by id or unique id prefix.
+    /// A session by id or unique id prefix. A whole id wins over the longer ids it is a prefix
+    /// of, but several sessions with that very id (copies of one file, two files with the same
+    /// header id) are [`Lookup::Ambiguous`], all of them listed, never one picked.
     pub fn find_session(&self, id_or_prefix: &str) -> Result<Lookup<SessionKey>, StoreError> {
         let mut found = Vec::new();
+        let mut exact = Vec::new();
         for row in self.session_ids.range((id_or_prefix, 0)..)? {
             let (k, _) = row?;
             let (id, s) = k.value();
             if !id.starts_with(id_or_prefix) {
                 break;
             }
+            // Rows with the whole id sort before every longer id.
             if id == id_or_prefix {
-                return Ok(Lookup::Found(SessionKey(s)));
+                exact.push(SessionKey(s));
+                continue;
+            }
+            if !exact.is_empty() {
+                break;
             }
             found.push(SessionKey(s));
             if found.len() > 8 {
                 break;
             }
+        }
+        if !exact.is_empty() {
+            return Ok(lookup(exact));
         }
         Ok(lookup(found))
     }

@@ -48,6 +48,21 @@ pub enum EntryType {
 }
 
 impl EntryType {
+    /// The `type` strings pi writes (spec §3); others are read as [`Self::Unknown`].
+    pub const NAMES: &[&str] = &[
+        "message",
+        "thinking_level_change",
+        "model_change",
+        "usage",
+        "compaction",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "context_edit",
+        "label",
+        "session_info",
+    ];
+
     /// The type named by a `type` string.
     pub fn from_name(name: &str) -> Self {
         match name {
@@ -93,6 +108,20 @@ pub enum Role {
 }
 
 impl Role {
+    /// The `role` strings of pi's messages (spec §4); others (pi tolerates them) are read as
+    /// [`Self::Unknown`].
+    pub const NAMES: &[&str] = &[
+        "system",
+        "user",
+        "assistant",
+        "toolResult",
+        "bashExecution",
+        "custom",
+        "hookMessage",
+        "branchSummary",
+        "compactionSummary",
+    ];
+
     /// The role named by a `role` string.
     pub fn from_name(name: &str) -> Self {
         match name {
@@ -862,6 +891,16 @@ impl<'o> ObjWriter<'o> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_names_are_the_known_types_and_roles() {
+        for n in EntryType::NAMES {
+            assert_ne!(EntryType::from_name(n), EntryType::Unknown, "{n}");
+        }
+        for n in Role::NAMES {
+            assert_ne!(Role::from_name(n), Role::Unknown, "{n}");
+        }
+    }
 
     #[test]
     fn message_entry_round_trips() {

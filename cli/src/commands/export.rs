@@ -5,11 +5,12 @@
 //! `md` and `html` show the path root → ENTRY (default: the leaf), streamed entry by entry, and
 //! `html` escapes every text of the session (see `render::html`); `-o` writes by
 //! [`crate::output`]'s rule: a file (or a symlink's target) is replaced atomically, so a reader
-//! never sees a half-written file; a device or FIFO is written into; a directory is refused.
+//! never sees a half-written file; a device or FIFO is written into; a directory is refused,
+//! and so is the session's own file (by any name: [`output::refuse_the_source`]).
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 
@@ -60,7 +61,14 @@ pub fn cmd_export(ui: &mut Ui, args: &ExportArgs) -> CommandResult {
             w.finish()?;
         }
         None => write(&sess, args, ui.out())?,
-        Some(path) => output::write_to(path, |out| write(&sess, args, out))?,
+        Some(path) => {
+            output::refuse_the_source(
+                path,
+                Path::new(&sess.record.path),
+                "give another FILE (`pisess export` writes a copy; the session stays as it is)",
+            )?;
+            output::write_to(path, |out| write(&sess, args, out))?;
+        }
     }
     Ok(Outcome::Success)
 }

@@ -2,9 +2,12 @@
 //!
 //! A query with glob characters is a glob; otherwise it matches the path exactly and every
 //! path under it (as a folder), both as written and resolved against the current folder.
-//! Exit 1 when nothing is found. With `-l` (`-c`), each session with a hit is listed once, by
-//! its file (and its number of hits), in the order of its first hit, as `grep -l` (`-c`) lists
-//! them: the same hits, filters and exit status, only rendered as session keys and counted.
+//! An absolute query is normalised as a relative one is (`..`, `.`, `//`), as the index
+//! normalises the paths it resolves ([`pisess_engine::files::normalize`]); an empty one is
+//! refused. Exit 1 when nothing is found. With `-l` (`-c`), each session with a hit is listed
+//! once, by its file (and its number of hits), in the order of its first hit, as `grep -l`
+//! (`-c`) lists them: the same hits, filters and exit status, only rendered as session keys and
+//! counted.
 
 use std::io::Write;
 
@@ -12,7 +15,7 @@ use pisess_engine::files::{FileHitRef, FileQuery, RenderHit};
 use pisess_engine::{FileFilter, FileOp, SessionKey};
 use pisess_formats::js;
 
-use crate::command_error::{CommandResult, Outcome};
+use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::session_arg::{open_session_read, open_store_read};
 use crate::ui::{Ui, safe};
 
@@ -57,6 +60,14 @@ pub struct FilesArgs {
 
 /// Runs `pisess files`.
 pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
+    if args.path.is_empty() {
+        // An empty folder name would be the start of every path: refuse it rather than list
+        // every hit in the store.
+        return Err(CommandError::with_hint(
+            anyhow::anyhow!("the path to look for is empty"),
+            "give a path, a folder or a glob; `pisess files '**'` lists every file touched",
+        ));
+    }
     let ops = match args.op {
         None => vec![],
         Some(OpArg::Read) => vec![FileOp::Read],
@@ -95,11 +106,17 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
         queries.push(FileQuery::Glob(q));
     } else {
         queries.push(FileQuery::Under(q));
-        if !q.starts_with('/')
-            && let Ok(cwd) = std::env::current_dir()
-        {
-            abs = pisess_engine::files::normalize(&cwd.to_string_lossy(), q);
-            queries.push(FileQuery::Under(&abs));
+        // Resolved and normalised as the index resolves the paths it records: a relative
+        // query against the current folder, an absolute one as it is (`a/../b`, `./`, `//`).
+        let cwd = match std::env::current_dir() {
+            Ok(cwd) if !q.starts_with('/') => Some(cwd.to_string_lossy().into_owned()),
+            _ => None,
+        };
+        if q.starts_with('/') || cwd.is_some() {
+            abs = pisess_engine::files::normalize(cwd.as_deref().unwrap_or(""), q);
+            if abs != q {
+                queries.push(FileQuery::Under(&abs));
+            }
         }
     }
     let scan = snap.file_scan(&queries, &filter)?;

@@ -57,6 +57,8 @@ pub struct GrepArgs {
     pub session: Option<String>,
     /// Only entries of this kind: a message role (`user`, `assistant`, `toolResult`,
     /// `bashExecution`, …) or an entry type (`compaction`, `branch_summary`, `custom_message`).
+    /// Other values (an extension's own) are matched as written; one that is none of pi's and
+    /// matches nothing gets a warning listing pi's.
     #[arg(long, value_name = "R")]
     pub role: Option<String>,
     /// Treat PATTERN as a literal text, not a regex.
@@ -268,6 +270,14 @@ pub fn cmd_grep(ui: &mut Ui, args: &GrepArgs) -> CommandResult {
             "rowsScanned": counts.rows_scanned,
             "rowsDecoded": counts.rows_decoded,
         }))?;
+    }
+    if counts.matches == 0
+        && let Some(w) = args
+            .role
+            .as_deref()
+            .and_then(|r| super::util::unknown_kind_warning("--role", r))
+    {
+        eprintln!("warning: {w}");
     }
     Ok(if counts.matches == 0 {
         Outcome::Negative

@@ -48,7 +48,8 @@ pub struct LogArgs {
     #[arg(long, conflicts_with = "at")]
     pub all: bool,
     /// Only entries of this kind: an entry type (`message`, `compaction`, …) or a message role
-    /// (`user`, `assistant`, `toolResult`, …).
+    /// (`user`, `assistant`, `toolResult`, …). Other values (an extension's own) are matched as
+    /// written; one that is none of pi's and matches nothing gets a warning listing pi's.
     #[arg(long = "type", value_name = "T")]
     pub kind: Option<String>,
 }
@@ -203,8 +204,23 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
                 }
             }
         }
+        if shown == 0 {
+            warn_unknown_type(args);
+        }
         Ok(Outcome::Success)
     })
+}
+
+/// Warns on stderr when `--type` is none of pi's values (see
+/// [`super::util::unknown_kind_warning`]); called when it matched nothing.
+pub(crate) fn warn_unknown_type(args: &LogArgs) {
+    if let Some(w) = args
+        .kind
+        .as_deref()
+        .and_then(|t| super::util::unknown_kind_warning("--type", t))
+    {
+        eprintln!("warning: {w}");
+    }
 }
 
 /// Keys of a path that lie in one outline block, in the order `log` prints them.

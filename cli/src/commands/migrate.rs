@@ -4,8 +4,9 @@
 //! Invariants: a source is never opened for writing; every file written goes through a temp
 //! file in the target's folder, fsync, rename and a folder fsync ([`atomic`]), so after a crash
 //! or a kill each file is either fully migrated or byte-identical to what it was; a file that
-//! was not fully parsed (skipped lines, glued records) is not written without `--force`; every
-//! file is tried before the exit status is decided.
+//! was not fully parsed (skipped lines, glued records) is not written without `--force`; with
+//! `--out` an existing file is never replaced (same bytes: left as it is; other bytes: left
+//! alone and reported as failed); every file is tried before the exit status is decided.
 //!
 //! A file's durable steps (fsync of the temp file, backup, rename, folder fsync: [`commit`])
 //! run on one committer thread while the `--jobs` workers migrate the next files, so no worker
@@ -44,8 +45,11 @@ Modes: --dry-run (the default) reads everything and writes nothing; --in-place r
 file, keeping the original as FILE.v1.bak (see --backup-suffix, --no-backup; a symlink is \
 followed: the file it names is replaced and backed up beside it, the link kept); --out DIR writes \
 the migrated files under DIR with the same relative paths and never touches the sources (only \
-files that need migrating are written there; a symlink there is followed and its target \
-replaced, a device or FIFO left alone).
+files that need migrating are written there; a symlink there is followed, a device or FIFO left \
+alone). --out never replaces a file: one already in DIR with the same bytes is left as it is \
+(so a second run writes nothing), and one that differs (a migrated copy pi has appended to \
+since, or another file of that name) is left alone and reported as failed; remove it to write \
+it again.
 
 Safety: every write is atomic (temp file in the same folder, fsync, rename, fsync of the folder) \
 and keeps the file's mode and modification time, so an interrupted run leaves each file either \
@@ -575,11 +579,12 @@ fn write_one(r: FileReport, job: &Job, target: &Path, meta: &fs::Metadata, opts:
         if let Err(e) = fs::create_dir_all(dir) {
             return fail(r, format!("cannot create {}: {e}", dir.display()));
         }
-        if same_file(&job.src, &target) {
+        if output::same_file(&job.src, &target) {
             return fail(r, "the output is the source; use --in-place".into());
         }
-        // A link under DIR is followed (its target replaced, the link kept); anything but a
-        // file there is left alone: a migrated session is a file, and `--verify` reads it back.
+        // A link under DIR is followed (its target written unless it holds other bytes: see
+        // `commit`; the link kept); anything but a file there is left alone: a migrated session
+        // is a file, and `--verify` reads it back.
         target = match output::resolve(&target) {
             Ok(Target::Replace(p)) => p,
             Ok(Target::Stream(_)) => {
@@ -676,7 +681,26 @@ fn commit(p: Pending, opts: &Opts) -> FileReport {
         r.verified = Some(false);
         return fail(r, format!("verification failed, nothing written: {e}"));
     }
-    if let Err(e) = tmp.persist(&target) {
+    if let Mode::Out(_) = opts.mode {
+        // `--out` writes copies: one already at the target may hold work done since (pi
+        // appends to a migrated copy) or be another file of that name, so it is never
+        // replaced; one with the very same bytes is the migration, already there.
+        match tmp.persist_new(&target) {
+            Ok(atomic::Placed::Written) => {}
+            Ok(atomic::Placed::AlreadyThere) => {
+                r.reason = Some("already there, the same bytes; not rewritten".into());
+            }
+            Ok(atomic::Placed::Differs) => {
+                let why = format!(
+                    "{} exists and differs from the migration; left alone (remove it to write \
+                     it again)",
+                    target.display()
+                );
+                return fail(r, why);
+            }
+            Err(e) => return fail(r, format!("cannot put {} in place: {e}", target.display())),
+        }
+    } else if let Err(e) = tmp.persist(&target) {
         return fail(r, format!("cannot rename into place: {e}"));
     }
     r.output = Some(target.to_string_lossy().into_owned());
@@ -695,12 +719,4 @@ fn commit(p: Pending, opts: &Opts) -> FileReport {
         r.verified = Some(true);
     }
     r
-}
-
-/// Whether `a` and `b` are the same file on disk.
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (fs::canonicalize(a), fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
 }

@@ -24,7 +24,7 @@ use serde_json::json;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::migrate::atomic;
-use crate::output::Output;
+use crate::output::{self, Output};
 use crate::session_arg::{
     self as sa, Session, open_session, open_session_read, open_store, open_store_read,
 };
@@ -136,13 +136,8 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         (None, true) => Some(source.clone()),
         (None, false) => None,
     };
-    if let Some(o) = &args.output
-        && same_file(o, &source)
-    {
-        return Err(CommandError::with_hint(
-            anyhow!("{} is the session file itself", o.display()),
-            "use --in-place to replace it (with a backup)",
-        ));
+    if let Some(o) = &args.output {
+        output::refuse_the_source(o, &source, "use --in-place to replace it (with a backup)")?;
     }
     let mut backup = None;
     let bytes_after = if dry {
@@ -260,13 +255,6 @@ fn write_output(
     }
     out.commit()?;
     Ok((n, backup))
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
 }
 
 struct Report<'a> {

@@ -148,6 +148,38 @@ pub fn warn_saved_tails(file: &str, saved: &[std::path::PathBuf]) {
     }
 }
 
+/// What to say when a `--type` / `--role` filter (`log`, `grep`) matched nothing and is none of
+/// pi's entry types or message roles: most likely a typo. pi tolerates unknown roles and types
+/// (an extension's custom messages), so such a value is still matched as written, never
+/// refused; the warning names pi's values, and the one the value probably meant.
+pub fn unknown_kind_warning(flag: &str, value: &str) -> Option<String> {
+    use pisess_formats::entry::{EntryType, Role};
+    if EntryType::NAMES.contains(&value) || Role::NAMES.contains(&value) {
+        return None;
+    }
+    let fold = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !matches!(c, '_' | '-'))
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let near = EntryType::NAMES
+        .iter()
+        .chain(Role::NAMES)
+        .find(|n| fold(n) == fold(value));
+    let mut w = format!(
+        "no entry matched {flag} {:?}, which is none of pi's entry types ({}) or message roles \
+         ({}); other values are matched as written (an extension's own)",
+        crate::ui::safe(value),
+        EntryType::NAMES.join(", "),
+        Role::NAMES.join(", "),
+    );
+    if let Some(n) = near {
+        w.push_str(&format!("; did you mean {n}?"));
+    }
+    Some(w)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,8 @@
 //! atomic within a folder); temp files are named [`TEMP_PREFIX`]`…` and do not end in `.jsonl`,
 //! so neither pi nor pisess ever reads one as a session; a temp file is removed when the write
 //! fails (the [`TempFile`] guard), and one left behind by a killed run is removed by the next
-//! writing run ([`clean_stale`]).
+//! writing run ([`clean_stale`]); [`TempFile::persist_new`] never replaces a target whose
+//! bytes differ (it links rather than renames, so a file appearing meanwhile is not lost).
 
 use std::ffi::OsString;
 use std::fs::{self, File, Metadata};
@@ -75,6 +76,41 @@ impl TempFile {
         f.sync_all()
     }
 
+    /// Puts the file at `target` only if nothing is there, or what is there holds the same
+    /// bytes, and flushes the folder; a different file at `target` is never replaced (see
+    /// [`Placed`]). Race-free where the file system has hard links: the file is linked to
+    /// `target`, which fails rather than replaces; elsewhere (no hard links) `target` is checked
+    /// just before a rename, which a file created in that instant would lose to. As with
+    /// [`Self::persist`], the bytes are flushed first ([`Self::finish`]).
+    pub fn persist_new(mut self, target: &Path) -> io::Result<Placed> {
+        drop(self.file.take());
+        match fs::hard_link(&self.path, target) {
+            Ok(()) => {
+                sync_dir(target)?;
+                // `self` is dropped: the temp name goes, the target keeps the bytes.
+                Ok(Placed::Written)
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => self.compare(target),
+            // No hard links here (some FUSE or FAT file systems): check, then rename.
+            Err(_) => match fs::symlink_metadata(target) {
+                Ok(_) => self.compare(target),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    self.persist(target).map(|()| Placed::Written)
+                }
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// What is at `target` compared with the temp file (which is then removed).
+    fn compare(self, target: &Path) -> io::Result<Placed> {
+        Ok(if same_bytes(&self.path, target)? {
+            Placed::AlreadyThere
+        } else {
+            Placed::Differs
+        })
+    }
+
     /// Renames the file over `target` and flushes the folder.
     pub fn persist(mut self, target: &Path) -> io::Result<()> {
         drop(self.file.take());
@@ -92,6 +128,17 @@ impl Drop for TempFile {
             let _ = fs::remove_file(&self.path);
         }
     }
+}
+
+/// What [`TempFile::persist_new`] found at the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placed {
+    /// Nothing was there: the file is now.
+    Written,
+    /// A file with the same bytes was there: left as it is.
+    AlreadyThere,
+    /// A file with other bytes (or something else) was there: left as it is, nothing written.
+    Differs,
 }
 
 /// Flushes the folder holding `path` (so a rename or link in it is durable).
@@ -246,5 +293,23 @@ mod tests {
             .unwrap();
         assert_eq!(clean_stale(&dir), 1);
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn persist_new_never_replaces_other_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (d, t) = (dir.path(), dir.path().join("t.jsonl"));
+        let make = |bytes: &[u8]| {
+            let tmp = TempFile::create(d, "t.jsonl".as_ref()).unwrap();
+            std::io::Write::write_all(&mut tmp.file().unwrap(), bytes).unwrap();
+            tmp
+        };
+        assert_eq!(make(b"new").persist_new(&t).unwrap(), Placed::Written);
+        assert_eq!(make(b"new").persist_new(&t).unwrap(), Placed::AlreadyThere);
+        fs::write(&t, b"newer, appended").unwrap();
+        assert_eq!(make(b"new").persist_new(&t).unwrap(), Placed::Differs);
+        assert_eq!(fs::read(&t).unwrap(), b"newer, appended");
+        // Only the target is left: no temp file.
+        assert_eq!(fs::read_dir(d).unwrap().count(), 1);
     }
 }
