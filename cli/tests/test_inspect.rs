@@ -1157,9 +1157,9 @@ fn lone_surrogate_escapes_are_read_as_replacement_characters() {
     assert!(std::fs::read(&out).unwrap() == std::fs::read(&file).unwrap());
 }
 
-/// `stats` never comes out silently short: an entry whose JSON cannot be read (nested deeper
-/// than the parser allows; pi reads it) is left out of the counts, named on stderr with its
-/// file and line, and the exit status is 2.
+/// `stats` and `grep` never come out silently short: an entry whose JSON cannot be read
+/// (nested deeper than the parser allows; pi reads it) is left out of the counts or the search,
+/// named on stderr with its file and line, and the exit status is 2.
 #[test]
 fn stats_names_the_entries_it_could_not_count() {
     let env = TestEnv::new();
@@ -1185,6 +1185,20 @@ fn stats_names_the_entries_it_could_not_count() {
     );
     let total: Value = serde_json::from_str(r.stdout.trim_end()).unwrap();
     assert_eq!(total["messages"], 2, "{total}");
+    // `grep` likewise, when the entry's text may hold the pattern: the answer may be incomplete
+    // (exit 2, as ripgrep does when a file cannot be read).
+    let r = run(&env, &["grep", "-F", "a.rs", "--session", f]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("deep-args.jsonl: 1 entry not searched") && r.stderr.contains("(line 3;"),
+        "{}",
+        r.stderr
+    );
+    // A pattern the entry's text cannot hold does not need it: the usual answer, no warning.
+    let r = run(&env, &["grep", "-F", "after", "--session", f]);
+    assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{}", r.stdout);
+    let r = run(&env, &["grep", "-F", "zzz-not-there", "--session", f]);
+    assert_eq!((r.code, r.stderr.as_str()), (1, ""));
 }
 
 /// A whole session id that two files hold (a copy of a session, which pi may since have

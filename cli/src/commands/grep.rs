@@ -227,6 +227,8 @@ struct Counts {
     sessions: u64,
     rows_scanned: u64,
     rows_decoded: u64,
+    /// Entries that may match but could not be read (reported on stderr; exit status 2).
+    unreadable: u64,
 }
 
 /// Runs `pisess grep`.
@@ -279,7 +281,10 @@ pub fn cmd_grep(ui: &mut Ui, args: &GrepArgs) -> CommandResult {
     {
         eprintln!("warning: {w}");
     }
-    Ok(if counts.matches == 0 {
+    Ok(if counts.unreadable > 0 {
+        // As ripgrep does when a file cannot be read: the answer may be incomplete.
+        Outcome::PartialFailure
+    } else if counts.matches == 0 {
         Outcome::Negative
     } else {
         Outcome::Success
@@ -306,6 +311,8 @@ enum RowResult {
     Skipped,
     /// Decoded, but nothing matched (or it is not of the wanted kind).
     NoMatch,
+    /// An entry that may match but whose JSON cannot be read (its line).
+    Unreadable(u64),
     /// The entry and its matching lines.
     Hits(Value, Vec<LineHit>),
 }
@@ -323,15 +330,23 @@ fn search_row(
             if !matcher.may_match(text.as_bytes()) {
                 return None;
             }
-            Some(pisess_formats::value::parse_owned::<Value>(&text))
+            let entry = matches!(a.kind, pisess_engine::record::ArchivedRowKind::Entry);
+            Some((
+                pisess_formats::value::parse_owned::<Value>(&text),
+                entry,
+                u64::from(a.line),
+            ))
         })?
         .flatten();
-    let Some(parsed) = decoded else {
+    let Some((parsed, entry, line)) = decoded else {
         return Ok(RowResult::Skipped);
     };
-    // A row that is not valid JSON (junk kept for byte-exact export) has nothing to search.
-    let Ok(v) = parsed else {
-        return Ok(RowResult::NoMatch);
+    let v = match parsed {
+        Ok(v) => v,
+        // An entry pi reads but serde_json cannot (nested too deep) is reported, not skipped.
+        Err(_) if entry => return Ok(RowResult::Unreadable(line)),
+        // A row that is not valid JSON (junk kept for byte-exact export) has nothing to search.
+        Err(_) => return Ok(RowResult::NoMatch),
     };
     if let Some(r) = role
         && sa::kind(&v) != r
@@ -381,8 +396,10 @@ fn search_session(
     if limit == Some(0) {
         return Ok(());
     }
-    // This session's matching lines and entries so far.
+    // This session's matching lines and entries so far, and the lines of entries that could
+    // not be read.
     let (mut found, mut entries) = (0u64, 0u64);
+    let mut unreadable: Vec<u64> = Vec::new();
     let rows = snap.rows(key)?;
     'blocks: for block in rows.chunks(BLOCK) {
         let results: Vec<Result<RowResult, pisess_engine::StoreError>> = block
@@ -403,6 +420,10 @@ fn search_session(
                 RowResult::Skipped => continue,
                 RowResult::NoMatch => {
                     counts.rows_decoded += 1;
+                    continue;
+                }
+                RowResult::Unreadable(line) => {
+                    unreadable.push(line);
                     continue;
                 }
                 RowResult::Hits(v, hits) => (v, hits),
@@ -445,6 +466,11 @@ fn search_session(
                 }
             }
         }
+    }
+    if !unreadable.is_empty() {
+        ui.out().flush()?;
+        super::util::warn_unreadable(&record.path, &unreadable, "not searched");
+        counts.unreadable += unreadable.len() as u64;
     }
     if found == 0 {
         return Ok(());

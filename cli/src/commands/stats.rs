@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::session_arg::{open_session_read, open_store_read};
-use crate::ui::{Ui, safe};
+use crate::ui::Ui;
 
 /// Count entries, messages, tool calls by tool, tokens and cost (from `usage`).
 ///
@@ -265,16 +265,7 @@ fn report_unreadable(unreadable: &[(String, Vec<u64>)]) -> Outcome {
         return Outcome::Success;
     }
     for (path, lines) in unreadable {
-        let shown: Vec<String> = lines.iter().take(5).map(u64::to_string).collect();
-        let more = if lines.len() > 5 { ", …" } else { "" };
-        eprintln!(
-            "warning: {}: {} entr{} not counted: the JSON cannot be read (line {}{more}; \
-             `pisess show` says why)",
-            safe(path),
-            lines.len(),
-            if lines.len() == 1 { "y" } else { "ies" },
-            shown.join(", ")
-        );
+        super::util::warn_unreadable(path, lines, "not counted");
     }
     Outcome::PartialFailure
 }
