@@ -292,6 +292,60 @@ fn log_all_on_a_deep_chain() {
     stops_quietly_on_a_closed_pipe(&env, &["log", f, "--all"]);
 }
 
+/// A fan (a root with 2,000 children, each a tip) opens a lane per sibling: past 25 lanes (a
+/// quarter of 100 columns) the outermost fold into `[+N]`, so no line grows with the lanes and
+/// the output grows with the siblings, not their square (one lane per sibling drawn made 2,000
+/// siblings 12 MB, 100,000 siblings 20 GB).
+#[test]
+fn log_all_on_a_fan_folds_its_lanes() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("fan.jsonl");
+    let n = 2_000usize;
+    let mut body = String::from(
+        r#"{"type":"session","version":3,"id":"fan-0000","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+    );
+    body.push('\n');
+    for i in 0..=n {
+        let parent = if i == 0 { "null" } else { "\"00000000\"" };
+        body.push_str(&format!(
+            r#"{{"type":"message","id":"{i:08x}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"m{i}","timestamp":0}}}}"#
+        ));
+        body.push('\n');
+    }
+    std::fs::write(&p, body).unwrap();
+    let f = p.to_str().unwrap();
+    let text = out(&env, &["log", f, "--all"], 0);
+    let lines: Vec<&str> = text.lines().collect();
+    // The siblings, newest first, the join, the root.
+    assert_eq!(lines.len(), n + 2);
+    // A line's fixed columns (id, time, type, tokens) take ~50 characters however narrow the
+    // room left for its text, so a line may pass the width by a little, but not by its lanes.
+    for l in &lines {
+        assert!(
+            l.chars().count() <= 120,
+            "{} characters: {l}",
+            l.chars().count()
+        );
+    }
+    assert!(text.len() < 200 * (n + 2), "{} bytes", text.len());
+    assert!(lines[0].starts_with(&format!("@ {n:08x}")));
+    assert!(lines[25].starts_with(&format!("{}○ {:08x}", "│ ".repeat(25), n - 25)));
+    // The sibling in lane 26 and the last one (lane n - 1) show their 25 innermost lanes.
+    let lanes = "│ ".repeat(25);
+    assert!(lines[26].starts_with(&format!("[+1] {lanes}○ {:08x}", n - 26)));
+    assert!(lines[n - 1].starts_with(&format!("[+{}] {lanes}○ 00000001", n - 26)));
+    // All n lanes join the root: 25 drawn, the rest counted.
+    assert_eq!(
+        lines[n],
+        format!("├─{}[+{}]─╯", "┴─".repeat(25), n - 2 - 25)
+    );
+    assert!(lines[n + 1].starts_with("● 00000000"));
+    // --json keeps each entry's true lane.
+    let json = json_lines(&env, &["--json", "log", f, "--all"], 0);
+    assert_eq!(json[n - 1]["column"], n - 1);
+}
+
 // ---- diff --context ---------------------------------------------------------------------------
 
 #[test]
