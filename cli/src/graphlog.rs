@@ -11,6 +11,13 @@
 //! printed just before it, one after the other), so the lanes are a stack: an entry joins the
 //! tail lanes that wait for it (drawn `├─╯`), or opens a new lane when none does (a branch tip).
 //!
+//! Folding: at most `shown_levels(width)` lanes (as `tree` nests: a quarter of the width, 8 to
+//! 100) are drawn left of an entry; the outermost others fold into `[+N] ` at the start of the
+//! line, and a join of more lanes than that draws the first ones and `[+M]` for the rest. So a
+//! fan (N siblings, each a tip, all joining at their parent) prints lines of bounded width,
+//! output linear in N, where one lane per sibling made it quadratic. `--json`'s `column` is
+//! the lane itself, unfolded.
+//!
 //! Invariants: no recursion (the walk uses an explicit stack, so a 1,000,000-deep chain is one
 //! lane and one loop); the tree comes from the store in a few range reads
 //! ([`pisess_engine::Snapshot::session_tree`]) and each line from the node's outline row
@@ -23,6 +30,7 @@ use serde_json::Value;
 
 use crate::command_error::{CommandResult, Outcome};
 use crate::commands::log::{LogArgs, boundary, entry_json, line_text};
+use crate::commands::tree::shown_levels;
 use crate::listing;
 use crate::session_arg::{self as sa, Session};
 use crate::ui::{Ui, safe};
@@ -40,6 +48,7 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
     };
     let labels = session.label_map()?;
     let width = sa::width();
+    let max_lanes = shown_levels(width);
     let mut reader = tree.reader(snap, ui.json || listing::needs_cold(width));
 
     // Pre-order, active child last; printed reversed.
@@ -77,14 +86,18 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
             Some(_) => None,
             None => Some(session.value(row.key)?),
         };
+        let (lanes_before, lanes_width) = lanes_prefix(col, max_lanes);
         if !ui.json && k >= 2 {
-            buf.extend_from_slice("│ ".repeat(col).as_bytes());
+            buf.extend_from_slice(lanes_before.as_bytes());
             buf.extend_from_slice("├─".as_bytes());
-            buf.extend_from_slice("┴─".repeat(k - 2).as_bytes());
+            let joined = k - 2;
+            buf.extend_from_slice("┴─".repeat(joined.min(max_lanes)).as_bytes());
+            if joined > max_lanes {
+                buf.extend_from_slice(format!("[+{}]─", joined - max_lanes).as_bytes());
+            }
             buf.extend_from_slice("╯\n".as_bytes());
         }
         let is_leaf = Some(n) == leaf_i;
-        let lanes_before = "│ ".repeat(col);
         let mut done = false;
         if let Some(f) = row.facts {
             let wanted = args
@@ -116,7 +129,7 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
                     &row,
                     &f,
                     &labels,
-                    width.saturating_sub(2 * col + 2),
+                    width.saturating_sub(lanes_width + 2),
                     Some((&lanes_before, through, &glyph)),
                 );
             }
@@ -157,7 +170,7 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
                     } else {
                         "○".to_owned()
                     };
-                    let text = line_text(ui, &v, &labels, width.saturating_sub(2 * col + 2));
+                    let text = line_text(ui, &v, &labels, width.saturating_sub(lanes_width + 2));
                     writeln!(ui.out(), "{lanes_before}{glyph} {text}")?;
                 }
             }
@@ -173,4 +186,15 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
         crate::commands::log::warn_unknown_type(args);
     }
     Ok(Outcome::Success)
+}
+
+/// The lanes left of column `col` as drawn, and their width in characters: `│ ` per lane, or,
+/// with more than `shown` lanes, `[+N] ` for the N outermost and `│ ` for the `shown` others.
+fn lanes_prefix(col: usize, shown: usize) -> (String, usize) {
+    if col <= shown {
+        return ("│ ".repeat(col), 2 * col);
+    }
+    let text = format!("[+{}] {}", col - shown, "│ ".repeat(shown));
+    let chars = text.chars().count();
+    (text, chars)
 }

@@ -292,6 +292,60 @@ fn log_all_on_a_deep_chain() {
     stops_quietly_on_a_closed_pipe(&env, &["log", f, "--all"]);
 }
 
+/// A fan (a root with 2,000 children, each a tip) opens a lane per sibling: past 25 lanes (a
+/// quarter of 100 columns) the outermost fold into `[+N]`, so no line grows with the lanes and
+/// the output grows with the siblings, not their square (one lane per sibling drawn made 2,000
+/// siblings 12 MB, 100,000 siblings 20 GB).
+#[test]
+fn log_all_on_a_fan_folds_its_lanes() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("fan.jsonl");
+    let n = 2_000usize;
+    let mut body = String::from(
+        r#"{"type":"session","version":3,"id":"fan-0000","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+    );
+    body.push('\n');
+    for i in 0..=n {
+        let parent = if i == 0 { "null" } else { "\"00000000\"" };
+        body.push_str(&format!(
+            r#"{{"type":"message","id":"{i:08x}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"m{i}","timestamp":0}}}}"#
+        ));
+        body.push('\n');
+    }
+    std::fs::write(&p, body).unwrap();
+    let f = p.to_str().unwrap();
+    let text = out(&env, &["log", f, "--all"], 0);
+    let lines: Vec<&str> = text.lines().collect();
+    // The siblings, newest first, the join, the root.
+    assert_eq!(lines.len(), n + 2);
+    // A line's fixed columns (id, time, type, tokens) take ~50 characters however narrow the
+    // room left for its text, so a line may pass the width by a little, but not by its lanes.
+    for l in &lines {
+        assert!(
+            l.chars().count() <= 120,
+            "{} characters: {l}",
+            l.chars().count()
+        );
+    }
+    assert!(text.len() < 200 * (n + 2), "{} bytes", text.len());
+    assert!(lines[0].starts_with(&format!("@ {n:08x}")));
+    assert!(lines[25].starts_with(&format!("{}○ {:08x}", "│ ".repeat(25), n - 25)));
+    // The sibling in lane 26 and the last one (lane n - 1) show their 25 innermost lanes.
+    let lanes = "│ ".repeat(25);
+    assert!(lines[26].starts_with(&format!("[+1] {lanes}○ {:08x}", n - 26)));
+    assert!(lines[n - 1].starts_with(&format!("[+{}] {lanes}○ 00000001", n - 26)));
+    // All n lanes join the root: 25 drawn, the rest counted.
+    assert_eq!(
+        lines[n],
+        format!("├─{}[+{}]─╯", "┴─".repeat(25), n - 2 - 25)
+    );
+    assert!(lines[n + 1].starts_with("● 00000000"));
+    // --json keeps each entry's true lane.
+    let json = json_lines(&env, &["--json", "log", f, "--all"], 0);
+    assert_eq!(json[n - 1]["column"], n - 1);
+}
+
 // ---- diff --context ---------------------------------------------------------------------------
 
 #[test]
@@ -410,6 +464,86 @@ fn diff_context_human_snapshot() {
     insta::assert_snapshot!("diff_context_03", text);
     // The same entry: no difference, exit 0.
     out(&env, &["diff", f.to_str().unwrap(), a, a, "--context"], 0);
+}
+
+/// `diff --context` reads both contexts one entry at a time, as `context` does: on a
+/// 200,000-entry chain (imported first), the contexts at `@leaf~100000` and `@leaf` (300,000
+/// entries of path) compare inside a 256 MiB address space (30 MB of memory; holding both
+/// paths and their messages as JSON values took 600 MB and aborted there), in both forms,
+/// with the right counts.
+#[test]
+fn diff_context_of_a_long_chain_runs_in_bounded_memory() {
+    use std::io::Write as _;
+    let env = TestEnv::new();
+    let file = env.home.path().join("deep.jsonl");
+    let (n, back) = (200_000usize, 100_000usize);
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+    writeln!(
+        w,
+        r#"{{"type":"session","version":3,"id":"deep","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}}"#
+    )
+    .unwrap();
+    for i in 0..n {
+        let parent = if i == 0 {
+            "null".to_owned()
+        } else {
+            format!("\"{:08x}\"", i - 1)
+        };
+        writeln!(
+            w,
+            r#"{{"type":"message","id":"{i:08x}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"message {i}","timestamp":1}}}}"#
+        )
+        .unwrap();
+    }
+    w.into_inner().unwrap().sync_all().unwrap();
+    let f = file.to_str().unwrap();
+    out(&env, &["import", f], 0);
+    let a = format!("@leaf~{back}");
+    for json in [false, true] {
+        let mut args = vec!["diff", f, &a, "@leaf", "--context"];
+        if json {
+            args.insert(0, "--json");
+        }
+        let r = std::process::Command::new("prlimit")
+            .arg("--as=268435456")
+            .arg("--")
+            .arg(assert_cmd::cargo::cargo_bin("pisess"))
+            .args(&args)
+            .env_clear()
+            .env("HOME", env.home.path())
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
+            .env("PISESS_STORE", env.home.path().join("store.redb"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&r.stdout);
+        assert_eq!(
+            r.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let common = n - back;
+        if json {
+            let v: Value = serde_json::from_str(stdout.trim_end()).unwrap();
+            assert_eq!(v["commonMessages"], common);
+            assert_eq!(v["onlyA"].as_array().unwrap().len(), 0);
+            let only_b = v["onlyB"].as_array().unwrap();
+            assert_eq!(only_b.len(), back);
+            assert_eq!(only_b[0]["entryId"], format!("{common:08x}"));
+            assert_eq!(
+                only_b[back - 1]["message"]["content"],
+                format!("message {}", n - 1)
+            );
+        } else {
+            let lines: Vec<&str> = stdout.lines().collect();
+            assert_eq!(lines.len(), 3 + back);
+            assert!(lines[0].ends_with(&format!(": {common} message(s) in common")));
+            assert!(lines[1].contains(&format!(": 0 more message(s), {common} in all")));
+            assert!(lines[2].contains(&format!(": {back} more message(s), {n} in all")));
+            assert!(lines[3].starts_with(&format!("> {common:08x} user")));
+        }
+    }
 }
 
 // ---- diff SESSION_A SESSION_B (fork and parent) -------------------------------------------------

@@ -3,22 +3,26 @@
 //!
 //! Invariants:
 //! - entry sides come from the store's LCA (O(log depth)); nothing recurses;
-//! - `--context` compares pi's projected contexts (the agent layer's `project`) message by
-//!   message as JSON values: the common prefix, then each side's remaining messages;
+//! - `--context` compares pi's projected contexts (the agent layer's streaming `lean` plan, equal
+//!   to `project`) message by message as JSON values: the common prefix, then each side's
+//!   remaining messages; both sides are read one entry at a time, so memory is bounded by the
+//!   paths' keys (as for `context`), not by their messages;
 //! - two sessions are compared along their active paths (root → leaf): an entry is common when
 //!   both paths hold, at the same depth, a row with the same JSON text (blake3 of the text, so
 //!   same id, same timestamp, same content: pi's fork copies entries byte for byte). The
 //!   divergence point is the last common entry.
 
+use std::collections::VecDeque;
 use std::io::Write;
 
-use pisess_engine::agent::project::project;
-use pisess_engine::agent::tokens::{estimate_projected_context_tokens, estimate_tokens};
+use pisess_engine::agent::lean::{ContextCursor, LeanContext};
+use pisess_engine::agent::tokens::{ContextEstimate, estimate_tokens};
 use pisess_engine::{EntryKey, SessionKey, SessionRecord};
 use serde_json::{Value, json};
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::session_arg::{self as sa, Session, open_session_pair, open_session_read};
+use crate::json_stream;
+use crate::session_arg::{self as sa, Session, StoredPath, open_session_pair, open_session_read};
 use crate::ui::{Ui, safe};
 
 /// Compare two entries (branches): common ancestor and what is only on each side.
@@ -164,74 +168,152 @@ fn side(
 
 // ---- --context ------------------------------------------------------------------------------
 
-/// One side's context: messages with the entry each came from, model, thinking level, tokens.
-struct Ctx {
+/// The messages of the entry a side's cursor read last that are not yet compared or written:
+/// one entry of each side is held at a time, never the path's messages.
+#[derive(Default)]
+struct Pending {
+    /// The context position of the entry.
+    pos: usize,
+    /// Its `id` (`null` when it has none).
+    id: Value,
+    messages: VecDeque<Value>,
+    /// How many of its messages were taken off the front.
+    taken: usize,
+    /// The cursor has no entry left.
+    done: bool,
+}
+
+impl Pending {
+    /// Reads entries until one has a message left or the context ends.
+    fn fill(&mut self, c: &mut ContextCursor<'_, StoredPath<'_>>) -> Result<(), CommandError> {
+        while self.messages.is_empty() && !self.done {
+            self.pos = c.position();
+            match c.next_entry()? {
+                Some((id, messages)) => {
+                    self.id = id;
+                    self.messages = messages.into();
+                    self.taken = 0;
+                }
+                None => self.done = true,
+            }
+        }
+        Ok(())
+    }
+
+    fn pop(&mut self) {
+        self.messages.pop_front();
+        self.taken += 1;
+    }
+
+    /// Hands `f` every message not yet taken, this entry's and then the cursor's, with the id
+    /// of its entry; returns how many.
+    fn drain(
+        &mut self,
+        c: &mut ContextCursor<'_, StoredPath<'_>>,
+        mut f: impl FnMut(&Value, &Value) -> Result<(), CommandError>,
+    ) -> Result<usize, CommandError> {
+        let mut n = 0;
+        loop {
+            self.fill(c)?;
+            let Some(m) = self.messages.pop_front() else {
+                return Ok(n);
+            };
+            self.taken += 1;
+            f(&self.id, &m)?;
+            n += 1;
+        }
+    }
+}
+
+/// One side of `--context`: the path to the entry and its planned context.
+struct CtxSide<'s> {
     id: String,
-    messages: Vec<(Value, Value)>,
-    model: Value,
-    thinking: Value,
-    tokens: Value,
+    path: StoredPath<'s>,
+    plan: LeanContext,
 }
 
-fn context_at(session: &Session, e: EntryKey) -> Result<Ctx, CommandError> {
-    let values = session.path_values(e)?;
-    let path: Vec<&Value> = values.iter().map(|(_, v)| v).collect();
-    let p = project(&path);
-    let messages = p
-        .entries
-        .iter()
-        .flat_map(|pe| {
-            let id = pe.entry.get("id").cloned().unwrap_or(Value::Null);
-            pe.messages
-                .iter()
-                .map(move |m| (id.clone(), m.as_ref().clone()))
+impl<'s> CtxSide<'s> {
+    fn new(session: &'s Session, e: EntryKey) -> Result<Self, CommandError> {
+        let path = session.path_source(e)?;
+        let plan = LeanContext::plan(&path)?;
+        Ok(Self {
+            id: session.id(e)?,
+            path,
+            plan,
         })
-        .collect();
-    let est = estimate_projected_context_tokens(&p, &path).to_json();
-    Ok(Ctx {
-        id: session.id(e)?,
-        messages,
-        model: p.model.clone(),
-        thinking: p.thinking_level.clone().unwrap_or(Value::Null),
-        tokens: est.get("tokens").cloned().unwrap_or(Value::Null),
-    })
+    }
+
+    fn thinking(&self) -> Value {
+        self.plan.thinking_level().cloned().unwrap_or(Value::Null)
+    }
 }
 
+/// The projected estimate's `tokens`.
+fn tokens_of(e: &ContextEstimate) -> Value {
+    e.to_json().get("tokens").cloned().unwrap_or(Value::Null)
+}
+
+/// Compares the contexts at `a` and `b` walking both side by side, one entry of each at a
+/// time: the common prefix first, then each side's rest. Memory is that of `context` for
+/// each side (the path's keys and the plan), not of the messages: `--json` writes each side's
+/// rest as it is read; the human form counts the rests first (its header comes before them)
+/// and reads them again to print them.
 fn diff_context(ui: &mut Ui, session: &Session, a: EntryKey, b: EntryKey) -> CommandResult {
-    let (ca, cb) = (context_at(session, a)?, context_at(session, b)?);
-    let common = ca
-        .messages
-        .iter()
-        .zip(&cb.messages)
-        .take_while(|((_, x), (_, y))| x == y)
-        .count();
-    let (ra, rb) = (&ca.messages[common..], &cb.messages[common..]);
-    let differs =
-        !ra.is_empty() || !rb.is_empty() || ca.model != cb.model || ca.thinking != cb.thinking;
+    let (left, right) = (CtxSide::new(session, a)?, CtxSide::new(session, b)?);
+    let (mut ca, mut cb) = (left.plan.cursor(&left.path), right.plan.cursor(&right.path));
+    let (mut qa, mut qb) = (Pending::default(), Pending::default());
+    let mut common = 0usize;
+    loop {
+        qa.fill(&mut ca)?;
+        qb.fill(&mut cb)?;
+        match (qa.messages.front(), qb.messages.front()) {
+            (Some(x), Some(y)) if x == y => {
+                qa.pop();
+                qb.pop();
+                common += 1;
+            }
+            _ => break,
+        }
+    }
+    // Where each side's rest starts: (context position, messages of that entry to skip).
+    let (start_a, start_b) = ((qa.pos, qa.taken), (qb.pos, qb.taken));
+    let same_settings =
+        left.plan.model() == right.plan.model() && left.thinking() == right.thinking();
+    let (rest_a, rest_b, ta, tb);
     if ui.json {
-        let side = |r: &[(Value, Value)]| {
-            r.iter()
-                .map(|(id, m)| json!({"entryId": id, "message": m}))
-                .collect::<Vec<_>>()
+        let out = ui.out();
+        out.write_all(b"{\"a\":")?;
+        pisess_formats::js::to_writer(&mut *out, &left.id)?;
+        json_stream::field(out, "b", &right.id)?;
+        json_stream::field(out, "commonMessages", &common)?;
+        let mut side = |key: &str, q: &mut Pending, c: &mut ContextCursor<'_, StoredPath<'_>>| {
+            write!(out, ",\"{key}\":[")?;
+            let mut first = true;
+            let n = q.drain(c, |id, m| {
+                let item = json!({"entryId": id, "message": m});
+                Ok(json_stream::item(&mut *out, &mut first, &item)?)
+            })?;
+            out.write_all(b"]")?;
+            Ok::<usize, CommandError>(n)
         };
-        ui.json_line(&json!({
-            "a": ca.id,
-            "b": cb.id,
-            "commonMessages": common,
-            "onlyA": side(ra),
-            "onlyB": side(rb),
-            "modelA": ca.model,
-            "modelB": cb.model,
-            "thinkingLevelA": ca.thinking,
-            "thinkingLevelB": cb.thinking,
-            "tokensA": ca.tokens,
-            "tokensB": cb.tokens,
-        }))?;
+        rest_a = side("onlyA", &mut qa, &mut ca)?;
+        rest_b = side("onlyB", &mut qb, &mut cb)?;
+        (ta, tb) = (tokens_of(&ca.estimate()), tokens_of(&cb.estimate()));
+        json_stream::field(out, "modelA", left.plan.model())?;
+        json_stream::field(out, "modelB", right.plan.model())?;
+        json_stream::field(out, "thinkingLevelA", &left.thinking())?;
+        json_stream::field(out, "thinkingLevelB", &right.thinking())?;
+        json_stream::field(out, "tokensA", &ta)?;
+        json_stream::field(out, "tokensB", &tb)?;
+        out.write_all(b"}\n")?;
     } else {
+        rest_a = qa.drain(&mut ca, |_, _| Ok(()))?;
+        rest_b = qb.drain(&mut cb, |_, _| Ok(()))?;
+        (ta, tb) = (tokens_of(&ca.estimate()), tokens_of(&cb.estimate()));
         let head = format!(
             "context at {} vs {}: {common} message(s) in common",
-            safe(&ca.id),
-            safe(&cb.id)
+            safe(&left.id),
+            safe(&right.id)
         );
         let painted = ui.paint("1", &head);
         writeln!(ui.out(), "{painted}")?;
@@ -240,35 +322,49 @@ fn diff_context(ui: &mut Ui, session: &Session, a: EntryKey, b: EntryKey) -> Com
                 .and_then(Value::as_str)
                 .map_or_else(|| "none".to_owned(), |s| safe(s).into_owned())
         };
-        for (mark, c, rest) in [("<", &ca, ra), (">", &cb, rb)] {
+        for (mark, s, rest, t) in [("<", &left, rest_a, &ta), (">", &right, rest_b, &tb)] {
             writeln!(
                 ui.out(),
                 "{mark} {}: {} more message(s), {} in all, ~{} tokens, model {}, thinking {}",
-                safe(&c.id),
-                rest.len(),
-                c.messages.len(),
-                c.tokens,
-                model(&c.model),
-                safe(c.thinking.as_str().unwrap_or("unset"))
+                safe(&s.id),
+                rest,
+                common + rest,
+                t,
+                model(s.plan.model()),
+                safe(s.thinking().as_str().unwrap_or("unset"))
             )?;
         }
         let width = sa::width();
-        for (mark, color, rest) in [("<", "31", ra), (">", "32", rb)] {
-            for (id, m) in rest {
-                let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
-                let text = message_line(m);
-                let line = format!(
-                    "{mark} {} {role} ~{}t: {}",
-                    sa::short_id(id.as_str().unwrap_or("-")),
-                    estimate_tokens(m),
-                    sa::clip(&text, width.saturating_sub(30).max(20))
-                );
-                let painted = ui.paint(color, &safe(&line));
-                writeln!(ui.out(), "{painted}")?;
+        let sides = [
+            ("<", "31", &left, start_a, rest_a),
+            (">", "32", &right, start_b, rest_b),
+        ];
+        for (mark, color, s, (pos, skip), rest) in sides {
+            if rest == 0 {
+                continue;
             }
+            let end = s.plan.selected_len();
+            s.plan
+                .projected_entries(&s.path, pos..end, |p, _, entry, messages| {
+                    let id = entry.get("id").and_then(Value::as_str).unwrap_or("-");
+                    let from = if p == pos { skip } else { 0 };
+                    for m in messages.iter().skip(from) {
+                        let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+                        let text = message_line(m);
+                        let line = format!(
+                            "{mark} {} {role} ~{}t: {}",
+                            sa::short_id(id),
+                            estimate_tokens(m),
+                            sa::clip(&text, width.saturating_sub(30).max(20))
+                        );
+                        let painted = ui.paint(color, &safe(&line));
+                        writeln!(ui.out(), "{painted}")?;
+                    }
+                    Ok::<(), CommandError>(())
+                })?;
         }
     }
-    Ok(if differs {
+    Ok(if rest_a > 0 || rest_b > 0 || !same_settings {
         Outcome::Negative
     } else {
         Outcome::Success

@@ -306,8 +306,9 @@ fn order(
 /// How many levels of nesting a line's prefix shows on a screen `width` characters wide: a
 /// quarter of the width in two-character levels, at least 8 and at most 100. Deeper levels are
 /// folded (see [`Prefix`]), so a "comb" (a side branch at every step of a long main line)
-/// prints in space proportional to its entries instead of its depth squared.
-fn shown_levels(width: usize) -> usize {
+/// prints in space proportional to its entries instead of its depth squared. `log --all` draws
+/// as many lanes left of an entry and folds the rest the same way.
+pub(crate) fn shown_levels(width: usize) -> usize {
     (width / 4).clamp(8, 100)
 }
 

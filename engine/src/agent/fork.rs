@@ -11,6 +11,8 @@
 //!   order of the map, the time each label was last set) whose target is kept are re-created as
 //!   fresh `label` entries chained after the last kept entry, with new 8-hex ids that collide
 //!   with no id of the new session;
+//! - the label map is built in time linear in the records (a hash lookup per label entry, not a
+//!   scan of the labels in force), so a fork of a session dense with labels stays linear;
 //! - nothing here touches a file; [`crate::agent::writer`] writes the result, one entry at a
 //!   time ([`BranchPlan::for_each_entry`]): only the path's keys are held.
 
@@ -36,10 +38,48 @@ pub struct LabelState {
 }
 
 /// pi's label map after reading `entries` in file order: a truthy `label` sets (a target seen
-/// before keeps its place), a falsy one deletes.
+/// before keeps its place), a falsy one deletes (a target set again after that goes last).
+///
+/// Each [`LabelMap::add`] is O(1) on average: the slots are kept in insertion order with holes
+/// where labels were deleted, and a hash of the target finds its slot (a session of labels only
+/// has as many in force as entries; a scan per label made such a fork quadratic).
 #[derive(Debug, Default, Clone)]
 pub struct LabelMap {
-    order: Vec<LabelState>,
+    /// Insertion order; `None` where a label was deleted.
+    order: Vec<Option<LabelState>>,
+    /// [`TargetKey`] → the slots in force whose target has it (targets compare as JSON values,
+    /// so the slots of a key are told apart with `==`; a key rarely has more than one).
+    slots: HashMap<TargetKey, Vec<usize>>,
+}
+
+/// A hash key for a target id equal for equal JSON values: the string itself (pi writes entry
+/// ids), else what kind of value it is and a cheap summary of it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum TargetKey {
+    Str(String),
+    Null,
+    Bool(bool),
+    /// The number as an `f64`'s bits (`-0` as `0`).
+    Number(u64),
+    /// An array's or object's length.
+    Array(usize),
+    Object(usize),
+}
+
+impl TargetKey {
+    fn of(v: &Value) -> Self {
+        match v {
+            Value::String(s) => Self::Str(s.clone()),
+            Value::Null => Self::Null,
+            Value::Bool(b) => Self::Bool(*b),
+            Value::Number(n) => {
+                let f = n.as_f64().unwrap_or(0.0);
+                Self::Number(if f == 0.0 { 0 } else { f.to_bits() })
+            }
+            Value::Array(a) => Self::Array(a.len()),
+            Value::Object(o) => Self::Object(o.len()),
+        }
+    }
 }
 
 impl LabelMap {
@@ -49,7 +89,16 @@ impl LabelMap {
             return;
         }
         let target = entry.get("targetId").cloned().unwrap_or(Value::Null);
-        let pos = self.order.iter().position(|l| l.target == target);
+        let key = TargetKey::of(&target);
+        let order = &self.order;
+        let found = self.slots.get(&key).and_then(|slots| {
+            slots.iter().position(|&i| {
+                order
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|l| l.target == target)
+            })
+        });
         let label = entry.get("label");
         if truthy(label) {
             let state = LabelState {
@@ -57,18 +106,27 @@ impl LabelMap {
                 label: label.cloned().unwrap_or(Value::Null),
                 timestamp: entry.get("timestamp").cloned(),
             };
-            match pos {
-                Some(i) => self.order[i] = state,
-                None => self.order.push(state),
+            match found.and_then(|k| Some(*self.slots.get(&key)?.get(k)?)) {
+                Some(i) => self.order[i] = Some(state),
+                None => {
+                    self.slots.entry(key).or_default().push(self.order.len());
+                    self.order.push(Some(state));
+                }
             }
-        } else if let Some(i) = pos {
-            self.order.remove(i);
+        } else if let Some(k) = found
+            && let Some(slots) = self.slots.get_mut(&key)
+        {
+            let i = slots.swap_remove(k);
+            if slots.is_empty() {
+                self.slots.remove(&key);
+            }
+            self.order[i] = None;
         }
     }
 
     /// The labels in force, in the map's insertion order.
-    pub fn labels(&self) -> &[LabelState] {
-        &self.order
+    pub fn labels(&self) -> impl Iterator<Item = &LabelState> {
+        self.order.iter().flatten()
     }
 }
 
@@ -244,7 +302,7 @@ pub fn branched_session(
         .session(s)?
         .ok_or_else(|| StoreError::Inconsistent(format!("no session {s}")))?;
     let path = snap.path_to_root(leaf)?;
-    let labels = stored_label_map(snap, s)?.labels().to_vec();
+    let labels = stored_label_map(snap, s)?.labels().cloned().collect();
     // pi writes the file once it holds a user or assistant message: usually near the root.
     let mut conversation = false;
     for &e in &path {
@@ -359,7 +417,6 @@ mod tests {
         }
         let got: Vec<_> = m
             .labels()
-            .iter()
             .map(|l| (l.target.clone(), l.label.clone(), l.timestamp.clone()))
             .collect();
         assert_eq!(
@@ -369,6 +426,70 @@ mod tests {
                 (json!("b"), json!("w"), Some(json!("t4")))
             ]
         );
+    }
+
+    /// pi's map as the first version here kept it: a scan for the target per label entry.
+    fn naive(entries: &[Value]) -> Vec<LabelState> {
+        let mut order: Vec<LabelState> = Vec::new();
+        for entry in entries {
+            let target = entry.get("targetId").cloned().unwrap_or(Value::Null);
+            let pos = order.iter().position(|l| l.target == target);
+            let label = entry.get("label");
+            if truthy(label) {
+                let state = LabelState {
+                    target,
+                    label: label.cloned().unwrap_or(Value::Null),
+                    timestamp: entry.get("timestamp").cloned(),
+                };
+                match pos {
+                    Some(i) => order[i] = state,
+                    None => order.push(state),
+                }
+            } else if let Some(i) = pos {
+                order.remove(i);
+            }
+        }
+        order
+    }
+
+    #[test]
+    fn the_hashed_map_equals_a_scan() {
+        let targets = [
+            json!("a"),
+            json!("b"),
+            json!("c"),
+            json!(1),
+            json!(1.0),
+            json!(-0.0),
+            json!(0),
+            json!(null),
+            json!(true),
+            json!([1]),
+            json!([2]),
+            json!({"x": 1}),
+            json!({"y": 1}),
+        ];
+        let mut seed = 7u64;
+        let mut entries = Vec::new();
+        let mut m = LabelMap::default();
+        for i in 0..2000 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let t = &targets[(seed >> 33) as usize % targets.len()];
+            let label = if (seed >> 20).is_multiple_of(3) {
+                json!("")
+            } else {
+                json!(format!("l{i}"))
+            };
+            let e = json!({"type":"label","targetId":t,"label":label,"timestamp":i});
+            m.add(&e);
+            entries.push(e);
+            if i % 50 == 0 {
+                let got: Vec<LabelState> = m.labels().cloned().collect();
+                assert_eq!(got, naive(&entries), "after {} entries", entries.len());
+            }
+        }
     }
 
     #[test]

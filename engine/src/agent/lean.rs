@@ -9,6 +9,8 @@
 //! [`LeanContext::messages`] then decodes the selected entries one at a time, hands each
 //! projected message to the caller and returns the projected token estimate accumulated on the
 //! way; [`LeanContext::llm_messages`] does the same for `convertToLlm`.
+//! [`LeanContext::cursor`] hands the selected entries out on demand instead, so that two
+//! contexts can be walked side by side (`diff --context`) holding one entry of each.
 //!
 //! Invariants:
 //! - the answers equal [`super::project::project`]'s messages, thinking level, model and
@@ -365,9 +367,10 @@ impl LeanContext {
         S: PathSource,
         E: From<S::Error>,
     {
-        let skip = positions.start;
-        let take = positions.end.saturating_sub(positions.start);
-        for (pos, i) in self.selected().enumerate().skip(skip).take(take) {
+        for pos in positions {
+            let Some(i) = self.selected_at(pos) else {
+                break;
+            };
             let entry = src.value(i)?;
             if pos > 0 && type_of(&entry) == Some("compaction") {
                 f(pos, i, &entry, &[])?;
@@ -381,6 +384,25 @@ impl LeanContext {
             f(pos, i, &entry, &messages)?;
         }
         Ok(())
+    }
+
+    /// The path index of the selected entry at context position `pos`.
+    fn selected_at(&self, pos: usize) -> Option<usize> {
+        match pos.checked_sub(self.head.len()) {
+            None => self.head.get(pos).copied(),
+            Some(t) => Some(self.tail.start + t).filter(|&i| i < self.tail.end),
+        }
+    }
+
+    /// A reader of the selected entries that the caller pulls one at a time (to walk two
+    /// contexts side by side), accumulating the projected token estimate on the way.
+    pub fn cursor<'p, S: PathSource>(&'p self, src: &'p S) -> ContextCursor<'p, S> {
+        ContextCursor {
+            plan: self,
+            src,
+            pos: 0,
+            acc: EstimateAcc::default(),
+        }
     }
 
     /// [`Self::projected_entries`] over every selected entry, returning the projected token
@@ -441,6 +463,57 @@ impl LeanContext {
             }
             Ok(())
         })
+    }
+}
+
+/// The selected entries of a [`LeanContext`] read on demand, in context order: holds one
+/// entry's messages at a time (the caller's), never the path's.
+pub struct ContextCursor<'p, S> {
+    plan: &'p LeanContext,
+    src: &'p S,
+    /// The context position of the next entry.
+    pos: usize,
+    acc: EstimateAcc,
+}
+
+impl<S: PathSource> ContextCursor<'_, S> {
+    /// The context position of the entry the next [`Self::next_entry`] reads.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Reads the next selected entry: its `id` (`null` when it has none) and the messages it
+    /// projects to, as [`LeanContext::projected_entries`] gives them; `None` after the last.
+    pub fn next_entry(&mut self) -> Result<Option<(Value, Vec<Value>)>, S::Error> {
+        let pos = self.pos;
+        if pos >= self.plan.selected_len() {
+            return Ok(None);
+        }
+        self.pos += 1;
+        let mut out = None;
+        let acc = &mut self.acc;
+        self.plan.projected_entries::<S, S::Error>(
+            self.src,
+            pos..pos + 1,
+            |_, i, entry, messages| {
+                let id_truthy = truthy(entry.get("id"));
+                for m in messages {
+                    acc.add(m, i, id_truthy);
+                }
+                out = Some((
+                    entry.get("id").cloned().unwrap_or(Value::Null),
+                    messages.iter().map(|m| m.as_ref().clone()).collect(),
+                ));
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
+    /// The projected token estimate (`estimateProjectedContextTokens`) of the context, once
+    /// every entry has been read (before that, of the entries read so far).
+    pub fn estimate(&self) -> ContextEstimate {
+        self.acc.finish(self.plan.invalidating)
     }
 }
 
@@ -581,6 +654,23 @@ mod tests {
         let want: Vec<Value> = p.messages().cloned().collect();
         assert_eq!(got, want);
         assert_eq!(est, estimate_projected_context_tokens(&p, path));
+        let mut cursor = plan.cursor(&src);
+        let mut pulled = Vec::new();
+        while let Some((id, messages)) = cursor.next_entry().unwrap() {
+            pulled.extend(messages.into_iter().map(|m| (id.clone(), m)));
+        }
+        let want_pairs: Vec<(Value, Value)> = p
+            .entries
+            .iter()
+            .flat_map(|pe| {
+                let id = pe.entry.get("id").cloned().unwrap_or(Value::Null);
+                pe.messages
+                    .iter()
+                    .map(move |m| (id.clone(), m.as_ref().clone()))
+            })
+            .collect();
+        assert_eq!(pulled, want_pairs);
+        assert_eq!(cursor.estimate(), est);
         assert_eq!(plan.thinking_level(), p.thinking_level.as_ref());
         assert_eq!(plan.model(), &p.model);
         let mut ids = Vec::new();
