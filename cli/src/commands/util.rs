@@ -180,6 +180,21 @@ pub fn unknown_kind_warning(flag: &str, value: &str) -> Option<String> {
     Some(w)
 }
 
+/// Warns on stderr that the entries of `path` at `lines` (1-based) were `what` ("not counted",
+/// "not searched") because their JSON cannot be read; names the first few lines.
+pub fn warn_unreadable(path: &str, lines: &[u64], what: &str) {
+    let shown: Vec<String> = lines.iter().take(5).map(u64::to_string).collect();
+    let more = if lines.len() > 5 { ", …" } else { "" };
+    eprintln!(
+        "warning: {}: {} entr{} {what}: the JSON cannot be read (line {}{more}; `pisess show` \
+         says why)",
+        crate::ui::safe(path),
+        lines.len(),
+        if lines.len() == 1 { "y" } else { "ies" },
+        shown.join(", ")
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,19 +237,4 @@ mod tests {
             assert!(e.contains("cannot read the date"), "{bad:?}: {e}");
         }
     }
-}
-
-/// Warns on stderr that the entries of `path` at `lines` (1-based) were `what` ("not counted",
-/// "not searched") because their JSON cannot be read; names the first few lines.
-pub fn warn_unreadable(path: &str, lines: &[u64], what: &str) {
-    let shown: Vec<String> = lines.iter().take(5).map(u64::to_string).collect();
-    let more = if lines.len() > 5 { ", …" } else { "" };
-    eprintln!(
-        "warning: {}: {} entr{} {what}: the JSON cannot be read (line {}{more}; `pisess show` \
-         says why)",
-        crate::ui::safe(path),
-        lines.len(),
-        if lines.len() == 1 { "y" } else { "ies" },
-        shown.join(", ")
-    );
 }
