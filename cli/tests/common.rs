@@ -18,24 +18,12 @@ pub fn root() -> PathBuf {
 /// Runs the reference oracle (`../shared/oracle/oracle ARGS`) and parses its JSON answer;
 /// panics with its stderr when it fails.
 pub fn oracle(args: &[&str]) -> serde_json::Value {
-    let out = std::process::Command::new(root().join("../shared/oracle/oracle"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("oracle {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "oracle {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "oracle {args:?}: {e}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    let text = oracle_text(args);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("oracle {args:?}: {e}: {text}"))
 }
 
-/// Runs the reference oracle and returns its answer's text as node printed it.
+/// Runs the reference oracle and returns its answer's text as node printed it; panics with its
+/// stderr when it fails.
 pub fn oracle_text(args: &[&str]) -> String {
     let out = std::process::Command::new(root().join("../shared/oracle/oracle"))
         .args(args)
