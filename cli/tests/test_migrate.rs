@@ -821,3 +821,75 @@ fn out_never_replaces_a_file_that_differs() {
         "{err}"
     );
 }
+
+/// pi appends to a session by its path. A line appended while `--in-place` migrates the file
+/// would go to the old file and be lost when the migration is renamed over it: such a file is
+/// left alone, holding the appended line, and reported as failed.
+#[test]
+fn in_place_leaves_alone_a_file_appended_to_while_it_is_migrated() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let src = fs::read_to_string(realdata().join("pimono__large-session.v1.jsonl")).unwrap();
+    let (header, body) = src.split_once('\n').unwrap();
+    // Large enough that the migration takes many milliseconds after its temp file appears.
+    let mut text = format!("{header}\n");
+    while text.len() < (16 << 20) {
+        text.push_str(body);
+    }
+    let file = dir.path().join("s.jsonl");
+    fs::write(&file, &text).unwrap();
+
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+        .args(["migrate", "--in-place", "--no-backup", "--json"])
+        .arg(&file)
+        .env_clear()
+        .env("HOME", env.home.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Append one line as soon as the migration's temp file exists, as pi would mid-run.
+    let line = r#"{"type":"message","timestamp":"2026-12-03T21:00:00.000Z","message":{"role":"user","content":"appended meanwhile"}}"#;
+    let mut appended = false;
+    while child.try_wait().unwrap().is_none() {
+        let temp_seen = fs::read_dir(dir.path()).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".pisess-tmp-")
+        });
+        if temp_seen {
+            use std::io::Write;
+            let mut f = fs::OpenOptions::new().append(true).open(&file).unwrap();
+            writeln!(f, "{line}").unwrap();
+            appended = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        appended,
+        "the migration ended before its temp file was seen"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    let record: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(record["status"], "failed", "{stdout}");
+    let reason = record["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("changed size") && reason.contains("left alone"),
+        "{reason}"
+    );
+    let now = fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        now,
+        format!("{text}{line}\n"),
+        "the file is untouched but for the append"
+    );
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["s.jsonl"], "no temp file or backup is left");
+}

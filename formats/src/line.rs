@@ -67,6 +67,24 @@ impl Piece<'_> {
     }
 }
 
+/// `text` (the line's text) as one record when it is a single object that parses into the
+/// typed view; its bytes are the whole line.
+fn whole_object<'t>(text: &'t str, line: &Line<'t>) -> Option<Piece<'t>> {
+    let body = text.trim_start();
+    if !body.starts_with('{') {
+        return None;
+    }
+    let entry = Entry::parse(text).ok()?;
+    Some(Piece {
+        json: text,
+        bytes: line.bytes,
+        offset: line.offset + (text.len() - body.len()) as u64,
+        line: line.number,
+        glued: false,
+        entry: Ok(entry),
+    })
+}
+
 /// Splits `line` into records and calls `f` with each; problems go to `problems`.
 ///
 /// `last_line` is true for the final line of the file (a final line without a newline that
@@ -107,22 +125,11 @@ where
         }
     };
 
-    // Fast path: one object, parsed straight into the typed view.
-    if text.trim_start().starts_with('{')
-        && let Ok(entry) = Entry::parse(text)
-    {
-        {
-            let start = text.len() - text.trim_start().len();
-            f(Piece {
-                json: text,
-                bytes: bytes_of(0, line.bytes.len()),
-                offset: line.offset + start as u64,
-                line: line.number,
-                glued: false,
-                entry: Ok(entry),
-            });
-            return;
-        }
+    // Fast path: one object, parsed straight into the typed view (its bytes are the whole line,
+    // as they are in the file, even where `text` was mended below).
+    if let Some(piece) = whole_object(text, line) {
+        f(piece);
+        return;
     }
 
     // A lone surrogate escape fails the parse (Rust strings cannot hold one); pi reads it. The
@@ -133,18 +140,8 @@ where
         cleaned = c;
         problems.push(at(ProblemKind::LoneSurrogate { count }));
         text = &cleaned;
-        if text.trim_start().starts_with('{')
-            && let Ok(entry) = Entry::parse(text)
-        {
-            let start = text.len() - text.trim_start().len();
-            f(Piece {
-                json: text,
-                bytes: line.bytes,
-                offset: line.offset + start as u64,
-                line: line.number,
-                glued: false,
-                entry: Ok(entry),
-            });
+        if let Some(piece) = whole_object(text, line) {
+            f(piece);
             return;
         }
     }

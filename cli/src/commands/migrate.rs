@@ -6,7 +6,9 @@
 //! or a kill each file is either fully migrated or byte-identical to what it was; a file that
 //! was not fully parsed (skipped lines, glued records) is not written without `--force`; with
 //! `--out` an existing file is never replaced (same bytes: left as it is; other bytes: left
-//! alone and reported as failed); every file is tried before the exit status is decided.
+//! alone and reported as failed); with `--in-place` a file whose length, modification time or
+//! inode changed since it was read (pi appended to it) is left alone and reported as failed;
+//! every file is tried before the exit status is decided.
 //!
 //! A file's durable steps (fsync of the temp file, backup, rename, folder fsync: [`commit`])
 //! run on one committer thread while the `--jobs` workers migrate the next files, so no worker
@@ -657,6 +659,18 @@ fn commit(p: Pending, opts: &Opts) -> FileReport {
     let fail = |r: FileReport, why: String| r.end(Status::Failed, why);
     if let Err(e) = tmp.finish(&meta) {
         return fail(r, format!("cannot write the temp file: {e}"));
+    }
+    // pi appends to a session by its path: a line appended since the file was read would go to
+    // the old file and be lost by the rename. Such a file is left alone (the check is made just
+    // before the backup and the rename; what remains is the instant between them).
+    if matches!(opts.mode, Mode::InPlace { .. })
+        && let Some(change) = atomic::changed_since(&target, &meta)
+    {
+        let why = format!(
+            "{change} while it was being migrated (is pi writing to it?); left alone, run again \
+             when it is idle"
+        );
+        return fail(r, why);
     }
     let backup = match &opts.mode {
         Mode::InPlace {

@@ -187,6 +187,29 @@ pub fn clean_stale(dir: &Path) -> usize {
     n
 }
 
+/// How the file at `path` differs from `before` (its metadata when it was read): `None` when it
+/// is the same file with the same length and modification time.
+pub fn changed_since(path: &Path, before: &Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let now = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("it can no longer be read ({e})")),
+    };
+    if (now.dev(), now.ino()) != (before.dev(), before.ino()) {
+        Some("it was replaced by another file".to_owned())
+    } else if now.len() != before.len() {
+        Some(format!(
+            "it changed size ({} bytes, then {})",
+            before.len(),
+            now.len()
+        ))
+    } else if (now.mtime(), now.mtime_nsec()) != (before.mtime(), before.mtime_nsec()) {
+        Some("it was modified".to_owned())
+    } else {
+        None
+    }
+}
+
 /// Whether two files hold the same bytes.
 pub fn same_bytes(a: &Path, b: &Path) -> io::Result<bool> {
     let (mut fa, mut fb) = (open_regular(a)?, open_regular(b)?);
