@@ -504,6 +504,70 @@ fn entry_syntax_leaf_root_ancestor_label_prefix() {
     assert!(r.stderr.contains("fewer than 1 ancestors"), "{}", r.stderr);
 }
 
+/// `~N` suffixes chain as in git (`HEAD~1~1` is `HEAD~2`, `HEAD~~` too), and an ENTRY that
+/// cannot be resolved is quoted as typed, with the part that is wrong.
+#[test]
+fn entry_ancestor_suffixes_chain_and_errors_quote_what_was_typed() {
+    let env = TestEnv::new();
+    let name = "04-many-branches";
+    let file = session(name);
+    let f = file.to_str().unwrap();
+    let leaf = golden(name, "tree")["leafId"].as_str().unwrap().to_owned();
+    let active = ids(&golden(name, "path")[leaf.as_str()]);
+    let show = |e: &str| json(&env, &["show", f, e, "--json"], 0)["id"].clone();
+    let two_up = active[active.len() - 3].as_str();
+    for spec in [
+        "@leaf~2".to_owned(),
+        "@leaf~1~1".to_owned(),
+        "@leaf~~".to_owned(),
+        "@leaf~0~2".to_owned(),
+        format!("{leaf}~1~1"),
+        format!("{}~1~0~1", &leaf[..6]),
+    ] {
+        assert_eq!(show(&spec), two_up, "{spec}");
+    }
+    // Unknown base: the message names it and quotes the whole argument.
+    let r = run(&env, &["show", f, "@lef~1~1"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains(r#"matches "@lef" (in "@lef~1~1")"#),
+        "{}",
+        r.stderr
+    );
+    let r = run(&env, &["show", f, "label:nope~1~2"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains(r#"label "nope" (in "label:nope~1~2")"#),
+        "{}",
+        r.stderr
+    );
+    // Too far back: the argument as typed, the base, and the total asked for.
+    let depth = active.len() - 1;
+    let r = run(&env, &["show", f, &format!("@leaf~{depth}~1")]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains(&format!(
+            "\"@leaf~{depth}~1\": @leaf has fewer than {} ancestors (it has {depth})",
+            depth + 1
+        )),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(show(&format!("@leaf~{}~1", depth - 1)), active[0].as_str());
+    // Not a suffix (`~x`): the whole argument is the id sought, quoted as typed.
+    let r = run(&env, &["show", f, "@leaf~1~x"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains(r#"matches "@leaf~1~x""#), "{}", r.stderr);
+    let r = run(&env, &["show", f, "@leaf~4294967295~1"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains(r#"ancestor count too large in "@leaf~4294967295~1""#),
+        "{}",
+        r.stderr
+    );
+}
+
 #[test]
 fn session_by_id_prefix_and_latest() {
     let env = TestEnv::new();
