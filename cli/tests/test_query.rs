@@ -1440,6 +1440,17 @@ fn files_json_equals_an_independent_scan_of_the_tool_calls() {
             assert!(!w.is_empty(), "{f}");
             let g = files_json(&env, &["**", "--session", f, "--since", &mid], true);
             assert_eq!(g, w, "{f} --since {mid}");
+            // The same instant written with RFC 3339 offsets (pi's times are `…Z`, UTC).
+            if since_checked == 0 {
+                let ms = pisess_engine::import::iso_to_ms(&mid).unwrap();
+                for (off_min, off) in [(120, "+02:00"), (-330, "-05:30")] {
+                    // The local time at that offset, then the offset.
+                    let local = pisess_engine::export::ms_to_iso(ms + off_min * 60_000);
+                    let t = format!("{}{off}", local.trim_end_matches('Z'));
+                    let g = files_json(&env, &["**", "--session", f, "--since", &t], true);
+                    assert_eq!(g, w, "{f} --since {t} (= {mid})");
+                }
+            }
             since_checked += 1;
         }
     }
@@ -1471,6 +1482,7 @@ fn files_json_equals_an_independent_scan_of_the_tool_calls() {
         r.stderr
     );
     assert!(r.stderr.contains("YYYY-MM-DD"), "{}", r.stderr);
+    assert!(r.stderr.contains("+02:00"), "{}", r.stderr);
 }
 
 /// `files -l` / `-c` list each session with a hit once, in the order of its first hit, with
