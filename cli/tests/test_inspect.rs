@@ -1265,6 +1265,31 @@ fn stats_names_the_entries_it_could_not_count() {
     assert_eq!((r.code, r.stderr.as_str()), (1, ""));
 }
 
+/// A file whose size reads as 0 bytes but which has content (as those under /proc do) is not
+/// said to be empty: reading it, pisess finds no header line and says so; an empty file still
+/// is "empty".
+#[test]
+fn a_zero_size_file_with_content_is_not_called_empty() {
+    let env = TestEnv::new();
+    let r = run(&env, &["log", "/proc/self/status"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is not a pi session: no header line") && !r.stderr.contains("empty"),
+        "{}",
+        r.stderr
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let r = run(&env, &["log", empty.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is not a pi session: the file is empty"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// A whole session id that two files hold (a copy of a session, which pi may since have
 /// appended to) names neither: like an ambiguous prefix, the error lists both files, and no
 /// command picks one. Once one of them is gone (moved away, imported again), the id names the
