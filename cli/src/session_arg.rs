@@ -488,22 +488,10 @@ impl Session {
         Ok(self.snap.entry_id(e)?.unwrap_or_default())
     }
 
-    /// An entry's stored JSON, parsed (key order kept). An error names the file and line.
+    /// An entry's stored JSON, parsed (key order kept). An error names the file, line and entry
+    /// ([`pisess_engine::Snapshot::entry_value`]).
     pub fn value(&self, e: EntryKey) -> Result<Value, CommandError> {
-        let (text, line) = self
-            .snap
-            .with_entry(e, |a| {
-                (
-                    a.json_text().map(std::borrow::Cow::into_owned),
-                    u64::from(a.line),
-                )
-            })?
-            .unwrap_or((None, 0));
-        let at = || format!("{}:{line}", crate::ui::safe(&self.record.path));
-        let text =
-            text.ok_or_else(|| anyhow!("{}: entry {e} has no JSON text in the store", at()))?;
-        pisess_formats::value::parse_owned(&text)
-            .map_err(|err| anyhow!("{}: the entry's JSON cannot be read: {err}", at()).into())
+        Ok(self.snap.entry_value(e)?)
     }
 
     /// The path root → `e` (inclusive) with each entry's JSON.

@@ -1265,6 +1265,90 @@ fn stats_names_the_entries_it_could_not_count() {
     assert_eq!((r.code, r.stderr.as_str()), (1, ""));
 }
 
+/// `fork` and `export` of a path through an entry whose JSON cannot be read (its message
+/// content nests 200 arrays deep; pi reads it, serde_json stops at 128) blame that entry —
+/// the session file, its line and id, and "nests too deep" — not the store ("inconsistent
+/// store") nor the output file ("cannot write"); nothing is written.
+#[test]
+fn fork_and_export_name_the_entry_whose_json_is_too_deep() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let deep = format!("{}\"x\"{}", "[".repeat(200), "]".repeat(200));
+    let session = |parent: &str| {
+        [
+            r#"{"type":"session","version":3,"id":"019f9880-b680-766d-a276-8eede3150003","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/proj"}"#.to_owned(),
+            r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-11-01T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#.to_owned(),
+            format!(
+                r#"{{"type":"message","id":"deep1","parentId":{parent},"timestamp":"2026-11-01T10:00:02.000Z","message":{{"role":"user","content":{deep},"timestamp":2}}}}"#
+            ),
+            r#"{"type":"message","id":"u2","parentId":"deep1","timestamp":"2026-11-01T10:00:03.000Z","message":{"role":"user","content":"after","timestamp":3}}"#.to_owned(),
+        ]
+        .join("\n")
+            + "\n"
+    };
+    let file = dir.path().join("deep.jsonl");
+    std::fs::write(&file, session(r#""u1""#)).unwrap();
+    // The same entry as a root whose parent is missing: a branch export re-links it, which
+    // needs its value.
+    let orphan = dir.path().join("orphan.jsonl");
+    std::fs::write(&orphan, session(r#""gone""#)).unwrap();
+    let out = |name: &str| dir.path().join(name);
+    let cases: Vec<(PathBuf, Vec<String>, PathBuf)> = vec![
+        (
+            file.clone(),
+            vec!["fork".into(), "u2".into()],
+            out("fork.jsonl"),
+        ),
+        (
+            orphan.clone(),
+            vec!["fork".into(), "u2".into()],
+            out("fork2.jsonl"),
+        ),
+        (
+            file.clone(),
+            vec!["export".into(), "--format".into(), "md".into()],
+            out("e.md"),
+        ),
+        (
+            file.clone(),
+            vec!["export".into(), "--format".into(), "html".into()],
+            out("e.html"),
+        ),
+        (
+            orphan.clone(),
+            vec!["export".into(), "--branch".into(), "u2".into()],
+            out("e.jsonl"),
+        ),
+    ];
+    for (src, args, target) in cases {
+        let mut argv: Vec<&str> = vec![args[0].as_str(), src.to_str().unwrap()];
+        argv.extend(args[1..].iter().map(String::as_str));
+        argv.extend(["-o", target.to_str().unwrap()]);
+        let r = run(&env, &argv);
+        assert_eq!(r.code, 2, "{argv:?}: {}", r.stderr);
+        let want = format!(
+            "error: {}:3: entry \"deep1\" cannot be read: its JSON nests more than 128 levels deep",
+            src.display()
+        );
+        assert!(r.stderr.starts_with(&want), "{argv:?}: {}", r.stderr);
+        assert!(
+            !r.stderr.contains("inconsistent store") && !r.stderr.contains("cannot write"),
+            "{argv:?}: {}",
+            r.stderr
+        );
+        assert!(!target.exists(), "{argv:?}");
+    }
+    // `show` says the same of the entry itself.
+    let r = run(&env, &["show", file.to_str().unwrap(), "deep1"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains(":3: entry \"deep1\" cannot be read: its JSON nests more than 128"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// A file whose size reads as 0 bytes but which has content (as those under /proc do) is not
 /// said to be empty: reading it, pisess finds no header line and says so; an empty file still
 /// is "empty".
