@@ -18,6 +18,11 @@
 //! output linear in N, where one lane per sibling made it quadratic. `--json`'s `column` is
 //! the lane itself, unfolded.
 //!
+//! Filtering (`--type`): an entry left out draws no line, but the lanes are those of the whole
+//! tree. A join line waits for the next line shown and is drawn just before it; joins with no
+//! line shown above them (before the first line shown) or below them (after the last) are
+//! dropped, so a filter that matches nothing prints nothing, as `log --type` does.
+//!
 //! Invariants: no recursion (the walk uses an explicit stack, so a 1,000,000-deep chain is one
 //! lane and one loop); the tree comes from the store in a few range reads
 //! ([`pisess_engine::Snapshot::session_tree`]) and each line from the node's outline row
@@ -72,6 +77,9 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
     let mut lanes: Vec<usize> = Vec::new();
     let mut shown = 0usize;
     let mut buf = Vec::with_capacity(1 << 17);
+    // Join lines drawn at entries --type leaves out wait here for the next line shown: those
+    // before the first line shown or after the last join nothing shown, and are dropped.
+    let mut joins: Vec<u8> = Vec::new();
     for &n in pre.iter().rev() {
         if args.max_count.is_some_and(|m| shown >= m) {
             break;
@@ -88,14 +96,14 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
         };
         let (lanes_before, lanes_width) = lanes_prefix(col, max_lanes);
         if !ui.json && k >= 2 {
-            buf.extend_from_slice(lanes_before.as_bytes());
-            buf.extend_from_slice("├─".as_bytes());
+            joins.extend_from_slice(lanes_before.as_bytes());
+            joins.extend_from_slice("├─".as_bytes());
             let joined = k - 2;
-            buf.extend_from_slice("┴─".repeat(joined.min(max_lanes)).as_bytes());
+            joins.extend_from_slice("┴─".repeat(joined.min(max_lanes)).as_bytes());
             if joined > max_lanes {
-                buf.extend_from_slice(format!("[+{}]─", joined - max_lanes).as_bytes());
+                joins.extend_from_slice(format!("[+{}]─", joined - max_lanes).as_bytes());
             }
-            buf.extend_from_slice("╯\n".as_bytes());
+            joins.extend_from_slice("╯\n".as_bytes());
         }
         let is_leaf = Some(n) == leaf_i;
         let mut done = false;
@@ -104,6 +112,10 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
                 .kind
                 .as_ref()
                 .is_none_or(|t| f.entry_type() == t || f.role == Some(t.as_str()));
+            if wanted && !ui.json {
+                // Only now is it known that a line follows the joins waiting to be drawn.
+                put_joins(&mut joins, &mut buf, shown)?;
+            }
             if !wanted {
                 done = true;
             } else if ui.json {
@@ -148,6 +160,9 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
                 .as_ref()
                 .is_none_or(|t| sa::entry_type(&v) == t || sa::role(&v) == Some(t.as_str()));
             if wanted {
+                if !ui.json {
+                    put_joins(&mut joins, ui.out(), shown)?;
+                }
                 shown += 1;
                 if ui.json {
                     let mut o = entry_json(&v, &labels);
@@ -186,6 +201,21 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
         crate::commands::log::warn_unknown_type(args);
     }
     Ok(Outcome::Success)
+}
+
+/// Writes the waiting join lines (`joins`) before a line that is about to be shown, once a line
+/// was shown above them (`shown > 0`); drops them otherwise. Without --type every entry is
+/// shown, so joins are written as they come.
+fn put_joins(
+    joins: &mut Vec<u8>,
+    out: &mut (impl Write + ?Sized),
+    shown: usize,
+) -> std::io::Result<()> {
+    if shown > 0 {
+        out.write_all(joins)?;
+    }
+    joins.clear();
+    Ok(())
 }
 
 /// The lanes left of column `col` as drawn, and their width in characters: `│ ` per lane, or,

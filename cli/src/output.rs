@@ -32,6 +32,27 @@ use crate::command_error::CommandError;
 use crate::commands::migrate::atomic;
 use crate::ui::SafeWriter;
 
+/// A writer that notes whether a write to it failed, so a failure can be told apart from one
+/// of the code producing the bytes.
+struct Noting<W> {
+    inner: W,
+    failed: bool,
+}
+
+impl<W: Write> Write for Noting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let r = self.inner.write(buf);
+        self.failed |= r.is_err();
+        r
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let r = self.inner.flush();
+        self.failed |= r.is_err();
+        r
+    }
+}
+
 /// How many symlinks [`resolve`] follows before giving up (Linux's `MAXSYMLINKS`).
 const MAX_LINKS: usize = 40;
 
@@ -230,26 +251,38 @@ impl Output {
 
     /// Runs `body` on a buffered writer to the output and flushes it; a terminal behind the
     /// path (`-o /dev/tty`) sees escapes shown, never acted on, as stdout does (see
-    /// [`SafeWriter`]). A failure names the path.
+    /// [`SafeWriter`]). A failure to write names the path (`cannot write FILE`); a failure of
+    /// `body` itself (a session entry that cannot be read) is returned as it is, since it is
+    /// no fault of the output.
     pub fn write_with<T>(
         &self,
         body: impl FnOnce(&mut dyn Write) -> Result<T, CommandError>,
     ) -> Result<T, CommandError> {
-        let written = (|| -> Result<T, CommandError> {
-            let file = self.file()?;
-            let mut w = BufWriter::with_capacity(256 << 10, file);
-            let value = if self.is_stream() && file.is_terminal() {
-                let mut safe = SafeWriter::new(&mut w);
-                let value = body(&mut safe)?;
-                safe.finish()?;
-                value
-            } else {
-                body(&mut w)?
-            };
-            w.flush()?;
-            Ok(value)
-        })();
-        written.map_err(|e| e.context(format!("cannot write {}", self.given.display())))
+        let ctx = |e: CommandError| e.context(format!("cannot write {}", self.given.display()));
+        let file = self.file().map_err(|e| ctx(e.into()))?;
+        let mut w = BufWriter::with_capacity(
+            256 << 10,
+            Noting {
+                inner: file,
+                failed: false,
+            },
+        );
+        let value = if self.is_stream() && file.is_terminal() {
+            let mut safe = SafeWriter::new(&mut w);
+            match body(&mut safe) {
+                Ok(v) => safe.finish().map(|_| v).map_err(CommandError::from),
+                Err(e) => Err(e),
+            }
+        } else {
+            body(&mut w)
+        };
+        let value = match value {
+            Ok(v) => v,
+            Err(e) if w.get_ref().failed => return Err(ctx(e)),
+            Err(e) => return Err(e),
+        };
+        w.flush().map_err(|e| ctx(e.into()))?;
+        Ok(value)
     }
 
     /// Whether the bytes go straight into a device, FIFO or open file (nothing is replaced).

@@ -6,7 +6,8 @@
 //! `pi -c` picks it).
 //!
 //! ENTRY is an id or unique id prefix, `@leaf`, `@root` (the root of the active path),
-//! `label:NAME`, each optionally followed by `~N` (the N-th ancestor).
+//! `label:NAME`, each optionally followed by `~N` (the N-th ancestor; chained as in git,
+//! `@leaf~1~1` is `@leaf~2`, a bare `~` is `~1`).
 //!
 //! Invariants: nothing here recurses over the tree; every lookup that can match several things
 //! fails with the candidates listed instead of picking one — also a whole session id that
@@ -339,36 +340,57 @@ impl Session {
     }
 
     /// Resolves an ENTRY argument.
+    ///
+    /// `~N` suffixes chain as in git (`@leaf~1~1` is `@leaf~2`; a bare `~` is `~1`). An error
+    /// quotes the argument as given, and the part of it that is wrong.
     pub fn entry(&self, arg: &str) -> Result<EntryKey, CommandError> {
         // An id that literally contains `~` wins over the ancestor syntax.
         if let Some(e) = self.snap.entry_by_id(self.key, arg)? {
             return Ok(e);
         }
-        let (base, up) = match arg.rsplit_once('~') {
-            Some((b, n)) if !b.is_empty() && n.bytes().all(|c| c.is_ascii_digit()) => {
-                let n: u32 = if n.is_empty() {
-                    1
-                } else {
-                    n.parse()
-                        .map_err(|_| anyhow!("ancestor count too large in {arg:?}"))?
-                };
-                (b, n)
+        // Suffixes are taken off from the right until none is left, or what is left is an id.
+        let mut base = arg;
+        let mut up: u32 = 0;
+        while let Some((b, n)) = base.rsplit_once('~') {
+            if b.is_empty() || !n.bytes().all(|c| c.is_ascii_digit()) {
+                break;
             }
-            _ => (arg, 0),
+            let n: u32 = if n.is_empty() { Ok(1) } else { n.parse() }
+                .ok()
+                .and_then(|n| up.checked_add(n))
+                .ok_or_else(|| anyhow!("ancestor count too large in {arg:?}"))?;
+            up = n;
+            base = b;
+            if base.contains('~') && self.snap.entry_by_id(self.key, base)?.is_some() {
+                break;
+            }
+        }
+        let within = if base == arg {
+            String::new()
+        } else {
+            format!(" (in {arg:?})")
         };
-        let e = self.base_entry(base)?;
+        let e = self.base_entry(base, &within)?;
         if up == 0 {
             return Ok(e);
         }
-        self.snap.ancestor(e, up)?.ok_or_else(|| {
-            CommandError::with_hint(
-                anyhow!("{base} has fewer than {up} ancestors"),
-                "use a smaller N in ENTRY~N",
-            )
-        })
+        match self.snap.ancestor(e, up)? {
+            Some(a) => Ok(a),
+            None => {
+                let has = self.snap.depth(e)?.unwrap_or(0);
+                Err(CommandError::with_hint(
+                    anyhow!(
+                        "{arg:?}: {} has fewer than {up} ancestors (it has {has})",
+                        crate::ui::safe(base)
+                    ),
+                    "use a smaller N in ENTRY~N",
+                ))
+            }
+        }
     }
 
-    fn base_entry(&self, arg: &str) -> Result<EntryKey, CommandError> {
+    /// An ENTRY without `~N`; `within` (` (in "ARG")` or empty) follows what errors quote.
+    fn base_entry(&self, arg: &str, within: &str) -> Result<EntryKey, CommandError> {
         match arg {
             "@leaf" => self.leaf(),
             "@root" => {
@@ -378,13 +400,13 @@ impl Session {
             }
             _ => {
                 if let Some(name) = arg.strip_prefix("label:") {
-                    return self.labelled(name);
+                    return self.labelled(name, within);
                 }
                 match self.snap.find_entry(self.key, arg)? {
                     Lookup::Found(e) => Ok(e),
                     Lookup::NotFound => Err(CommandError::with_hint(
                         anyhow!(
-                            "no entry of session {} matches {arg:?}",
+                            "no entry of session {} matches {arg:?}{within}",
                             self.record.session_id
                         ),
                         "give an entry id or unique prefix (see `pisess log`), @leaf, @root, \
@@ -396,7 +418,7 @@ impl Session {
                             .map(|k| self.id(k))
                             .collect::<Result<_, _>>()?;
                         Err(CommandError::with_hint(
-                            anyhow!("entry prefix {arg:?} is ambiguous"),
+                            anyhow!("entry prefix {arg:?}{within} is ambiguous"),
                             format!("it matches: {}", ids.join(", ")),
                         ))
                     }
@@ -405,7 +427,7 @@ impl Session {
         }
     }
 
-    fn labelled(&self, name: &str) -> Result<EntryKey, CommandError> {
+    fn labelled(&self, name: &str, within: &str) -> Result<EntryKey, CommandError> {
         let labels = self.snap.labels(self.key)?;
         let hits: Vec<&String> = labels
             .iter()
@@ -414,12 +436,12 @@ impl Session {
             .collect();
         match hits.as_slice() {
             [id] => self.snap.entry_by_id(self.key, id)?.ok_or_else(|| {
-                anyhow!("label {name:?} points at {id}, which is not stored").into()
+                anyhow!("label {name:?}{within} points at {id}, which is not stored").into()
             }),
             [] => {
                 let all: Vec<&str> = labels.iter().map(|(_, l)| l.as_str()).collect();
                 Err(CommandError::with_hint(
-                    anyhow!("no entry has the label {name:?}"),
+                    anyhow!("no entry has the label {name:?}{within}"),
                     if all.is_empty() {
                         "this session has no labels".to_owned()
                     } else {
@@ -428,7 +450,7 @@ impl Session {
                 ))
             }
             many => Err(CommandError::with_hint(
-                anyhow!("the label {name:?} is on several entries"),
+                anyhow!("the label {name:?}{within} is on several entries"),
                 format!(
                     "give one of: {}",
                     many.iter()
@@ -466,22 +488,10 @@ impl Session {
         Ok(self.snap.entry_id(e)?.unwrap_or_default())
     }
 
-    /// An entry's stored JSON, parsed (key order kept). An error names the file and line.
+    /// An entry's stored JSON, parsed (key order kept). An error names the file, line and entry
+    /// ([`pisess_engine::Snapshot::entry_value`]).
     pub fn value(&self, e: EntryKey) -> Result<Value, CommandError> {
-        let (text, line) = self
-            .snap
-            .with_entry(e, |a| {
-                (
-                    a.json_text().map(std::borrow::Cow::into_owned),
-                    u64::from(a.line),
-                )
-            })?
-            .unwrap_or((None, 0));
-        let at = || format!("{}:{line}", crate::ui::safe(&self.record.path));
-        let text =
-            text.ok_or_else(|| anyhow!("{}: entry {e} has no JSON text in the store", at()))?;
-        pisess_formats::value::parse_owned(&text)
-            .map_err(|err| anyhow!("{}: the entry's JSON cannot be read: {err}", at()).into())
+        Ok(self.snap.entry_value(e)?)
     }
 
     /// The path root → `e` (inclusive) with each entry's JSON.

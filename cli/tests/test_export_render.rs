@@ -336,6 +336,116 @@ fn export_md_fences_hold_hostile_text() {
     assert_eq!(headings.last().map(|h| h.contains("h0000008")), Some(true));
 }
 
+/// The headings of a Markdown document (depth, text) as `marked` (the Markdown library in the
+/// oracle's node_modules, a CommonMark/GFM parser independent of pisess) reads them.
+fn marked_headings(md: &str) -> Vec<(u64, String)> {
+    use std::io::Write as _;
+    let home = std::env::var_os("PISESS_ORACLE_HOME").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pisess-oracle"),
+        PathBuf::from,
+    );
+    let script = format!(
+        "import {{marked}} from {:?}; import fs from 'fs';\
+         const t = marked.lexer(fs.readFileSync(0, 'utf8'));\
+         console.log(JSON.stringify(t.filter(x => x.type === 'heading').map(x => [x.depth, x.text])));",
+        home.join("node_modules/marked/lib/marked.esm.js")
+    );
+    let mut child = Command::new(home.join("node22/node_modules/.bin/node"))
+        .args(["--input-type=module", "-e", &script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("node in {}: {e} (run the oracle's setup)", home.display()));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(md.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Message text whose code fence is never closed (backticks or tildes, at the end of a
+/// message), thinking with a lone CR before a fence line, and a fence line among HTML-like
+/// lines, each cannot swallow the headings of the entries after it: `marked` finds one heading
+/// per entry, in order.
+#[test]
+fn export_md_message_text_cannot_swallow_the_headings_after_it() {
+    let env = TestEnv::new();
+    let t = "2026-07-27T10:00:00.000Z";
+    let user = |id: &str, parent: Option<&str>, text: &str| {
+        json!({"type":"message","id":id,"parentId":parent,"timestamp":t,
+            "message":{"role":"user","content":text,"timestamp":1}})
+    };
+    let assistant = |id: &str, parent: &str, content: Value| {
+        json!({"type":"message","id":id,"parentId":parent,"timestamp":t,
+            "message":{"role":"assistant","content":content,"provider":"p","model":"m",
+              "stopReason":"stop","timestamp":2}})
+    };
+    let lines = [
+        json!({"type":"session","version":3,"id":"019f9880-b680-766d-a276-8eede3150077",
+            "timestamp":t,"cwd":"/proj"}),
+        user(
+            "m1",
+            None,
+            "look at this:\n```\nfn main() {}\n\n## not a heading",
+        ),
+        assistant(
+            "m2",
+            "m1",
+            json!([{"type":"thinking","thinking":"step one\r```\rstill thinking"},
+                   {"type":"text","text":"~~~~\ntilde block left open"}]),
+        ),
+        user("m3", Some("m2"), "<div>\n```\n</div>\nafter"),
+        assistant(
+            "m4",
+            "m3",
+            json!([{"type":"text","text":"````\n```\nfour ticks, closed by three: still open"}]),
+        ),
+        user("m5", Some("m4"), "a closed one:\n```sh\nls\n```\nand prose"),
+        user("m6", Some("m5"), "last"),
+    ];
+    let file = env.home.path().join("fences.jsonl");
+    let text: String = lines
+        .iter()
+        .map(|l| serde_json::to_string(l).unwrap() + "\n")
+        .collect();
+    std::fs::write(&file, text).unwrap();
+    let out = env
+        .pisess()
+        .args(["export", file.to_str().unwrap(), "--format", "md"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8(out.stdout).unwrap();
+    let headings: Vec<String> = marked_headings(&md)
+        .into_iter()
+        .filter(|(depth, _)| *depth == 2)
+        .map(|(_, text)| text)
+        .collect();
+    let ids: Vec<&str> = headings
+        .iter()
+        .map(|h| {
+            h.rsplit("<sub>`")
+                .next()
+                .unwrap()
+                .trim_end_matches("`</sub>")
+        })
+        .collect();
+    assert_eq!(ids, ["m1", "m2", "m3", "m4", "m5", "m6"], "{md}");
+    // A closed block and the text around it are written as they are.
+    assert!(
+        md.contains("a closed one:\n```sh\nls\n```\nand prose\n\n## "),
+        "{md}"
+    );
+}
+
 #[test]
 fn export_md_and_html_of_every_edge_case_succeed_or_fail_with_an_error() {
     let env = TestEnv::new();

@@ -504,6 +504,70 @@ fn entry_syntax_leaf_root_ancestor_label_prefix() {
     assert!(r.stderr.contains("fewer than 1 ancestors"), "{}", r.stderr);
 }
 
+/// `~N` suffixes chain as in git (`HEAD~1~1` is `HEAD~2`, `HEAD~~` too), and an ENTRY that
+/// cannot be resolved is quoted as typed, with the part that is wrong.
+#[test]
+fn entry_ancestor_suffixes_chain_and_errors_quote_what_was_typed() {
+    let env = TestEnv::new();
+    let name = "04-many-branches";
+    let file = session(name);
+    let f = file.to_str().unwrap();
+    let leaf = golden(name, "tree")["leafId"].as_str().unwrap().to_owned();
+    let active = ids(&golden(name, "path")[leaf.as_str()]);
+    let show = |e: &str| json(&env, &["show", f, e, "--json"], 0)["id"].clone();
+    let two_up = active[active.len() - 3].as_str();
+    for spec in [
+        "@leaf~2".to_owned(),
+        "@leaf~1~1".to_owned(),
+        "@leaf~~".to_owned(),
+        "@leaf~0~2".to_owned(),
+        format!("{leaf}~1~1"),
+        format!("{}~1~0~1", &leaf[..6]),
+    ] {
+        assert_eq!(show(&spec), two_up, "{spec}");
+    }
+    // Unknown base: the message names it and quotes the whole argument.
+    let r = run(&env, &["show", f, "@lef~1~1"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains(r#"matches "@lef" (in "@lef~1~1")"#),
+        "{}",
+        r.stderr
+    );
+    let r = run(&env, &["show", f, "label:nope~1~2"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains(r#"label "nope" (in "label:nope~1~2")"#),
+        "{}",
+        r.stderr
+    );
+    // Too far back: the argument as typed, the base, and the total asked for.
+    let depth = active.len() - 1;
+    let r = run(&env, &["show", f, &format!("@leaf~{depth}~1")]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains(&format!(
+            "\"@leaf~{depth}~1\": @leaf has fewer than {} ancestors (it has {depth})",
+            depth + 1
+        )),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(show(&format!("@leaf~{}~1", depth - 1)), active[0].as_str());
+    // Not a suffix (`~x`): the whole argument is the id sought, quoted as typed.
+    let r = run(&env, &["show", f, "@leaf~1~x"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains(r#"matches "@leaf~1~x""#), "{}", r.stderr);
+    let r = run(&env, &["show", f, "@leaf~4294967295~1"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains(r#"ancestor count too large in "@leaf~4294967295~1""#),
+        "{}",
+        r.stderr
+    );
+}
+
 #[test]
 fn session_by_id_prefix_and_latest() {
     let env = TestEnv::new();
@@ -1199,6 +1263,115 @@ fn stats_names_the_entries_it_could_not_count() {
     assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{}", r.stdout);
     let r = run(&env, &["grep", "-F", "zzz-not-there", "--session", f]);
     assert_eq!((r.code, r.stderr.as_str()), (1, ""));
+}
+
+/// `fork` and `export` of a path through an entry whose JSON cannot be read (its message
+/// content nests 200 arrays deep; pi reads it, serde_json stops at 128) blame that entry —
+/// the session file, its line and id, and "nests too deep" — not the store ("inconsistent
+/// store") nor the output file ("cannot write"); nothing is written.
+#[test]
+fn fork_and_export_name_the_entry_whose_json_is_too_deep() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let deep = format!("{}\"x\"{}", "[".repeat(200), "]".repeat(200));
+    let session = |parent: &str| {
+        [
+            r#"{"type":"session","version":3,"id":"019f9880-b680-766d-a276-8eede3150003","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/proj"}"#.to_owned(),
+            r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-11-01T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#.to_owned(),
+            format!(
+                r#"{{"type":"message","id":"deep1","parentId":{parent},"timestamp":"2026-11-01T10:00:02.000Z","message":{{"role":"user","content":{deep},"timestamp":2}}}}"#
+            ),
+            r#"{"type":"message","id":"u2","parentId":"deep1","timestamp":"2026-11-01T10:00:03.000Z","message":{"role":"user","content":"after","timestamp":3}}"#.to_owned(),
+        ]
+        .join("\n")
+            + "\n"
+    };
+    let file = dir.path().join("deep.jsonl");
+    std::fs::write(&file, session(r#""u1""#)).unwrap();
+    // The same entry as a root whose parent is missing: a branch export re-links it, which
+    // needs its value.
+    let orphan = dir.path().join("orphan.jsonl");
+    std::fs::write(&orphan, session(r#""gone""#)).unwrap();
+    let out = |name: &str| dir.path().join(name);
+    let cases: Vec<(PathBuf, Vec<String>, PathBuf)> = vec![
+        (
+            file.clone(),
+            vec!["fork".into(), "u2".into()],
+            out("fork.jsonl"),
+        ),
+        (
+            orphan.clone(),
+            vec!["fork".into(), "u2".into()],
+            out("fork2.jsonl"),
+        ),
+        (
+            file.clone(),
+            vec!["export".into(), "--format".into(), "md".into()],
+            out("e.md"),
+        ),
+        (
+            file.clone(),
+            vec!["export".into(), "--format".into(), "html".into()],
+            out("e.html"),
+        ),
+        (
+            orphan.clone(),
+            vec!["export".into(), "--branch".into(), "u2".into()],
+            out("e.jsonl"),
+        ),
+    ];
+    for (src, args, target) in cases {
+        let mut argv: Vec<&str> = vec![args[0].as_str(), src.to_str().unwrap()];
+        argv.extend(args[1..].iter().map(String::as_str));
+        argv.extend(["-o", target.to_str().unwrap()]);
+        let r = run(&env, &argv);
+        assert_eq!(r.code, 2, "{argv:?}: {}", r.stderr);
+        let want = format!(
+            "error: {}:3: entry \"deep1\" cannot be read: its JSON nests more than 128 levels deep",
+            src.display()
+        );
+        assert!(r.stderr.starts_with(&want), "{argv:?}: {}", r.stderr);
+        assert!(
+            !r.stderr.contains("inconsistent store") && !r.stderr.contains("cannot write"),
+            "{argv:?}: {}",
+            r.stderr
+        );
+        assert!(!target.exists(), "{argv:?}");
+    }
+    // `show` says the same of the entry itself.
+    let r = run(&env, &["show", file.to_str().unwrap(), "deep1"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains(":3: entry \"deep1\" cannot be read: its JSON nests more than 128"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A file whose size reads as 0 bytes but which has content (as those under /proc do) is not
+/// said to be empty: reading it, pisess finds no header line and says so; an empty file still
+/// is "empty".
+#[test]
+fn a_zero_size_file_with_content_is_not_called_empty() {
+    let env = TestEnv::new();
+    let r = run(&env, &["log", "/proc/self/status"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is not a pi session: no header line") && !r.stderr.contains("empty"),
+        "{}",
+        r.stderr
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let r = run(&env, &["log", empty.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is not a pi session: the file is empty"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// A whole session id that two files hold (a copy of a session, which pi may since have

@@ -259,6 +259,41 @@ fn log_all_human_snapshots() {
     );
 }
 
+/// `log --all --type T` draws the lanes of the whole tree, but a join line only between lines
+/// it shows: when nothing matches it prints nothing (as `log --type T` does), and it neither
+/// starts nor ends with a join.
+#[test]
+fn log_all_with_a_type_draws_joins_only_between_lines_shown() {
+    let env = TestEnv::new();
+    let f = session("04-many-branches");
+    let f = f.to_str().unwrap();
+    for t in ["nosuch", "compaction"] {
+        let flat = run(&env, &["log", f, "--type", t]);
+        let all = run(&env, &["log", f, "--all", "--type", t]);
+        assert_eq!((flat.code, flat.stdout.as_str()), (0, ""), "{t}");
+        assert_eq!((all.code, all.stdout.as_str()), (0, ""), "--all --type {t}");
+    }
+    let is_node = |l: &str| {
+        l.trim_start_matches(['│', ' '])
+            .starts_with(['@', '●', '○'])
+    };
+    for t in ["user", "label", "branch_summary", "toolResult"] {
+        let human = out(&env, &["log", f, "--all", "--type", t], 0);
+        let lines: Vec<&str> = human.lines().collect();
+        let want = json_lines(&env, &["log", f, "--all", "--type", t, "--json"], 0).len();
+        assert!(want > 0, "{t}");
+        assert_eq!(
+            lines.iter().filter(|l| is_node(l)).count(),
+            want,
+            "{t}:\n{human}"
+        );
+        let is_join = |l: &str| l.trim_start_matches(['│', ' ']).starts_with('├');
+        assert!(lines.iter().any(|l| is_join(l)), "{t}:\n{human}");
+        assert!(!is_join(lines[0]), "{t}:\n{human}");
+        assert!(is_node(lines[lines.len() - 1]), "{t}:\n{human}");
+    }
+}
+
 /// A 100,000-deep chain is one lane and no recursion.
 #[test]
 fn log_all_on_a_deep_chain() {
@@ -1440,6 +1475,17 @@ fn files_json_equals_an_independent_scan_of_the_tool_calls() {
             assert!(!w.is_empty(), "{f}");
             let g = files_json(&env, &["**", "--session", f, "--since", &mid], true);
             assert_eq!(g, w, "{f} --since {mid}");
+            // The same instant written with RFC 3339 offsets (pi's times are `…Z`, UTC).
+            if since_checked == 0 {
+                let ms = pisess_engine::import::iso_to_ms(&mid).unwrap();
+                for (off_min, off) in [(120, "+02:00"), (-330, "-05:30")] {
+                    // The local time at that offset, then the offset.
+                    let local = pisess_engine::export::ms_to_iso(ms + off_min * 60_000);
+                    let t = format!("{}{off}", local.trim_end_matches('Z'));
+                    let g = files_json(&env, &["**", "--session", f, "--since", &t], true);
+                    assert_eq!(g, w, "{f} --since {t} (= {mid})");
+                }
+            }
             since_checked += 1;
         }
     }
@@ -1471,6 +1517,7 @@ fn files_json_equals_an_independent_scan_of_the_tool_calls() {
         r.stderr
     );
     assert!(r.stderr.contains("YYYY-MM-DD"), "{}", r.stderr);
+    assert!(r.stderr.contains("+02:00"), "{}", r.stderr);
 }
 
 /// `files -l` / `-c` list each session with a hit once, in the order of its first hit, with

@@ -8,7 +8,8 @@
 
 use std::path::PathBuf;
 
-/// What went wrong with the store itself (not with one imported file).
+/// What went wrong with the store itself (not with one imported file), or with one stored
+/// entry that cannot be read ([`StoreError::UnreadableEntry`], named by its file and line).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -114,9 +115,39 @@ pub enum StoreError {
     /// The tables disagree with each other.
     #[error("inconsistent store: {0}")]
     Inconsistent(String),
+    /// An entry's JSON, stored as its session file has it, cannot be read into a value: the
+    /// fault is the file's (pi's `JSON.parse` reads nesting deeper than the 128 levels
+    /// serde_json does), not the store's. Names the file, the line and the entry.
+    #[error(
+        "{file}:{line}: entry {} cannot be read: {}",
+        id.as_deref().map_or_else(|| "(no id)".to_owned(), |i| format!("{i:?}")),
+        why_unreadable(source)
+    )]
+    UnreadableEntry {
+        /// The session file.
+        file: String,
+        /// The entry's line in it (1-based).
+        line: u64,
+        /// The entry's id, when it has a string id.
+        id: Option<String>,
+        /// What the parser said.
+        #[source]
+        source: serde_json::Error,
+    },
     /// An outline block could not be written.
     #[error("cannot write an outline block")]
     Outline(#[from] crate::outline::OutlineError),
+}
+
+/// What is wrong with JSON that serde_json refused, in words: nesting deeper than its limit of
+/// 128 levels is named as such (its own message, "recursion limit exceeded", says it in terms
+/// of the parser), anything else is JSON that does not parse.
+pub fn why_unreadable(e: &serde_json::Error) -> &'static str {
+    if e.to_string().starts_with("recursion limit exceeded") {
+        "its JSON nests more than 128 levels deep, deeper than pisess can read (pi reads it)"
+    } else {
+        "its JSON does not parse"
+    }
 }
 
 macro_rules! via_redb {

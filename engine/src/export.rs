@@ -130,10 +130,11 @@ impl Snapshot {
             let mut line = if parent == prev {
                 json
             } else {
-                let mut v: serde_json::Value =
-                    pisess_formats::value::parse_owned(&json).map_err(|err| {
-                        StoreError::Inconsistent(format!("entry {e} does not parse: {err}"))
-                    })?;
+                // (Read again: a failure then names the file, line and entry.)
+                let mut v = match pisess_formats::value::parse_owned::<serde_json::Value>(&json) {
+                    Ok(v) => v,
+                    Err(_) => self.entry_value(e)?,
+                };
                 if let Some(o) = v.as_object_mut() {
                     let p = prev.clone().map_or(serde_json::Value::Null, Into::into);
                     o.insert("parentId".into(), p);

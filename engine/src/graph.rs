@@ -209,6 +209,36 @@ impl Snapshot {
             .transpose()
     }
 
+    /// An entry's stored JSON, parsed as pi's `JSON.parse` would (key order kept, lone
+    /// surrogates as U+FFFD: [`pisess_formats::value::parse_owned`]). JSON that cannot be read
+    /// (nested too deep) is [`StoreError::UnreadableEntry`], naming the session file, the line
+    /// and the entry; a row without JSON text is [`StoreError::Inconsistent`].
+    pub fn entry_value(&self, e: EntryKey) -> Result<serde_json::Value, StoreError> {
+        let (text, session, line, id) = self
+            .with_entry(e, |a| {
+                (
+                    a.json_text().map(std::borrow::Cow::into_owned),
+                    u64::from(a.session),
+                    u64::from(a.line),
+                    a.id.as_ref().map(|t| t.as_str().to_owned()),
+                )
+            })?
+            .ok_or_else(|| StoreError::Inconsistent(format!("row {e} is missing")))?;
+        let text =
+            text.ok_or_else(|| StoreError::Inconsistent(format!("entry {e} has no JSON text")))?;
+        match pisess_formats::value::parse_owned(&text) {
+            Ok(v) => Ok(v),
+            Err(source) => Err(StoreError::UnreadableEntry {
+                file: self
+                    .session(SessionKey(session))?
+                    .map_or_else(|| format!("(session {session})"), |r| r.path),
+                line,
+                id,
+                source,
+            }),
+        }
+    }
+
     /// Calls `f` with a stored row, read in place from its decoded block.
     pub fn with_entry<R>(
         &self,

@@ -752,7 +752,7 @@ impl Store {
         }
         if st.rec.session_id.is_empty() && st.header_pending {
             let reason = if size == 0 {
-                "the file is empty".to_owned()
+                zero_size_reason(canon)
             } else {
                 "no header line".to_owned()
             };
@@ -1965,6 +1965,33 @@ fn stat(path: &Path, known: Option<&Path>) -> Result<(PathBuf, u64, i64), FileEr
     }
     let (size, mtime) = size_mtime(&md);
     Ok((canon, size, mtime))
+}
+
+/// Why a file whose size reads as 0 bytes gave no header line. Usually it is empty; but a file
+/// the system makes up as it is read (those under /proc) has a size of 0 and content, which an
+/// import, reading a file up to its size, never sees: then the reason says so, and whether the
+/// content begins with a session header at all (so "the file is empty" is never said of it).
+fn zero_size_reason(path: &Path) -> String {
+    let mut head = Vec::new();
+    let read = File::open(path).and_then(|f| f.take(64 << 10).read_to_end(&mut head));
+    // A file that grew since it was read (a session being created) was empty when read.
+    let still_zero = std::fs::metadata(path).is_ok_and(|m| m.len() == 0);
+    if read.is_err() || head.is_empty() || !still_zero {
+        return "the file is empty".to_owned();
+    }
+    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let header = serde_json::from_slice::<serde_json::Value>(first)
+        .ok()
+        .is_some_and(|v| v.get("type").and_then(serde_json::Value::as_str) == Some("session"));
+    if header {
+        "its size reads as 0 bytes though it has content (a file made up as it is read, as \
+         under /proc): pisess reads a session file up to its size; copy it to an ordinary file"
+            .to_owned()
+    } else {
+        "no header line: its first line is not a session header (its size reads as 0 bytes, \
+         yet it has content: a file made up as it is read, as under /proc)"
+            .to_owned()
+    }
 }
 
 /// A file's size and mtime (nanoseconds since the epoch, 0 when unknown), as the catalogue

@@ -46,8 +46,8 @@ pub struct FilesArgs {
     /// Only entries on their session's active path.
     #[arg(long)]
     pub active_only: bool,
-    /// Only tool calls made on or after DATE (`YYYY-MM-DD` or an ISO time, UTC, or an age such
-    /// as `7d`), by their entry's timestamp.
+    /// Only tool calls made on or after DATE (`YYYY-MM-DD`, midnight UTC; an RFC 3339 time such
+    /// as `2026-01-31T12:00:00Z` or `…+02:00`; or an age such as `7d`), by their entry's time.
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
     /// List each session with a hit once, by its file (as `rg -l`).

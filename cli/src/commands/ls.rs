@@ -20,8 +20,8 @@ pub struct LsArgs {
     /// Only sessions whose header cwd is DIR.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Only sessions modified on or after DATE (`YYYY-MM-DD` or an ISO time, UTC, or an age
-    /// such as `7d`).
+    /// Only sessions modified on or after DATE: `YYYY-MM-DD` (midnight UTC), an RFC 3339 time
+    /// (`2026-01-31T12:00:00Z`, or with an offset such as `+02:00`), or an age such as `7d`.
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
 }

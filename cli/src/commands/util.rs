@@ -107,32 +107,62 @@ pub fn parse_age(s: &str) -> Result<i64, CommandError> {
     n.checked_mul(ms).filter(|v| *v >= 0).ok_or_else(bad)
 }
 
+/// What `--since` accepts, for its error hint and help.
+pub const SINCE_FORMS: &str = "use a day YYYY-MM-DD (from its midnight UTC), an RFC 3339 time \
+     such as 2026-01-31T12:00:00Z or 2026-01-31T12:00:00+02:00 (an offset such as -05:30 is \
+     converted to UTC; a time without one is UTC), or an age such as 7d, 12h, 30m or 2w";
 /// Parses the argument of a `--since` option: a day (`YYYY-MM-DD`, from its midnight UTC), an
-/// ISO time (`2026-01-31T12:00:00Z`), or an age counted back from now (`7d`, `12h`, `2w`).
+/// RFC 3339 time (`2026-01-31T12:00:00Z`, `2026-01-31T12:00:00.5+02:00`: the offset is taken
+/// off, giving UTC; without an offset the time is read as UTC), or an age counted back from now
+/// (`7d`, `12h`, `2w`).
 pub fn parse_since(d: &str) -> Result<i64, CommandError> {
     let t = d.trim();
-    let ms = if t.len() == 10 {
-        pisess_engine::import::iso_to_ms(&format!("{t}T00:00:00Z"))
-    } else {
-        pisess_engine::import::iso_to_ms(t)
-    };
-    // A day the month does not have (2024-02-30) is refused, not rolled over as JavaScript
-    // does: the day read back from the time must be the day written.
-    if let Some(ms) = ms
-        && t.get(..10) == Some(&pisess_engine::export::ms_to_iso(ms)[..10])
-    {
+    if let Some(ms) = parse_time(t) {
         return Ok(ms);
     }
-    let age = parse_age(t).map_err(|_| {
-        CommandError::with_hint(
-            anyhow!("cannot read the date {d:?}"),
-            "use YYYY-MM-DD, 2026-01-31T12:00:00Z, or an age such as 7d or 12h",
-        )
-    })?;
+    let age = parse_age(t)
+        .map_err(|_| CommandError::with_hint(anyhow!("cannot read the date {d:?}"), SINCE_FORMS))?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |x| i64::try_from(x.as_millis()).unwrap_or(i64::MAX));
     Ok(now.saturating_sub(age))
+}
+
+/// A day or an RFC 3339 time (see [`parse_since`]) as milliseconds since the epoch, UTC.
+///
+/// A day the month does not have (2024-02-30) is refused, not rolled over as JavaScript does:
+/// the day read back from the time must be the day written (before any offset is applied).
+fn parse_time(t: &str) -> Option<i64> {
+    let b = t.as_bytes();
+    // RFC 3339's numeric offset (`+HH:MM`, `-HH:MM`) after a time; else `Z` or nothing (UTC).
+    let (local, offset_min) = match b.len().checked_sub(6).map(|i| (i, &b[i..])) {
+        Some((i, &[sign @ (b'+' | b'-'), h1, h2, b':', m1, m2])) if i >= 19 => {
+            let two = |x: u8, y: u8| {
+                (x.is_ascii_digit() && y.is_ascii_digit())
+                    .then(|| i64::from(x - b'0') * 10 + i64::from(y - b'0'))
+            };
+            let (h, m) = (two(h1, h2)?, two(m1, m2)?);
+            if h > 23 || m > 59 || matches!(b[i - 1], b'Z' | b'z') {
+                return None;
+            }
+            let minutes = h * 60 + m;
+            (&t[..i], if sign == b'+' { minutes } else { -minutes })
+        }
+        _ => (t, 0),
+    };
+    let lb = local.as_bytes();
+    let ms = if lb.len() == 10 {
+        pisess_engine::import::iso_to_ms(&format!("{local}T00:00:00Z"))
+    } else if lb.get(13) == Some(&b':') && lb.get(16) == Some(&b':') {
+        pisess_engine::import::iso_to_ms(local)
+    } else {
+        None
+    }?;
+    if local.get(..10) != Some(&pisess_engine::export::ms_to_iso(ms)[..10]) {
+        return None;
+    }
+    // The time written is local to the offset: UTC is that time minus the offset.
+    ms.checked_sub(offset_min * 60_000)
 }
 
 /// Says on stderr where the writer saved torn last lines of `file` before cutting their
@@ -235,6 +265,55 @@ mod tests {
         ] {
             let e = parse_since(bad).unwrap_err().to_string();
             assert!(e.contains("cannot read the date"), "{bad:?}: {e}");
+        }
+    }
+
+    /// RFC 3339 offsets are taken off: the instant is the same as the UTC time it names.
+    #[test]
+    fn since_converts_rfc3339_offsets_to_utc() {
+        let utc = parse_since("2026-01-02T01:04:05Z").unwrap();
+        assert_eq!(utc, 1_767_315_845_000);
+        for same in [
+            "2026-01-02T03:04:05+02:00",
+            "2026-01-01T19:34:05-05:30",
+            "2026-01-02T01:04:05+00:00",
+            "2026-01-02T01:04:05-00:00",
+            "2026-01-02t01:04:05z",
+            "2026-01-02T01:04:05",
+            " 2026-01-02T14:49:05+13:45 ",
+        ] {
+            assert_eq!(parse_since(same).ok(), Some(utc), "{same}");
+        }
+        assert_eq!(
+            parse_since("2026-01-02T03:04:05.250+02:00").ok(),
+            Some(utc + 250)
+        );
+        // An offset can carry the time across a day, a month or a year.
+        assert_eq!(
+            parse_since("2025-12-31T23:30:00-01:00").ok(),
+            parse_since("2026-01-01T00:30:00Z").ok()
+        );
+        // The day is checked as written, before the offset.
+        assert_eq!(
+            parse_since("2024-02-29T23:00:00-02:00").ok(),
+            parse_since("2024-03-01T01:00:00Z").ok()
+        );
+        for bad in [
+            "2026-01-02T03:04:05+2:00",
+            "2026-01-02T03:04:05+0200",
+            "2026-01-02T03:04:05+24:00",
+            "2026-01-02T03:04:05+02:60",
+            "2026-01-02T03:04:05Z+02:00",
+            "2026-01-02T03:04:05+02:0x",
+            "2023-02-29T03:04:05+02:00",
+            "2026-01-02+02:00",
+            "2026-01-02T03-04-05Z",
+        ] {
+            let e = parse_since(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("cannot read the date"),
+                "{bad:?}: {e}"
+            );
         }
     }
 }

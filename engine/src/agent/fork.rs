@@ -327,14 +327,10 @@ pub fn branched_session(
     })
 }
 
-/// An entry's stored JSON, parsed.
+/// An entry's stored JSON, parsed ([`Snapshot::entry_value`]: JSON that cannot be read names
+/// the file, line and entry).
 fn stored_json(snap: &Snapshot, e: EntryKey) -> Result<Value, StoreError> {
-    let text = snap
-        .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))?
-        .flatten()
-        .ok_or_else(|| StoreError::Inconsistent(format!("entry {e} has no JSON text")))?;
-    pisess_formats::value::parse_owned(&text)
-        .map_err(|err| StoreError::Inconsistent(format!("entry {e} does not parse: {err}")))
+    snap.entry_value(e)
 }
 
 /// A branched session ready to write: its header, the file name pi gives it, and the path it

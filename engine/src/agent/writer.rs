@@ -825,14 +825,10 @@ fn insert_some(o: &mut Map<String, Value>, k: &str, v: Option<Value>) {
     }
 }
 
-/// An entry's stored JSON, parsed (key order kept).
+/// An entry's stored JSON, parsed (key order kept; [`Snapshot::entry_value`]: JSON that cannot
+/// be read names the file, line and entry).
 fn stored_value(snap: &Snapshot, e: crate::ids::EntryKey) -> Result<Value, WriteError> {
-    let text = snap
-        .with_entry(e, |a| a.json_text().map(std::borrow::Cow::into_owned))?
-        .flatten()
-        .ok_or_else(|| StoreError::Inconsistent(format!("entry {e} has no JSON text")))?;
-    pisess_formats::value::parse_owned(&text)
-        .map_err(|err| StoreError::Inconsistent(format!("entry {e} does not parse: {err}")).into())
+    Ok(snap.entry_value(e)?)
 }
 
 /// JavaScript's `String.prototype.trim` (ECMAScript white space and line terminators).
