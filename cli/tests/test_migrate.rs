@@ -839,11 +839,10 @@ fn in_place_leaves_alone_a_file_appended_to_while_it_is_migrated() {
     let file = dir.path().join("s.jsonl");
     fs::write(&file, &text).unwrap();
 
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+    let mut child = env
+        .pisess_child()
         .args(["migrate", "--in-place", "--no-backup", "--json"])
         .arg(&file)
-        .env_clear()
-        .env("HOME", env.home.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -613,3 +613,67 @@ fn a_killed_in_place_prune_leaves_the_file_pruned_or_untouched() {
     }
     eprintln!("untouched {}, pruned {}", seen[0], seen[1]);
 }
+
+/// pi appends to a session by its path. A line appended while `--in-place` prunes the file
+/// would go to the old file and be lost when the pruned one is renamed over it: such a file is
+/// left alone, holding the appended line, with no backup made.
+#[test]
+fn in_place_leaves_alone_a_file_appended_to_while_it_is_pruned() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("in");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.jsonl");
+    // Large enough that writing the pruned copy takes many milliseconds after its temp file
+    // appears.
+    std::fs::copy(crate::common::corpus().join("14-large-20000.jsonl"), &file).unwrap();
+    let original = std::fs::read(&file).unwrap();
+    let mut child = env
+        .pisess_child()
+        .args(["prune", "--keep-leaf", "--in-place"])
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Append one line as soon as the pruned copy's temp file exists, as pi would mid-run.
+    let line = r#"{"type":"label","id":"appended1","parentId":null,"timestamp":"2026-12-03T21:00:00.000Z","targetId":"appended1","label":"meanwhile"}"#;
+    let mut appended = false;
+    while child.try_wait().unwrap().is_none() {
+        let temp_seen = std::fs::read_dir(&dir).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".pisess-tmp-")
+        });
+        if temp_seen {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&file)
+                .unwrap();
+            writeln!(f, "{line}").unwrap();
+            appended = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(appended, "the prune ended before its temp file was seen");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("changed while it was being pruned") && stderr.contains("left alone"),
+        "{stderr}"
+    );
+    let mut expected = original;
+    expected.extend_from_slice(format!("{line}\n").as_bytes());
+    assert!(
+        std::fs::read(&file).unwrap() == expected,
+        "the file is untouched but for the append"
+    );
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["s.jsonl"], "no temp file or backup is left");
+}

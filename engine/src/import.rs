@@ -1995,8 +1995,8 @@ fn zero_size_reason(path: &Path) -> String {
 }
 
 /// A file's size and mtime (nanoseconds since the epoch, 0 when unknown), as the catalogue
-/// records them.
-fn size_mtime(md: &std::fs::Metadata) -> (u64, i64) {
+/// records them (`SessionRecord::file_size`, `mtime_ns`).
+pub fn size_mtime(md: &std::fs::Metadata) -> (u64, i64) {
     let mtime = md
         .modified()
         .ok()

@@ -9,7 +9,8 @@
 //! - every write of a file is atomic: a temp file in the target's folder, fsync, rename, fsync
 //!   of the folder; `-o` follows symlinks and writes a device or FIFO straight into (the rule of
 //!   [`crate::output`]); `--in-place` first keeps the original bytes at FILE.bak (a hard link, else an
-//!   atomic copy) unless `--no-backup`, and re-imports the new file so the store matches;
+//!   atomic copy) unless `--no-backup`, and re-imports the new file so the store matches; a
+//!   file whose size or mtime differs from what the store read (pi appended) is left alone;
 //! - `--sessions` never deletes: files are renamed into `trash/` beside the store (a copy that
 //!   is checked byte for byte before the original is removed, across file systems); only
 //!   files inside pi's session folder are moved unless `--any-folder`.
@@ -19,6 +20,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
+use pisess_engine::import::size_mtime;
 use pisess_engine::{EntryKey, PrunePlan, RowFate};
 use serde_json::json;
 
@@ -244,6 +246,24 @@ fn write_output(
         out.file()
             .and_then(|f| f.set_permissions(meta.permissions()))
             .map_err(|e| anyhow!("cannot write {}: {e}", target.display()))?;
+    }
+    // pi appends to a session by its path: a line appended since the store read the file would
+    // go to the old file and be lost by the rename. Such a file is left alone (checked just
+    // before the backup and the rename).
+    if args.in_place
+        && let Ok(meta) = std::fs::metadata(source)
+        && size_mtime(&meta) != (session.record.file_size, session.record.mtime_ns)
+    {
+        return Err(CommandError::with_hint(
+            anyhow!(
+                "{}: the file changed while it was being pruned ({} bytes when read, {} now); \
+                 left alone",
+                source.display(),
+                session.record.file_size,
+                meta.len()
+            ),
+            "is pi writing to it? run the prune again when it is idle",
+        ));
     }
     let mut backup = None;
     if args.in_place && !args.no_backup {
