@@ -285,3 +285,30 @@ pub fn read_lines(p: &std::path::Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// Waits until a pisess temp file (`.pisess-tmp-…`) appears in `dir` while `child` runs, then
+/// appends `line` to `file` as pi does (by path, `O_APPEND`); returns whether it did before
+/// the child ended. For the tests of an in-place rewrite racing with pi.
+pub fn append_once_a_temp_file_appears(
+    child: &mut std::process::Child,
+    dir: &Path,
+    file: &Path,
+    line: &str,
+) -> bool {
+    use std::io::Write;
+    while child.try_wait().unwrap().is_none() {
+        let temp_seen = std::fs::read_dir(dir).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".pisess-tmp-")
+        });
+        if temp_seen {
+            let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+            writeln!(f, "{line}").unwrap();
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    false
+}

@@ -849,23 +849,8 @@ fn in_place_leaves_alone_a_file_appended_to_while_it_is_migrated() {
         .unwrap();
     // Append one line as soon as the migration's temp file exists, as pi would mid-run.
     let line = r#"{"type":"message","timestamp":"2026-12-03T21:00:00.000Z","message":{"role":"user","content":"appended meanwhile"}}"#;
-    let mut appended = false;
-    while child.try_wait().unwrap().is_none() {
-        let temp_seen = fs::read_dir(dir.path()).unwrap().any(|e| {
-            e.unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with(".pisess-tmp-")
-        });
-        if temp_seen {
-            use std::io::Write;
-            let mut f = fs::OpenOptions::new().append(true).open(&file).unwrap();
-            writeln!(f, "{line}").unwrap();
-            appended = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
+    let appended =
+        crate::common::append_once_a_temp_file_appears(&mut child, dir.path(), &file, line);
     let out = child.wait_with_output().unwrap();
     assert!(
         appended,

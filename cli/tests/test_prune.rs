@@ -637,26 +637,7 @@ fn in_place_leaves_alone_a_file_appended_to_while_it_is_pruned() {
         .unwrap();
     // Append one line as soon as the pruned copy's temp file exists, as pi would mid-run.
     let line = r#"{"type":"label","id":"appended1","parentId":null,"timestamp":"2026-12-03T21:00:00.000Z","targetId":"appended1","label":"meanwhile"}"#;
-    let mut appended = false;
-    while child.try_wait().unwrap().is_none() {
-        let temp_seen = std::fs::read_dir(&dir).unwrap().any(|e| {
-            e.unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with(".pisess-tmp-")
-        });
-        if temp_seen {
-            use std::io::Write;
-            let mut f = std::fs::OpenOptions::new()
-                .append(true)
-                .open(&file)
-                .unwrap();
-            writeln!(f, "{line}").unwrap();
-            appended = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_micros(200));
-    }
+    let appended = crate::common::append_once_a_temp_file_appears(&mut child, &dir, &file, line);
     let out = child.wait_with_output().unwrap();
     assert!(appended, "the prune ended before its temp file was seen");
     let stderr = String::from_utf8(out.stderr).unwrap();
