@@ -333,7 +333,7 @@ impl Report<'_> {
 
     /// The id of a dropped branch's first entry.
     fn top_id(&self, b: &DroppedBranch) -> Result<String, CommandError> {
-        Ok(b.top_id.clone())
+        Ok(self.session.snap.entry_id(b.top)?.unwrap_or_default())
     }
 
     /// The table row of a dropped branch (`width`: the widest "first entry" to show).
