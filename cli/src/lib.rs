@@ -18,6 +18,7 @@ pub mod listing;
 pub mod output;
 pub mod render;
 pub mod session_arg;
+pub mod table;
 pub mod ui;
 
 use std::process::ExitCode;

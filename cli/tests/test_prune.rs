@@ -658,3 +658,84 @@ fn in_place_leaves_alone_a_file_appended_to_while_it_is_pruned() {
         .collect();
     assert_eq!(names, ["s.jsonl"], "no temp file or backup is left");
 }
+
+/// A prune's report is streamed: a fan of 100,000 siblings of the root (as many dropped
+/// branches) is reported, as the table and as JSON, inside a 96 MiB address space (it needs
+/// ~40; the table built in comfy_table and the JSON list built as values took over 192 MiB
+/// here, 833 MB of memory for 400,000 siblings), and the report still lists every branch.
+#[test]
+fn a_prune_report_of_a_wide_fan_runs_in_bounded_memory() {
+    use std::io::Write as _;
+    let env = TestEnv::new();
+    let file = env.home.path().join("fan.jsonl");
+    let n = 100_000;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+    writeln!(
+        w,
+        r#"{{"type":"session","version":3,"id":"fan","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}}"#
+    )
+    .unwrap();
+    writeln!(
+        w,
+        r#"{{"type":"message","id":"00000000","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"the root","timestamp":1}}}}"#
+    )
+    .unwrap();
+    for i in 1..=n {
+        writeln!(
+            w,
+            r#"{{"type":"message","id":"{i:08x}","parentId":"00000000","timestamp":"2026-01-01T00:00:02.000Z","message":{{"role":"user","content":"sibling {i}","timestamp":2}}}}"#
+        )
+        .unwrap();
+    }
+    w.into_inner().unwrap().sync_all().unwrap();
+    let f = file.to_str().unwrap();
+    let imported = env.pisess().args(["import", f]).output().unwrap();
+    assert!(imported.status.success());
+    let run = |json: bool| {
+        let mut args = vec!["prune", f, "--keep-leaf"];
+        if json {
+            args.insert(0, "--json");
+        }
+        let r = std::process::Command::new("prlimit")
+            .arg("--as=100663296")
+            .arg("--")
+            .arg(assert_cmd::cargo::cargo_bin("pisess"))
+            .args(&args)
+            .env_clear()
+            .env("HOME", env.home.path())
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
+            .env("PISESS_STORE", env.home.path().join("store.redb"))
+            .output()
+            .unwrap();
+        assert!(
+            r.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        String::from_utf8(r.stdout).unwrap()
+    };
+    let last = format!("{n:08x}");
+    let v: Value = serde_json::from_str(run(true).trim_end()).unwrap();
+    let branches = v["branches"].as_array().unwrap();
+    assert_eq!(branches.len(), n - 1);
+    assert_eq!(branches[0]["id"], "00000001");
+    assert_eq!(branches[0]["fromId"], "00000000");
+    assert_eq!(branches[n - 2]["id"], format!("{:08x}", n - 1));
+    assert_eq!(v["leafId"], last);
+    assert_eq!(v["droppedEntries"], n - 1);
+    let text = run(false);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4 + 1 + (n - 1) + 1, "{}", &text[..500]);
+    assert!(
+        lines[4].starts_with(" branch    from      entries"),
+        "{}",
+        lines[4]
+    );
+    assert!(
+        lines[5].starts_with(" 00000001  00000000  1        ")
+            && lines[5].ends_with("user: sibling 1     "),
+        "{:?}",
+        lines[5]
+    );
+}

@@ -585,6 +585,202 @@ fn a_fork_of_a_long_chain_runs_in_bounded_memory() {
     assert_eq!(last["parentId"], format!("{:08x}", n - 12));
 }
 
+/// A fork holds the labels it re-creates, not the source's: 100,000 labels in force (each
+/// ~220 bytes) on entries off the path forked leave the fork inside a 96 MiB address space
+/// (it needs ~40; holding pi's whole label map, twice, and the store's list of labels took
+/// over 160 MiB for this file, 330 MB of memory for twice as many labels).
+#[test]
+fn a_fork_holds_only_the_labels_it_keeps() {
+    use std::io::Write as _;
+    let env = TestEnv::new();
+    let file = env.home.path().join("labels.jsonl");
+    let n = 100_000;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+    writeln!(
+        w,
+        r#"{{"type":"session","version":3,"id":"labels","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}}"#
+    )
+    .unwrap();
+    writeln!(
+        w,
+        r#"{{"type":"message","id":"00000000","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"hello","timestamp":1}}}}"#
+    )
+    .unwrap();
+    writeln!(
+        w,
+        r#"{{"type":"label","id":"00000001","parentId":"00000000","timestamp":"2026-01-01T00:00:01.500Z","targetId":"00000000","label":"start"}}"#
+    )
+    .unwrap();
+    let pad = "x".repeat(200);
+    let mut parent = "00000001".to_owned();
+    for i in 0..n {
+        let id = format!("{:08x}", 0x1000_0000 + i);
+        writeln!(
+            w,
+            r#"{{"type":"label","id":"{id}","parentId":"{parent}","timestamp":"2026-01-01T00:00:02.000Z","targetId":"t{i}","label":"label {i} {pad}"}}"#
+        )
+        .unwrap();
+        parent = id;
+    }
+    w.into_inner().unwrap().sync_all().unwrap();
+    let f = file.to_str().unwrap();
+    let imported = env.pisess().args(["import", f]).output().unwrap();
+    assert!(imported.status.success());
+    let out = env.home.path().join("fork.jsonl");
+    let r = std::process::Command::new("prlimit")
+        .arg("--as=100663296")
+        .arg("--")
+        .arg(assert_cmd::cargo::cargo_bin("pisess"))
+        .args(["fork", f, "00000000", "-o"])
+        .arg(&out)
+        .env_clear()
+        .env("HOME", env.home.path())
+        .env("PISESS_STORE", env.home.path().join("store.redb"))
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let lines = read_lines(&out);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[1]["id"], "00000000");
+    assert_eq!(lines[2]["type"], "label");
+    assert_eq!(lines[2]["targetId"], "00000000");
+    assert_eq!(lines[2]["label"], "start");
+    assert_eq!(lines[2]["parentId"], "00000000");
+}
+
+/// pi's label map through a fork, on a crafted session against the live oracle: labels set,
+/// cleared and set again (a label set again after being cleared goes last), labels on
+/// entries the fork drops and on ids no entry has, non-string targets, labels written on a
+/// dropped branch for a kept entry, label entries on the path itself (dropped), and a
+/// compaction whose `firstKeptEntryId` names one of those.
+#[test]
+fn fork_recreates_pis_label_map_on_a_crafted_session() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("crafted.jsonl");
+    let ts = |i: usize| format!("2026-01-01T00:00:{i:02}.000Z");
+    let mut lines: Vec<String> = vec![
+        r#"{"type":"session","version":3,"id":"crafted","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#.to_owned(),
+    ];
+    let msg = |id: &str, parent: Option<&str>, role: &str, i: usize| {
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+        let content = if role == "user" {
+            format!(r#""message {i}""#)
+        } else {
+            format!(r#"[{{"type":"text","text":"answer {i}"}}]"#)
+        };
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"{}","message":{{"role":"{role}","content":{content},"timestamp":{i}}}}}"#,
+            ts(i)
+        )
+    };
+    let label = |id: &str, parent: &str, target: &str, label: &str, i: usize| {
+        format!(
+            r#"{{"type":"label","id":"{id}","parentId":"{parent}","timestamp":"{}","targetId":{target},"label":{label}}}"#,
+            ts(i)
+        )
+    };
+    lines.push(msg("a0000001", None, "user", 1));
+    lines.push(msg("a0000002", Some("a0000001"), "assistant", 2));
+    lines.push(label(
+        "b0000001",
+        "a0000002",
+        r#""a0000001""#,
+        r#""first""#,
+        3,
+    ));
+    lines.push(label(
+        "b0000002",
+        "b0000001",
+        r#""a0000002""#,
+        r#""second""#,
+        4,
+    ));
+    lines.push(msg("a0000003", Some("b0000002"), "user", 5));
+    // A branch the fork drops, with a label for a kept entry and labels for its own entries.
+    lines.push(msg("c0000001", Some("a0000002"), "user", 6));
+    lines.push(label(
+        "b0000003",
+        "c0000001",
+        r#""c0000001""#,
+        r#""dropped""#,
+        7,
+    ));
+    lines.push(label(
+        "b0000004",
+        "b0000003",
+        r#""a0000003""#,
+        r#""from a side branch""#,
+        8,
+    ));
+    lines.push(label(
+        "b0000005",
+        "b0000004",
+        r#""nowhere1""#,
+        r#""no entry""#,
+        9,
+    ));
+    lines.push(label("b0000006", "b0000005", "7", r#""a number""#, 10));
+    lines.push(label("b0000007", "b0000006", "null", r#""null""#, 11));
+    // Back on the path: clear the first label, set it again (it goes last), relabel the second
+    // (it keeps its place), a falsy label that clears nothing, a compaction naming a label.
+    lines.push(label("b0000008", "a0000003", r#""a0000001""#, r#""""#, 12));
+    lines.push(label(
+        "b0000009",
+        "b0000008",
+        r#""a0000002""#,
+        r#""second again""#,
+        13,
+    ));
+    lines.push(label(
+        "b000000a",
+        "b0000009",
+        r#""a0000001""#,
+        r#""first again""#,
+        14,
+    ));
+    lines.push(label("b000000b", "b000000a", r#""a0000004""#, "0", 15));
+    lines.push(msg("a0000004", Some("b000000b"), "assistant", 16));
+    lines.push(format!(
+        r#"{{"type":"compaction","id":"a0000005","parentId":"a0000004","timestamp":"{}","summary":"s","firstKeptEntryId":"b0000009","tokensBefore":100}}"#,
+        ts(17)
+    ));
+    lines.push(label(
+        "b000000c",
+        "a0000005",
+        r#""a0000004""#,
+        r#""fourth""#,
+        18,
+    ));
+    lines.push(msg("a0000006", Some("b000000c"), "user", 19));
+    lines.push(label(
+        "b000000d",
+        "a0000006",
+        r#""c0000001""#,
+        r#""dropped again""#,
+        20,
+    ));
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    for at in ["a0000006", "a0000004", "a0000003"] {
+        let theirs = tmp.path().join(format!("{at}.oracle.jsonl"));
+        let o = oracle(&["fork", file.to_str().unwrap(), at, theirs.to_str().unwrap()]);
+        assert!(o.get("error").is_none(), "{at}: {o}");
+        assert_eq!(o["written"], true, "{at}: {o}");
+        let mine = tmp.path().join(format!("{at}.pisess.jsonl"));
+        let got = fork_with_pisess(&env, &file, at, &mine);
+        let want = read_lines(&theirs);
+        assert_eq!(
+            fork_structure(&got, false),
+            fork_structure(&want, false),
+            "fork at {at}"
+        );
+        assert!(
+            got.iter().filter(|l| l["type"] == "label").count() >= 2,
+            "{at}: {got:?}"
+        );
+    }
+}
+
 #[test]
 fn a_failing_summarizer_or_an_unwritable_file_writes_nothing() {
     let env = TestEnv::new();

@@ -513,6 +513,17 @@ impl Snapshot {
         Ok(out)
     }
 
+    /// Whether a session has a label in force ([`Snapshot::labels`] is not empty), read
+    /// without reading the labels.
+    pub fn has_labels(&self, s: SessionKey) -> Result<bool, StoreError> {
+        Ok(self
+            .labels
+            .range((s.0, "")..=(s.0, "\u{10FFFF}"))?
+            .next()
+            .transpose()?
+            .is_some())
+    }
+
     /// The settings entries of a session (`thinking_level_change` →
     /// [`schema::SETTING_THINKING`], `model_change` → [`schema::SETTING_MODEL`]), in file order.
     pub fn settings(&self, s: SessionKey) -> Result<Vec<(EntryKey, u8)>, StoreError> {

@@ -14,13 +14,16 @@
 //! - junk lines, id-less records and other non-tree rows are dropped (pi ignores or cannot
 //!   reach them);
 //! - walks are loops over parent links (no recursion), so a 1,000,000-deep chain is fine; the
-//!   plan holds a few words per row, the output is streamed row by row.
+//!   plan holds a few words per row (its fate and length, and while planning its branch) and
+//!   per dropped branch (no id text but the shared id of the entry it forks from), the output
+//!   is streamed row by row.
 //!
 //! Stored rows are read through [`Snapshot::with_entry`] only for the row kind, id, type and
 //! JSON text.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
+use std::sync::Arc;
 
 use crate::error::StoreError;
 use crate::graph::Snapshot;
@@ -74,12 +77,12 @@ pub enum RowFate {
 /// root tree).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DroppedBranch {
-    /// The first entry of the branch.
+    /// The first entry of the branch (its id: [`Snapshot::entry_id`]; read when reported, not
+    /// held: a fan of siblings has as many branches as entries).
     pub top: EntryKey,
-    /// Its id.
-    pub top_id: String,
-    /// The kept entry it forks from (`None`: a root tree).
-    pub from_id: Option<String>,
+    /// The id of the kept entry it forks from (`None`: a root tree), shared by the branches
+    /// that fork from the same entry.
+    pub from_id: Option<Arc<str>>,
     /// Entries dropped in it.
     pub entries: u64,
     /// Bytes of their lines.
@@ -108,6 +111,35 @@ pub struct PrunePlan {
     pub dropped_bytes: u64,
     /// The entry pi will resume at when it opens the output: the last kept entry in file order.
     pub new_leaf: Option<EntryKey>,
+}
+
+/// What [`Snapshot::branch_index`] reads and fills: the rows (key order), each row's branch
+/// once known, the ids of the entries branches fork from (read once each: reading one between
+/// two rows would decode its block again every time), and the branches.
+struct BranchWalk<'a> {
+    rows: &'a [(EntryKey, RowFate, u64)],
+    branch_of: &'a mut [u32],
+    from_ids: &'a mut HashMap<EntryKey, Arc<str>>,
+    branches: &'a mut Vec<DroppedBranch>,
+}
+
+impl BranchWalk<'_> {
+    fn row(&self, e: EntryKey) -> Option<usize> {
+        self.rows.binary_search_by_key(&e, |r| r.0).ok()
+    }
+
+    fn memo(&self, e: EntryKey) -> Option<usize> {
+        let b = *self.branch_of.get(self.row(e)?)?;
+        (b != u32::MAX).then_some(b as usize)
+    }
+
+    fn remember(&mut self, e: EntryKey, b: usize) {
+        if let (Some(i), Ok(b)) = (self.row(e), u32::try_from(b))
+            && let Some(slot) = self.branch_of.get_mut(i)
+        {
+            *slot = b;
+        }
+    }
 }
 
 struct RowInfo {
@@ -165,11 +197,13 @@ impl Snapshot {
             }
         }
         // One pass over the rows: fates, and the last label per target / last session_info.
-        let mut rows = Vec::new();
+        let runs = self.row_runs(s)?;
+        let mut rows =
+            Vec::with_capacity(runs.iter().map(|r| r.end - r.start).sum::<u64>() as usize);
         let mut last_label: HashMap<String, EntryKey> = HashMap::new();
         let mut last_info: Option<EntryKey> = None;
         let mut kept_ids: HashSet<String> = HashSet::new();
-        for e in self.rows(s)? {
+        for e in runs.into_iter().flatten().map(EntryKey) {
             let info = self.row_info(e)?;
             let node = info.kind == RowKind::Entry && self.link(e)?.is_some();
             let fate = match info.kind {
@@ -231,7 +265,16 @@ impl Snapshot {
             new_leaf: None,
         };
         // Branches: each dropped entry belongs to the branch of its topmost dropped ancestor.
-        let mut branch_of: HashMap<EntryKey, usize> = HashMap::new();
+        // Rows are in key order (keys ascend in file order), so a row's place is a binary
+        // search; `branch_of[i]` is row i's branch once known (u32::MAX before).
+        if !plan.rows.is_sorted_by_key(|r| r.0) {
+            return Err(StoreError::Inconsistent(format!(
+                "session {s}: its rows' keys do not ascend in file order"
+            ))
+            .into());
+        }
+        let mut branch_of: Vec<u32> = vec![u32::MAX; plan.rows.len()];
+        let mut from_ids: HashMap<EntryKey, Arc<str>> = HashMap::new();
         for i in 0..plan.rows.len() {
             let (e, fate, len) = plan.rows[i];
             match fate {
@@ -257,12 +300,19 @@ impl Snapshot {
             plan.dropped_entries += 1;
             plan.dropped_bytes += len;
             let boundary = |p: &EntryKey| kept.contains(p) || plan.reattached.contains_key(p);
-            let b = self.branch_index(e, &boundary, &mut branch_of, &mut plan.branches)?;
+            let mut walk = BranchWalk {
+                rows: &plan.rows,
+                branch_of: &mut branch_of,
+                from_ids: &mut from_ids,
+                branches: &mut plan.branches,
+            };
+            let b = self.branch_index(e, &boundary, &mut walk)?;
             if let Some(br) = plan.branches.get_mut(b) {
                 br.entries += 1;
                 br.bytes += len;
             }
         }
+        plan.branches.shrink_to_fit();
         Ok(plan)
     }
 
@@ -271,14 +321,13 @@ impl Snapshot {
         &self,
         e: EntryKey,
         boundary: &dyn Fn(&EntryKey) -> bool,
-        memo: &mut HashMap<EntryKey, usize>,
-        branches: &mut Vec<DroppedBranch>,
+        walk: &mut BranchWalk<'_>,
     ) -> Result<usize, StoreError> {
         // Walk up to a memoised entry or to the top of the dropped subtree.
         let mut chain = vec![e];
         let mut cur = e;
         let index = loop {
-            if let Some(&b) = memo.get(&cur) {
+            if let Some(b) = walk.memo(cur) {
                 break b;
             }
             match self.parent(cur)? {
@@ -288,22 +337,30 @@ impl Snapshot {
                 }
                 p => {
                     let from_id = match p {
-                        Some(p) => self.entry_id(p)?,
+                        Some(p) => match walk.from_ids.get(&p) {
+                            Some(id) => Some(Arc::clone(id)),
+                            None => {
+                                let id: Option<Arc<str>> = self.entry_id(p)?.map(Into::into);
+                                if let Some(id) = &id {
+                                    walk.from_ids.insert(p, Arc::clone(id));
+                                }
+                                id
+                            }
+                        },
                         None => None,
                     };
-                    branches.push(DroppedBranch {
+                    walk.branches.push(DroppedBranch {
                         top: cur,
-                        top_id: self.entry_id(cur)?.unwrap_or_default(),
                         from_id,
                         entries: 0,
                         bytes: 0,
                     });
-                    break branches.len() - 1;
+                    break walk.branches.len() - 1;
                 }
             }
         };
         for c in chain {
-            memo.insert(c, index);
+            walk.remember(c, index);
         }
         Ok(index)
     }

@@ -270,3 +270,94 @@ fn odd_trees_read_in_small_chunks_link_as_the_whole_file_does() {
         );
     }
 }
+
+/// A prune plan's dropped branches on a random tree (imported in two appends, so its rows are
+/// two runs of keys) are the naive grouping: each dropped entry in the branch of its topmost
+/// dropped ancestor, branches in file order of their tops, each with the entry it forks from
+/// and its entries and bytes.
+#[test]
+fn prune_branches_match_a_naive_grouping() {
+    use std::collections::{HashMap, HashSet};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store.redb")).unwrap();
+    let mut rng = Rng(7);
+    let mut entries = Vec::new();
+    for i in 0..4000usize {
+        let parent = match rng.below(20) {
+            0 => None,
+            1..=4 if i > 0 => Some(rng.below(i)),
+            _ if i > 0 => Some(i - 1 - rng.below(i.min(3))),
+            _ => None,
+        };
+        entries.push((format!("n{i}"), parent.map(|p| format!("n{p}"))));
+    }
+    let path = session_file(dir.path(), "t.jsonl", &entries[..2500]);
+    store.import_file(&path).unwrap();
+    // Another session's rows in between: the append's keys do not continue the first run's.
+    let other = session_file(dir.path(), "other.jsonl", &entries[..10]);
+    store.import_file(&other).unwrap();
+    let whole = session_file(dir.path(), "whole.jsonl", &entries);
+    std::fs::copy(&whole, &path).unwrap();
+    store.import_file(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let len: HashMap<&str, u64> = text
+        .lines()
+        .skip(1)
+        .zip(&entries)
+        .map(|(l, (id, _))| (id.as_str(), l.len() as u64 + 1))
+        .collect();
+    let parent: HashMap<&str, Option<&str>> = entries
+        .iter()
+        .map(|(id, p)| (id.as_str(), p.as_deref()))
+        .collect();
+    let snap = store.snapshot().unwrap();
+    let s = snap.session_by_path(&path).unwrap().unwrap();
+    assert_eq!(snap.row_runs(s).unwrap().len(), 2);
+    for round in 0..4 {
+        let targets: Vec<String> = (0..=round)
+            .map(|_| format!("n{}", rng.below(4000)))
+            .collect();
+        let mut kept = HashSet::new();
+        for t in &targets {
+            let mut cur = Some(t.as_str());
+            while let Some(c) = cur {
+                kept.insert(c);
+                cur = parent[c];
+            }
+        }
+        let mut want: Vec<(String, Option<String>, u64, u64)> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for (id, _) in &entries {
+            if kept.contains(id.as_str()) {
+                continue;
+            }
+            let mut top = id.as_str();
+            while let Some(p) = parent[top].filter(|p| !kept.contains(p)) {
+                top = p;
+            }
+            let i = *index.entry(top).or_insert_with(|| {
+                want.push((top.to_owned(), parent[top].map(str::to_owned), 0, 0));
+                want.len() - 1
+            });
+            want[i].2 += 1;
+            want[i].3 += len[id.as_str()];
+        }
+        let keys: Vec<EntryKey> = targets.iter().map(|t| key(&snap, s, t)).collect();
+        let plan = snap.prune_plan(s, &keys).unwrap();
+        let got: Vec<(String, Option<String>, u64, u64)> = plan
+            .branches
+            .iter()
+            .map(|b| {
+                (
+                    snap.entry_id(b.top).unwrap().unwrap(),
+                    b.from_id.as_deref().map(str::to_owned),
+                    b.entries,
+                    b.bytes,
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "keeping {targets:?}");
+        assert_eq!(plan.kept_entries, kept.len() as u64);
+        assert_eq!(plan.dropped_entries, want.iter().map(|b| b.2).sum::<u64>());
+    }
+}

@@ -13,7 +13,11 @@
 //!   file whose size or mtime differs from what the store read (pi appended) is left alone;
 //! - `--sessions` never deletes: files are renamed into `trash/` beside the store (a copy that
 //!   is checked byte for byte before the original is removed, across file systems); only
-//!   files inside pi's session folder are moved unless `--any-folder`.
+//!   files inside pi's session folder are moved unless `--any-folder`;
+//! - the report is written as it is made: the table of dropped branches a row at a time
+//!   ([`crate::table`], laid out as comfy_table lays it out) and the JSON lists an item at a
+//!   time ([`crate::json_stream`]), so a session of 400,000 dropped branches (a fan of
+//!   siblings) is reported in the memory of its plan, not of its report.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -21,15 +25,18 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use pisess_engine::import::size_mtime;
-use pisess_engine::{EntryKey, PrunePlan, RowFate};
+
+use pisess_engine::{DroppedBranch, EntryKey, PrunePlan, RowFate};
 use serde_json::json;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::migrate::atomic;
+use crate::json_stream::{field, item};
 use crate::output::{self, Output};
 use crate::session_arg::{
     self as sa, Session, open_session, open_session_read, open_store, open_store_read,
 };
+use crate::table::Columns;
 use crate::ui::{Ui, safe};
 
 /// Drop the branches not on the kept paths, or move old sessions to a trash folder.
@@ -168,7 +175,7 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         None => None,
     };
     if ui.json {
-        ui.json_line(&report.json(leaf_id.as_deref())?)?;
+        report.write_json(ui.out(), leaf_id.as_deref())?;
     } else {
         report.human(ui, leaf_id.as_deref())?;
     }
@@ -289,53 +296,118 @@ struct Report<'a> {
 }
 
 impl Report<'_> {
-    fn reattached_ids(&self) -> Result<Vec<String>, CommandError> {
-        let mut out = Vec::new();
-        for &(e, fate, _) in &self.plan.rows {
-            if fate == RowFate::Reattached {
-                out.push(self.session.id(e)?);
-            }
-        }
-        Ok(out)
+    /// The re-attached entries, in file order.
+    fn reattached(&self) -> impl Iterator<Item = EntryKey> + '_ {
+        self.plan
+            .rows
+            .iter()
+            .filter(|&&(_, fate, _)| fate == RowFate::Reattached)
+            .map(|&(e, _, _)| e)
     }
 
-    fn json(&self, leaf: Option<&str>) -> Result<serde_json::Value, CommandError> {
-        let branches: Vec<serde_json::Value> = self
-            .plan
-            .branches
-            .iter()
-            .map(|b| {
-                json!({
-                    "id": b.top_id,
-                    "fromId": b.from_id,
-                    "entries": b.entries,
-                    "bytes": b.bytes,
-                })
-            })
-            .collect();
-        Ok(json!({
-            "type": "prune",
-            "dryRun": self.dry,
-            "sessionId": self.session.record.session_id,
-            "file": self.session.record.path,
-            "keep": self.names,
-            "keptEntries": self.plan.kept_entries,
-            "reattached": self.reattached_ids()?,
-            "droppedEntries": self.plan.dropped_entries,
-            "droppedOther": self.plan.dropped_other,
-            "bytesBefore": self.bytes_before,
-            "bytesAfter": self.bytes_after,
-            "branches": branches,
-            "leafId": leaf,
-            "output": self.target.map(|p| p.to_string_lossy().into_owned()),
-            "backup": self.backup.map(|p| p.to_string_lossy().into_owned()),
-        }))
+    /// The report as one JSON object, written as it is made: the lists (`reattached`,
+    /// `branches`: one item per dropped branch, a fan of siblings has as many as entries) are
+    /// printed an item at a time, never held.
+    fn write_json<W: Write>(&self, out: &mut W, leaf: Option<&str>) -> Result<(), CommandError> {
+        out.write_all(b"{\"type\":\"prune\"")?;
+        field(out, "dryRun", &self.dry)?;
+        field(out, "sessionId", &self.session.record.session_id)?;
+        field(out, "file", &self.session.record.path)?;
+        field(out, "keep", &self.names)?;
+        field(out, "keptEntries", &self.plan.kept_entries)?;
+        out.write_all(b",\"reattached\":[")?;
+        let mut first = true;
+        for e in self.reattached() {
+            item(out, &mut first, &self.session.id(e)?)?;
+        }
+        out.write_all(b"]")?;
+        field(out, "droppedEntries", &self.plan.dropped_entries)?;
+        field(out, "droppedOther", &self.plan.dropped_other)?;
+        field(out, "bytesBefore", &self.bytes_before)?;
+        field(out, "bytesAfter", &self.bytes_after)?;
+        out.write_all(b",\"branches\":[")?;
+        let mut first = true;
+        for b in &self.plan.branches {
+            let v = json!({
+                "id": self.top_id(b)?,
+                "fromId": b.from_id.as_deref(),
+                "entries": b.entries,
+                "bytes": b.bytes,
+            });
+            item(out, &mut first, &v)?;
+        }
+        out.write_all(b"]")?;
+        field(out, "leafId", &leaf)?;
+        field(
+            out,
+            "output",
+            &self.target.map(|p| p.to_string_lossy().into_owned()),
+        )?;
+        field(
+            out,
+            "backup",
+            &self.backup.map(|p| p.to_string_lossy().into_owned()),
+        )?;
+        out.write_all(b"}\n")?;
+        Ok(())
+    }
+
+    /// The id of a dropped branch's first entry.
+    fn top_id(&self, b: &DroppedBranch) -> Result<String, CommandError> {
+        Ok(self.session.snap.entry_id(b.top)?.unwrap_or_default())
+    }
+
+    /// The table row of a dropped branch (`width`: the widest "first entry" to show).
+    fn branch_row(&self, b: &DroppedBranch, width: usize) -> Result<[String; 5], CommandError> {
+        let first = match self.session.value(b.top) {
+            Ok(v) => format!("{}: {}", sa::kind(&v), sa::summary(&v)),
+            Err(_) => String::new(),
+        };
+        Ok([
+            safe(sa::short_id(&self.top_id(b)?)).into_owned(),
+            b.from_id.as_deref().map_or_else(
+                || "(root)".to_owned(),
+                |f| safe(sa::short_id(f)).into_owned(),
+            ),
+            b.entries.to_string(),
+            b.bytes.to_string(),
+            safe(&sa::clip(&first, width)).into_owned(),
+        ])
+    }
+
+    /// The table of dropped branches. It is streamed ([`crate::table`]): each row is made
+    /// twice, once to measure the columns, once to print it, and never held.
+    fn write_branches(&self, out: &mut dyn Write) -> Result<(), CommandError> {
+        const HEADER: [&str; 5] = ["branch", "from", "entries", "bytes", "first entry"];
+        let width = sa::width().saturating_sub(40).max(20);
+        let mut columns = Columns::new(&HEADER);
+        for b in &self.plan.branches {
+            columns.measure(&self.branch_row(b, width)?);
+        }
+        if columns.streamable() {
+            columns.write_row(out, &HEADER)?;
+            for b in &self.plan.branches {
+                columns.write_row(out, &self.branch_row(b, width)?)?;
+            }
+        } else {
+            // A column over 65,535 characters wide (a terminal that wide): comfy_table breaks
+            // such lines, which only comfy_table itself does exactly.
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::NOTHING);
+            t.set_header(HEADER.to_vec());
+            for b in &self.plan.branches {
+                t.add_row(self.branch_row(b, width)?.to_vec());
+            }
+            writeln!(out, "{t}")?;
+        }
+        Ok(())
     }
 
     fn human(&self, ui: &mut Ui, leaf: Option<&str>) -> Result<(), CommandError> {
         let p = self.plan;
         let total = p.kept_entries + p.dropped_entries;
         let verb = if self.dry { "would drop" } else { "dropped" };
+        let reattached = self.reattached().count();
         let out = ui.out();
         writeln!(
             out,
@@ -348,7 +420,7 @@ impl Report<'_> {
             "keep:  the paths to {} — {} entries{}",
             safe(&self.names.join(", ")),
             p.kept_entries,
-            match self.reattached_ids()?.len() {
+            match reattached {
                 0 => String::new(),
                 n => format!(
                     " ({n} label/session-name entr{} re-attached)",
@@ -373,27 +445,7 @@ impl Report<'_> {
             writeln!(out, "pi resumes at: {}", safe(l))?;
         }
         if !p.branches.is_empty() {
-            let mut t = comfy_table::Table::new();
-            t.load_style(comfy_table::presets::NOTHING);
-            t.set_header(vec!["branch", "from", "entries", "bytes", "first entry"]);
-            let width = sa::width().saturating_sub(40).max(20);
-            for b in &p.branches {
-                let first = match self.session.value(b.top) {
-                    Ok(v) => format!("{}: {}", sa::kind(&v), sa::summary(&v)),
-                    Err(_) => String::new(),
-                };
-                t.add_row(vec![
-                    safe(sa::short_id(&b.top_id)).into_owned(),
-                    b.from_id.as_deref().map_or_else(
-                        || "(root)".to_owned(),
-                        |f| safe(sa::short_id(f)).into_owned(),
-                    ),
-                    b.entries.to_string(),
-                    b.bytes.to_string(),
-                    safe(&sa::clip(&first, width)).into_owned(),
-                ]);
-            }
-            writeln!(out, "{t}")?;
+            self.write_branches(out)?;
         }
         match (self.dry, self.target) {
             (true, None) => writeln!(

@@ -7,14 +7,20 @@
 //!   spread does);
 //! - a compaction whose `firstKeptEntryId` named a dropped label is redirected to the kept entry
 //!   that followed that label; one that names itself is left alone;
-//! - the labels in force ([`LabelState`], pi's label map: all entries in file order, insertion
+//! - the labels in force ([`LabelMap`], pi's label map: all entries in file order, insertion
 //!   order of the map, the time each label was last set) whose target is kept are re-created as
 //!   fresh `label` entries chained after the last kept entry, with new 8-hex ids that collide
 //!   with no id of the new session;
 //! - the label map is built in time linear in the records (a hash lookup per label entry, not a
 //!   scan of the labels in force), so a fork of a session dense with labels stays linear;
+//! - memory is proportional to what the new session keeps, never to the source's labels: the
+//!   path's keys, the kept entries' ids (only when the source has labels in force; pi's 8-hex
+//!   ids as 4-byte numbers), the path's dropped label ids, and for each kept target with a
+//!   label in force the key of the entry that set it (its label, time and target are read
+//!   again from the store when it is re-created); labels on targets the fork drops are not
+//!   held at all;
 //! - nothing here touches a file; [`crate::agent::writer`] writes the result, one entry at a
-//!   time ([`BranchPlan::for_each_entry`]): only the path's keys are held.
+//!   time ([`BranchPlan::for_each_entry`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -26,107 +32,86 @@ use crate::error::StoreError;
 use crate::graph::Snapshot;
 use crate::ids::{EntryKey, SessionKey};
 
-/// One label in force, as pi's `labelsById` / `labelTimestampsById` hold it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LabelState {
-    /// The labelled entry's id (`targetId` as written; non-strings never match an entry).
-    pub target: Value,
-    /// The label (truthy).
-    pub label: Value,
-    /// The `timestamp` of the label entry that last set it (`None` when that entry had none).
-    pub timestamp: Option<Value>,
+/// An entry id held compactly: one of pi's 8-hex ids (lowercase, as pi writes them) as its
+/// number, any other id as its text. Two ids are equal exactly when their texts are.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Id {
+    Hex(u32),
+    Text(Box<str>),
 }
 
-/// pi's label map after reading `entries` in file order: a truthy `label` sets (a target seen
-/// before keeps its place), a falsy one deletes (a target set again after that goes last).
+impl Id {
+    fn of(s: &str) -> Self {
+        if s.len() == 8
+            && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            && let Ok(n) = u32::from_str_radix(s, 16)
+        {
+            return Self::Hex(n);
+        }
+        Self::Text(s.into())
+    }
+}
+
+/// pi's label map (`labelsById` with its insertion order), kept for the targets a fork keeps
+/// only: for each such target with a label in force, the row of the `label` entry that last
+/// set it. A truthy `label` sets (a target in force keeps its place), a falsy one deletes (a
+/// target set again after that goes last).
 ///
-/// Each [`LabelMap::add`] is O(1) on average: the slots are kept in insertion order with holes
-/// where labels were deleted, and a hash of the target finds its slot (a session of labels only
-/// has as many in force as entries; a scan per label made such a fork quadratic).
+/// Only string targets can name a kept entry, and a target's place among the others depends
+/// on its own entries alone, so leaving the other targets out changes neither the labels nor
+/// the order of those kept. Each [`LabelMap::add`] is O(1) on average (a hash of the target
+/// finds its slot; a scan per label made a fork of a session dense with labels quadratic), and
+/// the map holds a few words per kept target, not the labels' text: the label, its time and
+/// its target are read again from the setting entry when the label is re-created.
 #[derive(Debug, Default, Clone)]
 pub struct LabelMap {
-    /// Insertion order; `None` where a label was deleted.
-    order: Vec<Option<LabelState>>,
-    /// [`TargetKey`] → the slots in force whose target has it (targets compare as JSON values,
-    /// so the slots of a key are told apart with `==`; a key rarely has more than one).
-    slots: HashMap<TargetKey, Vec<usize>>,
-}
-
-/// A hash key for a target id equal for equal JSON values: the string itself (pi writes entry
-/// ids), else what kind of value it is and a cheap summary of it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum TargetKey {
-    Str(String),
-    Null,
-    Bool(bool),
-    /// The number as an `f64`'s bits (`-0` as `0`).
-    Number(u64),
-    /// An array's or object's length.
-    Array(usize),
-    Object(usize),
-}
-
-impl TargetKey {
-    fn of(v: &Value) -> Self {
-        match v {
-            Value::String(s) => Self::Str(s.clone()),
-            Value::Null => Self::Null,
-            Value::Bool(b) => Self::Bool(*b),
-            Value::Number(n) => {
-                let f = n.as_f64().unwrap_or(0.0);
-                Self::Number(if f == 0.0 { 0 } else { f.to_bits() })
-            }
-            Value::Array(a) => Self::Array(a.len()),
-            Value::Object(o) => Self::Object(o.len()),
-        }
-    }
+    /// The setting entries in insertion order; [`EntryKey::NONE`] where a label was deleted.
+    order: Vec<EntryKey>,
+    /// Target → its slot in `order`, for the targets in force.
+    slots: HashMap<Id, usize>,
 }
 
 impl LabelMap {
-    /// Feeds one entry (any record of the file, in file order).
-    pub fn add(&mut self, entry: &Value) {
+    /// Feeds one record of the file (file order), read at `at`: a `label` entry whose target
+    /// `keep` accepts sets or deletes that target's label.
+    pub fn add(&mut self, entry: &Value, at: EntryKey, keep: impl FnOnce(&str) -> bool) {
         if type_of(entry) != Some("label") {
             return;
         }
-        let target = entry.get("targetId").cloned().unwrap_or(Value::Null);
-        let key = TargetKey::of(&target);
-        let order = &self.order;
-        let found = self.slots.get(&key).and_then(|slots| {
-            slots.iter().position(|&i| {
-                order
-                    .get(i)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|l| l.target == target)
-            })
-        });
-        let label = entry.get("label");
-        if truthy(label) {
-            let state = LabelState {
-                target,
-                label: label.cloned().unwrap_or(Value::Null),
-                timestamp: entry.get("timestamp").cloned(),
-            };
-            match found.and_then(|k| Some(*self.slots.get(&key)?.get(k)?)) {
-                Some(i) => self.order[i] = Some(state),
+        let Some(target) = entry.get("targetId").and_then(Value::as_str) else {
+            return;
+        };
+        if !keep(target) {
+            return;
+        }
+        let key = Id::of(target);
+        if truthy(entry.get("label")) {
+            match self.slots.get(&key) {
+                Some(&i) => {
+                    if let Some(slot) = self.order.get_mut(i) {
+                        *slot = at;
+                    }
+                }
                 None => {
-                    self.slots.entry(key).or_default().push(self.order.len());
-                    self.order.push(Some(state));
+                    self.slots.insert(key, self.order.len());
+                    self.order.push(at);
                 }
             }
-        } else if let Some(k) = found
-            && let Some(slots) = self.slots.get_mut(&key)
+        } else if let Some(i) = self.slots.remove(&key)
+            && let Some(slot) = self.order.get_mut(i)
         {
-            let i = slots.swap_remove(k);
-            if slots.is_empty() {
-                self.slots.remove(&key);
-            }
-            self.order[i] = None;
+            *slot = EntryKey::NONE;
         }
     }
 
-    /// The labels in force, in the map's insertion order.
-    pub fn labels(&self) -> impl Iterator<Item = &LabelState> {
-        self.order.iter().flatten()
+    /// The entries that set the labels in force, in the map's insertion order.
+    pub fn setters(&self) -> impl Iterator<Item = EntryKey> + '_ {
+        self.order.iter().copied().filter(|&e| e != EntryKey::NONE)
+    }
+
+    /// Whether no label is in force.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
     }
 }
 
@@ -145,75 +130,97 @@ pub fn generate_id(mut taken: impl FnMut(&str) -> bool) -> String {
 
 /// The path's entries re-chained one at a time, root first (see the module docs), so a fork
 /// of a long path is written without holding the path: [`Rechain::next`] for each entry, then
-/// [`Rechain::labels`].
+/// [`Rechain::label`] for each label in force on a kept target.
 #[derive(Debug, Default)]
 pub struct Rechain {
-    /// Dropped label id → the kept entry that followed it.
-    replacement: HashMap<String, String>,
+    /// Dropped label id → the kept entry that followed it (a compaction may name the label).
+    replacement: HashMap<Id, Box<str>>,
     /// Dropped labels waiting for the next kept entry.
-    pending: Vec<String>,
-    /// The last kept entry's id (`null` before the first).
+    pending: Vec<Id>,
+    /// The last entry's id (`null` before the first).
     parent: Value,
+    /// With [`Rechain::gathering`]: the ids of the new session (kept entries, re-created
+    /// labels), which a re-created label's target must be among and its new id must not be.
+    ids: Option<HashSet<Id>>,
 }
 
 impl Rechain {
+    /// A rechain that gathers the ids of the new session, for [`Rechain::label`].
+    pub fn gathering() -> Self {
+        Self {
+            ids: Some(HashSet::new()),
+            ..Self::default()
+        }
+    }
+
     /// The entry as the branched session holds it, or `None` for a label (dropped).
-    pub fn next(&mut self, e: &Value) -> Option<Value> {
-        if type_of(e) == Some("label") {
-            if let Some(id) = id_of(e) {
-                self.pending.push(id.to_owned());
+    pub fn next(&mut self, mut v: Value) -> Option<Value> {
+        if type_of(&v) == Some("label") {
+            if let Some(id) = id_of(&v) {
+                self.pending.push(Id::of(id));
             }
             return None;
         }
-        let id = id_of(e).map(str::to_owned);
+        let id = id_of(&v).map(str::to_owned);
         if let Some(id) = &id {
             for l in self.pending.drain(..) {
-                self.replacement.insert(l, id.clone());
+                self.replacement.insert(l, id.as_str().into());
+            }
+            if let Some(ids) = &mut self.ids {
+                ids.insert(Id::of(id));
             }
         }
         self.pending.clear();
-        let mut v = e.clone();
+        let compaction = type_of(&v) == Some("compaction");
         if let Some(o) = v.as_object_mut() {
             o.insert("parentId".into(), self.parent.clone());
-            if type_of(e) == Some("compaction")
-                && let Some(fk) = e.get("firstKeptEntryId").and_then(Value::as_str)
+            if compaction
+                && let Some(fk) = o.get("firstKeptEntryId").and_then(Value::as_str)
                 && Some(fk) != id.as_deref()
-                && let Some(to) = self.replacement.get(fk)
+                && let Some(to) = self.replacement.get(&Id::of(fk))
             {
-                o.insert("firstKeptEntryId".into(), to.clone().into());
+                let to = Value::from(&**to);
+                o.insert("firstKeptEntryId".into(), to);
             }
         }
         self.parent = id.map_or(Value::Null, Value::from);
         Some(v)
     }
 
-    /// The labels in force whose target is among `kept` (the ids of the entries
-    /// [`Rechain::next`] kept), as new entries chained after the last kept one.
-    pub fn labels(mut self, labels: &[LabelState], kept: &HashSet<String>) -> Vec<Value> {
-        let mut out = Vec::new();
-        let mut taken = kept.clone();
-        for l in labels {
-            let Some(target) = l.target.as_str() else {
-                continue;
-            };
-            if !kept.contains(target) {
-                continue;
-            }
-            let id = generate_id(|c| taken.contains(c));
-            taken.insert(id.clone());
-            let mut o = Map::new();
-            o.insert("type".into(), "label".into());
-            o.insert("id".into(), id.clone().into());
-            o.insert("parentId".into(), self.parent.clone());
-            if let Some(t) = &l.timestamp {
-                o.insert("timestamp".into(), t.clone());
-            }
-            o.insert("targetId".into(), target.into());
-            o.insert("label".into(), l.label.clone());
-            out.push(Value::Object(o));
-            self.parent = id.into();
+    /// Whether `target` is the id of an entry [`Rechain::next`] kept (or, once labels are
+    /// re-created, of one of them); always `false` unless [`Rechain::gathering`].
+    pub fn holds(&self, target: &str) -> bool {
+        self.ids
+            .as_ref()
+            .is_some_and(|ids| ids.contains(&Id::of(target)))
+    }
+
+    /// The label in force that `setter` (the `label` entry that last set it; its target
+    /// [`Rechain::holds`]) gives, as a new entry chained after the last one: a fresh id,
+    /// then the setter's `timestamp` (when it has one), `targetId` and `label`.
+    pub fn label(&mut self, setter: &Value) -> Value {
+        let ids = self.ids.get_or_insert_with(HashSet::new);
+        let id = generate_id(|c| ids.contains(&Id::of(c)));
+        ids.insert(Id::of(&id));
+        let mut o = Map::new();
+        o.insert("type".into(), "label".into());
+        o.insert("id".into(), id.clone().into());
+        o.insert(
+            "parentId".into(),
+            std::mem::replace(&mut self.parent, id.into()),
+        );
+        if let Some(t) = setter.get("timestamp") {
+            o.insert("timestamp".into(), t.clone());
         }
-        out
+        o.insert(
+            "targetId".into(),
+            setter.get("targetId").cloned().unwrap_or(Value::Null),
+        );
+        o.insert(
+            "label".into(),
+            setter.get("label").cloned().unwrap_or(Value::Null),
+        );
+        Value::Object(o)
     }
 }
 
@@ -267,23 +274,30 @@ pub fn resolve_path(p: &str, base: &str) -> String {
     format!("/{}", parts.join("/"))
 }
 
-/// pi's label map of a stored session: every record in file order (read only when the
-/// session has a label in force).
-pub fn stored_label_map(snap: &Snapshot, s: SessionKey) -> Result<LabelMap, StoreError> {
+/// pi's label map of a stored session for the targets `keep` accepts: every record in file
+/// order (read only when the session has a label in force).
+pub fn stored_label_map(
+    snap: &Snapshot,
+    s: SessionKey,
+    mut keep: impl FnMut(&str) -> bool,
+) -> Result<LabelMap, StoreError> {
     let mut map = LabelMap::default();
-    if snap.labels(s)?.is_empty() {
+    if !snap.has_labels(s)? {
         return Ok(map);
     }
-    for row in snap.rows(s)? {
-        let text = snap
-            .with_entry(row, |a| {
-                a.json_text()
-                    .filter(|t| t.contains("label"))
-                    .map(std::borrow::Cow::into_owned)
-            })?
-            .flatten();
-        if let Some(v) = text.and_then(|t| pisess_formats::value::parse_owned::<Value>(&t).ok()) {
-            map.add(&v);
+    for run in snap.row_runs(s)? {
+        for row in run.map(EntryKey) {
+            let text = snap
+                .with_entry(row, |a| {
+                    a.json_text()
+                        .filter(|t| t.contains("label"))
+                        .map(std::borrow::Cow::into_owned)
+                })?
+                .flatten();
+            if let Some(v) = text.and_then(|t| pisess_formats::value::parse_owned::<Value>(&t).ok())
+            {
+                map.add(&v, row, &mut keep);
+            }
         }
     }
     Ok(map)
@@ -302,7 +316,6 @@ pub fn branched_session(
         .session(s)?
         .ok_or_else(|| StoreError::Inconsistent(format!("no session {s}")))?;
     let path = snap.path_to_root(leaf)?;
-    let labels = stored_label_map(snap, s)?.labels().cloned().collect();
     // pi writes the file once it holds a user or assistant message: usually near the root.
     let mut conversation = false;
     for &e in &path {
@@ -322,8 +335,9 @@ pub fn branched_session(
         file_name: pisess_formats::layout::session_file_name(&ts, &id),
         has_conversation: conversation,
         header,
+        session: s,
         path,
-        labels,
+        labels: snap.has_labels(s)?,
     })
 }
 
@@ -343,10 +357,12 @@ pub struct BranchPlan {
     pub file_name: String,
     /// Whether pi would write the file now (the path holds a user or assistant message).
     pub has_conversation: bool,
+    /// The source session.
+    session: SessionKey,
     /// The path, root first.
     path: Vec<EntryKey>,
-    /// pi's labels in force in the source session.
-    labels: Vec<LabelState>,
+    /// Whether the source session has a label in force (else no label is re-created).
+    labels: bool,
 }
 
 /// What [`BranchPlan::for_each_entry`] gave.
@@ -360,15 +376,20 @@ pub struct BranchWritten {
 
 impl BranchPlan {
     /// Gives `f` the new session's entries in file order, one at a time: the path without its
-    /// labels, re-chained, then the re-created labels; the ids of the kept entries are only
-    /// gathered when there are labels to re-create.
+    /// labels, re-chained, then the re-created labels. When the source has labels in force,
+    /// the ids of the kept entries are gathered (compactly) and, after the path, the source's
+    /// records are read once more for pi's label map of the kept targets
+    /// ([`stored_label_map`]), whose setting entries are read again one at a time.
     pub fn for_each_entry<E: From<StoreError>>(
         &self,
         snap: &Snapshot,
         mut f: impl FnMut(&Value) -> Result<(), E>,
     ) -> Result<BranchWritten, E> {
-        let mut chain = Rechain::default();
-        let mut kept = HashSet::new();
+        let mut chain = if self.labels {
+            Rechain::gathering()
+        } else {
+            Rechain::default()
+        };
         let mut done = BranchWritten::default();
         let mut give = |v: &Value, done: &mut BranchWritten| -> Result<(), E> {
             f(v)?;
@@ -377,18 +398,16 @@ impl BranchPlan {
             Ok(())
         };
         for &e in &self.path {
-            let v = stored_json(snap, e)?;
-            if let Some(v) = chain.next(&v) {
-                if !self.labels.is_empty()
-                    && let Some(id) = id_of(&v)
-                {
-                    kept.insert(id.to_owned());
-                }
+            if let Some(v) = chain.next(stored_json(snap, e)?) {
                 give(&v, &mut done)?;
             }
         }
-        for v in chain.labels(&self.labels, &kept) {
-            give(&v, &mut done)?;
+        if self.labels {
+            let map = stored_label_map(snap, self.session, |t| chain.holds(t))?;
+            for setter in map.setters() {
+                let v = chain.label(&stored_json(snap, setter)?);
+                give(&v, &mut done)?;
+            }
         }
         Ok(done)
     }
@@ -399,21 +418,37 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The labels in force of `m`, as (target, label, timestamp) read from `entries` (the
+    /// map gives the index of each setting entry as its key).
+    fn in_force(m: &LabelMap, entries: &[Value]) -> Vec<LabelState> {
+        m.setters()
+            .map(|e| {
+                let v = &entries[e.0 as usize];
+                LabelState {
+                    target: v["targetId"].clone(),
+                    label: v["label"].clone(),
+                    timestamp: v.get("timestamp").cloned(),
+                }
+            })
+            .collect()
+    }
+
     #[test]
     fn labels_follow_pi_map_order_and_deletion() {
         let mut m = LabelMap::default();
-        for e in [
+        let entries = [
             json!({"type":"label","targetId":"a","label":"x","timestamp":"t1"}),
             json!({"type":"label","targetId":"b","label":"y","timestamp":"t2"}),
             json!({"type":"label","targetId":"a","label":"z","timestamp":"t3"}),
             json!({"type":"label","targetId":"b"}),
             json!({"type":"label","targetId":"b","label":"w","timestamp":"t4"}),
-        ] {
-            m.add(&e);
+        ];
+        for (i, e) in entries.iter().enumerate() {
+            m.add(e, EntryKey(i as u64), |_| true);
         }
-        let got: Vec<_> = m
-            .labels()
-            .map(|l| (l.target.clone(), l.label.clone(), l.timestamp.clone()))
+        let got: Vec<_> = in_force(&m, &entries)
+            .into_iter()
+            .map(|l| (l.target, l.label, l.timestamp))
             .collect();
         assert_eq!(
             got,
@@ -424,7 +459,15 @@ mod tests {
         );
     }
 
-    /// pi's map as the first version here kept it: a scan for the target per label entry.
+    /// One label in force, as pi's `labelsById` / `labelTimestampsById` hold it.
+    #[derive(Debug, Clone, PartialEq)]
+    struct LabelState {
+        target: Value,
+        label: Value,
+        timestamp: Option<Value>,
+    }
+
+    /// pi's map as the first version here kept it: every target, a scan for it per label entry.
     fn naive(entries: &[Value]) -> Vec<LabelState> {
         let mut order: Vec<LabelState> = Vec::new();
         for entry in entries {
@@ -448,12 +491,17 @@ mod tests {
         order
     }
 
+    /// The map restricted to some string targets equals pi's whole map with the other
+    /// targets left out: same labels, same order (the fork re-creates only those).
     #[test]
-    fn the_hashed_map_equals_a_scan() {
+    fn the_kept_targets_map_equals_a_scan_of_every_target() {
         let targets = [
             json!("a"),
             json!("b"),
             json!("c"),
+            json!("0000000a"),
+            json!("0000000A"),
+            json!("ffffffff"),
             json!(1),
             json!(1.0),
             json!(-0.0),
@@ -461,13 +509,13 @@ mod tests {
             json!(null),
             json!(true),
             json!([1]),
-            json!([2]),
             json!({"x": 1}),
-            json!({"y": 1}),
         ];
+        let kept = |t: &str| matches!(t, "a" | "c" | "0000000a" | "0000000A" | "ffffffff");
         let mut seed = 7u64;
         let mut entries = Vec::new();
-        let mut m = LabelMap::default();
+        let mut all = LabelMap::default();
+        let mut some = LabelMap::default();
         for i in 0..2000 {
             seed = seed
                 .wrapping_mul(6364136223846793005)
@@ -478,14 +526,48 @@ mod tests {
             } else {
                 json!(format!("l{i}"))
             };
-            let e = json!({"type":"label","targetId":t,"label":label,"timestamp":i});
-            m.add(&e);
+            let e = if (seed >> 40).is_multiple_of(17) {
+                json!({"type":"label","targetId":t,"label":label})
+            } else {
+                json!({"type":"label","targetId":t,"label":label,"timestamp":i})
+            };
+            all.add(&e, EntryKey(entries.len() as u64), |_| true);
+            some.add(&e, EntryKey(entries.len() as u64), kept);
             entries.push(e);
             if i % 50 == 0 {
-                let got: Vec<LabelState> = m.labels().cloned().collect();
-                assert_eq!(got, naive(&entries), "after {} entries", entries.len());
+                let want = naive(&entries);
+                let strings: Vec<LabelState> = want
+                    .iter()
+                    .filter(|l| l.target.is_string())
+                    .cloned()
+                    .collect();
+                assert_eq!(
+                    in_force(&all, &entries),
+                    strings,
+                    "after {} entries",
+                    entries.len()
+                );
+                let kept_only: Vec<LabelState> = want
+                    .into_iter()
+                    .filter(|l| l.target.as_str().is_some_and(kept))
+                    .collect();
+                assert_eq!(
+                    in_force(&some, &entries),
+                    kept_only,
+                    "after {} entries",
+                    entries.len()
+                );
             }
         }
+    }
+
+    #[test]
+    fn ids_are_held_compactly_and_told_apart() {
+        assert_eq!(Id::of("0000000a"), Id::Hex(10));
+        assert_eq!(Id::of("0000000A"), Id::Text("0000000A".into()));
+        assert_eq!(Id::of("000000a"), Id::Text("000000a".into()));
+        assert_eq!(Id::of("+000000a"), Id::Text("+000000a".into()));
+        assert_ne!(Id::of("ffffffff"), Id::of("fffffffff"));
     }
 
     #[test]
