@@ -144,7 +144,22 @@ impl TestEnv {
     /// `pisess ARGS…` with a cleared environment, as a `std::process::Command` (for a child
     /// the test talks to while it runs).
     pub fn pisess_child(&self) -> std::process::Command {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"));
+        let cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"));
+        self.cleared(cmd)
+    }
+
+    /// `pisess ARGS…` as [`Self::pisess_child`] makes it, run by `prlimit` inside an address
+    /// space of `bytes` (for the tests that bound a command's memory).
+    pub fn pisess_limited(&self, bytes: u64) -> std::process::Command {
+        let mut cmd = std::process::Command::new("prlimit");
+        cmd.arg(format!("--as={bytes}"))
+            .arg("--")
+            .arg(assert_cmd::cargo::cargo_bin("pisess"));
+        self.cleared(cmd)
+    }
+
+    /// `cmd` with a cleared environment but for this test's home and store.
+    fn cleared(&self, mut cmd: std::process::Command) -> std::process::Command {
         cmd.env_clear()
             .env("HOME", self.home.path())
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())

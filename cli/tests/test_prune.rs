@@ -696,18 +696,7 @@ fn a_prune_report_of_a_wide_fan_runs_in_bounded_memory() {
         if json {
             args.insert(0, "--json");
         }
-        let r = std::process::Command::new("prlimit")
-            .arg("--as=100663296")
-            .arg("--")
-            .arg(assert_cmd::cargo::cargo_bin("pisess"))
-            .args(&args)
-            .env_clear()
-            .env("HOME", env.home.path())
-            .env("NO_COLOR", "1")
-            .env("COLUMNS", "100")
-            .env("PISESS_STORE", env.home.path().join("store.redb"))
-            .output()
-            .unwrap();
+        let r = env.pisess_limited(96 << 20).args(&args).output().unwrap();
         assert!(
             r.status.success(),
             "{args:?}: {}",

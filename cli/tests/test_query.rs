@@ -539,18 +539,7 @@ fn diff_context_of_a_long_chain_runs_in_bounded_memory() {
         if json {
             args.insert(0, "--json");
         }
-        let r = std::process::Command::new("prlimit")
-            .arg("--as=268435456")
-            .arg("--")
-            .arg(assert_cmd::cargo::cargo_bin("pisess"))
-            .args(&args)
-            .env_clear()
-            .env("HOME", env.home.path())
-            .env("NO_COLOR", "1")
-            .env("COLUMNS", "100")
-            .env("PISESS_STORE", env.home.path().join("store.redb"))
-            .output()
-            .unwrap();
+        let r = env.pisess_limited(256 << 20).args(&args).output().unwrap();
         let stdout = String::from_utf8_lossy(&r.stdout);
         assert_eq!(
             r.status.code(),

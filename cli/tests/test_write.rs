@@ -559,15 +559,10 @@ fn a_fork_of_a_long_chain_runs_in_bounded_memory() {
     }
     w.into_inner().unwrap().sync_all().unwrap();
     let out = env.home.path().join("fork.jsonl");
-    let r = std::process::Command::new("prlimit")
-        .arg("--as=1073741824")
-        .arg("--")
-        .arg(assert_cmd::cargo::cargo_bin("pisess"))
+    let r = env
+        .pisess_limited(1 << 30)
         .args(["fork", file.to_str().unwrap(), "@leaf~10", "-o"])
         .arg(&out)
-        .env_clear()
-        .env("HOME", env.home.path())
-        .env("PISESS_STORE", env.home.path().join("store.redb"))
         .output()
         .unwrap();
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
@@ -627,15 +622,10 @@ fn a_fork_holds_only_the_labels_it_keeps() {
     let imported = env.pisess().args(["import", f]).output().unwrap();
     assert!(imported.status.success());
     let out = env.home.path().join("fork.jsonl");
-    let r = std::process::Command::new("prlimit")
-        .arg("--as=100663296")
-        .arg("--")
-        .arg(assert_cmd::cargo::cargo_bin("pisess"))
+    let r = env
+        .pisess_limited(96 << 20)
         .args(["fork", f, "00000000", "-o"])
         .arg(&out)
-        .env_clear()
-        .env("HOME", env.home.path())
-        .env("PISESS_STORE", env.home.path().join("store.redb"))
         .output()
         .unwrap();
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
