@@ -9,7 +9,8 @@
 #             for all files (pisess-bench-skeleton floor; the same function as compare.sh's)
 #   rows      pisess-bench-skeleton rows: 4 MiB chunks, ~64 KiB blocks, blake3 of every line and
 #             LZ4 of every block on the 2-thread pool, the blocks and hashes into redb (one
-#             transaction per file without fsync, then one durable commit)
+#             transaction per file without fsync, then one durable commit; the inserts overlap
+#             the next chunk's build, as in the import)
 #   rows+ids  the same plus a typed parse of type/id/parentId/timestamp of every line and two
 #             more redb tables (id -> key, key -> parent key)
 #   import    `pisess import` of the same files into a fresh store

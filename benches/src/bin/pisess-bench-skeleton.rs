@@ -10,7 +10,9 @@
 //!   4 MiB chunks, cut each chunk's lines into blocks of ~64 KiB, and on the 2-thread pool hash
 //!   every line with blake3 and compress every block with LZ4 (as the store's row blocks are);
 //!   then insert the blocks and the hashes into two redb tables, one write transaction per file
-//!   with `Durability::None` and a last durable commit (as `pisess import` does).
+//!   with `Durability::None` and a last durable commit (as `pisess import` does). The pool's
+//!   threads pull the chunks and build their blocks while the main thread inserts, in file
+//!   order, the blocks of the chunks already built.
 //! - `rows+ids`: `rows`, plus a typed parse of each line into just `type`, `id`, `parentId` and
 //!   `timestamp` (borrowed, the rest skipped), and two more tables: id → key (inserted sorted)
 //!   and key → parent key (pi's "a later duplicate id wins" resolved through a hash map).
@@ -24,11 +26,12 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use anyhow::{Context, bail};
 use pisess_benches::measure;
 use pisess_formats::reader::ChunkReader;
-use rayon::iter::{IntoParallelRefIterator, ParallelIterator};
+use rayon::iter::{IntoParallelRefIterator, ParallelBridge, ParallelIterator};
 use redb::{Database, Durability, TableDefinition};
 use serde::Deserialize;
 
@@ -128,7 +131,6 @@ fn import_file(
     totals: &mut Totals,
 ) -> anyhow::Result<()> {
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut reader = ChunkReader::with_chunk_size(file, CHUNK_BYTES);
     let mut tx = db.begin_write()?;
     tx.set_durability(Durability::None)?;
     {
@@ -139,34 +141,62 @@ fn import_file(
         let mut by_id: HashMap<Box<str>, u64> = HashMap::new();
         let mut id_rows: Vec<(Box<str>, u64)> = Vec::new();
         let mut links: Vec<(u64, u64)> = Vec::new();
-        while let Some(chunk) = reader.next_chunk()? {
-            let lines: Vec<&[u8]> = chunk.lines().map(|l| l.bytes).collect();
-            let spans = blocks_of(&lines);
-            let blocks: Vec<Block> = pool.install(|| {
-                spans
-                    .par_iter()
-                    .map(|&(a, b)| build(&lines[a..b], a, with_ids))
-                    .collect()
+        // As in the floor, the pool's threads pull the chunks from the reader and build their
+        // blocks; this thread inserts them in file order as they arrive (while the pool works on
+        // the next chunks), as the import's writer thread does.
+        type Built = std::io::Result<(usize, u64, Vec<Block>)>;
+        let (send, receive) = mpsc::sync_channel::<Built>(4);
+        std::thread::scope(|scope| -> anyhow::Result<()> {
+            scope.spawn(move || {
+                let mut reader = ChunkReader::with_chunk_size(file, CHUNK_BYTES);
+                pool.install(|| {
+                    std::iter::from_fn(move || reader.next_chunk().transpose())
+                        .enumerate()
+                        .par_bridge()
+                        .for_each_with(send, |send, (index, chunk)| {
+                            let built = chunk.map(|chunk| {
+                                let lines: Vec<&[u8]> = chunk.lines().map(|l| l.bytes).collect();
+                                let spans = blocks_of(&lines);
+                                let blocks = spans
+                                    .par_iter()
+                                    .map(|&(a, b)| build(&lines[a..b], a, with_ids))
+                                    .collect();
+                                (index, lines.len() as u64, blocks)
+                            });
+                            // A closed channel means the inserts failed; that error is reported.
+                            let _ = send.send(built);
+                        });
+                });
             });
-            for block in blocks {
-                let key = *next_key + block.first as u64;
-                rows.insert(key, block.lz4.as_slice())?;
-                hashes.insert(key, block.hashes.as_slice())?;
-                totals.stored += block.lz4.len() as u64;
-                for (i, (id, parent)) in block.links.into_iter().enumerate() {
-                    let k = key + i as u64;
-                    if let Some(p) = parent.and_then(|p| by_id.get(&p).copied()) {
-                        links.push((k, p));
+            let mut waiting = std::collections::BTreeMap::new();
+            let mut next_chunk = 0;
+            for message in receive {
+                let (index, line_count, blocks) = message?;
+                waiting.insert(index, (line_count, blocks));
+                while let Some((line_count, blocks)) = waiting.remove(&next_chunk) {
+                    next_chunk += 1;
+                    for block in blocks {
+                        let key = *next_key + block.first as u64;
+                        rows.insert(key, block.lz4.as_slice())?;
+                        hashes.insert(key, block.hashes.as_slice())?;
+                        totals.stored += block.lz4.len() as u64;
+                        for (i, (id, parent)) in block.links.into_iter().enumerate() {
+                            let k = key + i as u64;
+                            if let Some(p) = parent.and_then(|p| by_id.get(&p).copied()) {
+                                links.push((k, p));
+                            }
+                            if let Some(id) = id {
+                                by_id.insert(id.clone(), k);
+                                id_rows.push((id, k));
+                            }
+                        }
                     }
-                    if let Some(id) = id {
-                        by_id.insert(id.clone(), k);
-                        id_rows.push((id, k));
-                    }
+                    *next_key += line_count;
+                    totals.lines += line_count;
                 }
             }
-            *next_key += lines.len() as u64;
-            totals.lines += lines.len() as u64;
-        }
+            Ok(())
+        })?;
         // Sorted, so that redb's inserts run in key order; a later duplicate id wins.
         id_rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
         for (id, k) in &id_rows {
