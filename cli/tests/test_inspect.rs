@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{CUT_FIELDS, TestEnv, V3, fixture, golden, oracle, run, run_in, session};
+use crate::common::{
+    CUT_FIELDS, TestEnv, V3, fixture, golden, json_member_text, oracle, oracle_text, run, run_in,
+    session,
+};
 
 /// Runs a `--json` command that must succeed (exit `code`) and print one object.
 fn json(env: &TestEnv, args: &[&str], code: i32) -> Value {
@@ -298,6 +301,58 @@ fn an_entry_with_a_numeric_timestamp_stays_in_the_context() {
     let got = json(&env, &["context", f, "--json"], 0);
     assert_eq!(got["messages"], want["messages"]);
     assert_eq!(got["entryIds"], want["contextEntryIds"]);
+}
+
+/// An object that holds a key twice (a hand-edited file): pi's `JSON.parse` keeps the last value
+/// in the first one's place. pisess lost the entry's id (so its child became a root and the
+/// context began there), the label's text and the tool call's path.
+#[test]
+fn repeated_keys_are_read_as_pi_reads_them() {
+    let env = TestEnv::new();
+    let file = fixture("bad/duplicate-keys.jsonl");
+    let f = file.to_str().unwrap();
+    let want = oracle(&["tree", f]);
+    assert_eq!(
+        want["roots"],
+        serde_json::json!(["u1"]),
+        "the oracle changed"
+    );
+    assert_eq!(json(&env, &["tree", f, "--json"], 0), want);
+
+    // The context, as text: the same messages, keys in the same order.
+    let want = oracle_text(&["context", f]);
+    let got = run(&env, &["context", f, "--json"]);
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    assert_eq!(
+        json_member_text(&got.stdout, "messages"),
+        json_member_text(&want, "messages")
+    );
+    let got: Value = serde_json::from_str(&got.stdout).unwrap();
+    let want: Value = serde_json::from_str(&want).unwrap();
+    assert_eq!(got["entryIds"], want["contextEntryIds"]);
+
+    // The path pi reads is the later one; the earlier is in no tool call pi sees.
+    let hit = run(&env, &["files", "b.rs", "--json"]);
+    assert_eq!(hit.code, 0, "{}", hit.stderr);
+    assert!(hit.stdout.contains(r#""entry":"a1""#), "{}", hit.stdout);
+    assert_eq!(run(&env, &["files", "a.rs"]).code, 1);
+
+    // Said by `check` (a note: pisess reads it as pi does), and the file is kept as written.
+    let check = run(&env, &["check", f]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+    assert!(
+        check
+            .stdout
+            .contains(":5: note: 1 key(s) written again in the same object"),
+        "{}",
+        check.stdout
+    );
+    let out = env.home.path().join("export.jsonl");
+    let export = run(&env, &["export", f, "-o", out.to_str().unwrap()]);
+    assert_eq!(export.code, 0, "{}", export.stderr);
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&file).unwrap());
+    let verify = run(&env, &["verify"]);
+    assert_eq!(verify.code, 0, "{}", verify.stdout);
 }
 
 /// A parent cycle (pi hangs on it) is cut by pisess, and every command reading the session

@@ -12,6 +12,7 @@
 //! This crate knows nothing of storage; it is the ground truth for what a line means.
 #![forbid(unsafe_code)]
 
+pub mod duplicate_keys;
 pub mod entry;
 pub mod js;
 pub mod layout;

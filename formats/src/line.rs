@@ -146,6 +146,17 @@ where
         }
     }
 
+    // An object that holds a key twice fails the typed parse; pi's `JSON.parse` keeps the last
+    // value in the first one's place, and so does the merged text read here (the bytes are
+    // still the line's).
+    if let Some((merged, count)) = crate::duplicate_keys::merged(text)
+        && let Some(piece) = whole_object(&merged, line)
+    {
+        problems.push(at(ProblemKind::DuplicateKeys { count }));
+        f(piece);
+        return;
+    }
+
     // Slow path: find every complete value on the line.
     let split = split_values(text);
     if split.values.is_empty() {
@@ -758,5 +769,39 @@ mod tests {
         });
         assert_eq!(labels, ["x\u{fffd}"]);
         assert_eq!(problems[0].kind.code(), "invalid-utf8");
+    }
+
+    /// pi's `JSON.parse` keeps the last of a repeated key; the typed view did not parse at all,
+    /// so the entry lost its id (and its place in the tree).
+    #[test]
+    fn a_repeated_key_is_read_as_javascript_reads_it() {
+        let text = r#"{"type":"label","id":"old","parentId":null,"targetId":"t","label":"one","id":"new","label":"two"}"#;
+        let line = Line {
+            bytes: text.as_bytes(),
+            number: 1,
+            offset: 0,
+            crlf: false,
+            terminated: true,
+        };
+        let mut problems = Vec::new();
+        let mut got = Vec::new();
+        parse_line(&line, &mut problems, |p| {
+            let e = p.entry.unwrap();
+            assert!(e.bad_field.is_none(), "{:?}", e.bad_field);
+            got.push((
+                e.id.get().unwrap().as_str().to_owned(),
+                e.label.get().unwrap().as_str().to_owned(),
+                p.bytes == text.as_bytes(),
+            ));
+        });
+        assert_eq!(got, [("new".to_owned(), "two".to_owned(), true)]);
+        let codes: Vec<_> = problems.iter().map(|p| p.kind.code()).collect();
+        assert_eq!(codes, ["duplicate-key"]);
+        assert!(
+            problems[0]
+                .kind
+                .to_string()
+                .starts_with("2 key(s) written again")
+        );
     }
 }

@@ -52,6 +52,13 @@ pub enum ProblemKind {
         /// How many escapes were replaced.
         count: usize,
     },
+    /// An object on the line holds a key more than once. pi's `JSON.parse` keeps one property
+    /// per key (in the first one's place, with the last one's value); pisess reads the line the
+    /// same way ([`crate::duplicate_keys`]); exports of the file give back its bytes.
+    DuplicateKeys {
+        /// How many members were dropped (later values replacing earlier ones).
+        count: usize,
+    },
     /// The line is not valid JSON (skipped; pi skips it silently).
     Malformed {
         /// serde_json's description of the error.
@@ -156,7 +163,8 @@ impl ProblemKind {
             | Self::Crlf
             | Self::BlankLine
             | Self::MissingFinalNewline
-            | Self::LoneSurrogate { .. } => Severity::Note,
+            | Self::LoneSurrogate { .. }
+            | Self::DuplicateKeys { .. } => Severity::Note,
             Self::MultipleRoots { .. } => Severity::Note,
             Self::NotASession { .. } | Self::Empty | Self::V4Header => Severity::Error,
             _ => Severity::Warning,
@@ -171,6 +179,7 @@ impl ProblemKind {
             Self::BlankLine => "blank-line",
             Self::InvalidUtf8 { .. } => "invalid-utf8",
             Self::LoneSurrogate { .. } => "lone-surrogate",
+            Self::DuplicateKeys { .. } => "duplicate-key",
             Self::Malformed { .. } => "malformed",
             Self::PartialLastLine => "partial-last-line",
             Self::MissingFinalNewline => "missing-final-newline",
@@ -213,6 +222,13 @@ impl fmt::Display for ProblemKind {
                     f,
                     "{count} lone UTF-16 surrogate escape(s) (half an emoji; read as U+FFFD, \
                      which pi keeps as the half character)"
+                )
+            }
+            Self::DuplicateKeys { count } => {
+                write!(
+                    f,
+                    "{count} key(s) written again in the same object (the last value is read, \
+                     in the first one's place, as pi's JSON.parse reads it)"
                 )
             }
             Self::Malformed { message, column } => {

@@ -228,16 +228,28 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Field<T> {
 /// Any JSON value, kept as the exact text of the line.
 pub type Raw<'a> = &'a RawValue;
 
-/// Parses `text` as `serde_json` does, except that lone UTF-16 surrogate escapes (which pi's
-/// `JSON.parse` reads and Rust strings cannot hold) are read as U+FFFD: only when the plain parse
-/// fails is the text searched for them, so the common case costs nothing extra.
+/// Parses `text` as `serde_json` does, except that it reads what pi's `JSON.parse` reads where
+/// serde refuses it: lone UTF-16 surrogate escapes (which Rust strings cannot hold) are read as
+/// U+FFFD, and an object that holds a key twice is read with the last value in the first one's
+/// place ([`crate::duplicate_keys`]). Only when the plain parse fails is the text searched for
+/// either, so the common case costs nothing extra; the first error is returned when neither
+/// mends it.
 pub fn parse_owned<T: serde::de::DeserializeOwned>(text: &str) -> serde_json::Result<T> {
-    match serde_json::from_str(text) {
-        Ok(v) => Ok(v),
-        Err(e) => match lone_surrogates_replaced(text) {
-            Some((clean, _)) => serde_json::from_str(&clean),
-            None => Err(e),
-        },
+    let first = match serde_json::from_str(text) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let clean = lone_surrogates_replaced(text).map(|(c, _)| c);
+    let text = clean.as_deref().unwrap_or(text);
+    if clean.is_some()
+        && let Ok(v) = serde_json::from_str(text)
+    {
+        return Ok(v);
+    }
+    match crate::duplicate_keys::merged(text) {
+        Some((merged, _)) => serde_json::from_str(&merged).map_err(|_| first),
+        None if clean.is_some() => serde_json::from_str(text),
+        None => Err(first),
     }
 }
 
@@ -351,6 +363,27 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&fixed).unwrap();
         assert_eq!(v["a"], "cut \u{fffd}");
         assert_eq!(v["b"], "\u{1f600}");
+    }
+
+    #[test]
+    fn parse_owned_reads_a_repeated_key_as_javascript_does() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Label {
+            label: String,
+            target: String,
+        }
+        let text = r#"{"label":"one","target":"t","label":"two\ud83d"}"#;
+        assert!(serde_json::from_str::<Label>(text).is_err());
+        assert_eq!(
+            parse_owned::<Label>(text).unwrap(),
+            Label {
+                label: "two\u{fffd}".into(),
+                target: "t".into()
+            }
+        );
+        // Neither mend helps: the plain parse's error is the one returned.
+        let err = parse_owned::<Label>(r#"{"label":"a","label":2}"#).unwrap_err();
+        assert!(err.to_string().contains("duplicate field"), "{err}");
     }
 
     #[test]
