@@ -207,6 +207,19 @@ where
                 continue;
             }
         }
+        // A record that holds a key twice is read as the whole line above would be.
+        let merged = (json.starts_with('{') && Entry::parse(json).is_err())
+            .then(|| crate::duplicate_keys::merged(json))
+            .flatten()
+            .filter(|(m, _)| Entry::parse(m).is_ok());
+        if let Some((_, count)) = merged {
+            problems.push(Problem {
+                line: line.number,
+                offset,
+                kind: ProblemKind::DuplicateKeys { count },
+            });
+        }
+        let json = merged.as_ref().map_or(json, |(m, _)| m.as_str());
         let entry = if json.starts_with('{') {
             Entry::parse_lenient(json)
         } else {
@@ -803,5 +816,21 @@ mod tests {
                 .to_string()
                 .starts_with("2 key(s) written again")
         );
+
+        // The same in the second of two records glued on one line.
+        let glued = format!(r#"{{"type":"label","id":"a","label":"x"}}{text}"#);
+        let (out, problems) = run(&glued, true);
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|o| o.1 && o.2), "{out:?}");
+        assert_eq!(problems, ["glued", "duplicate-key"]);
+        let line = Line {
+            bytes: glued.as_bytes(),
+            ..line
+        };
+        let mut ids = Vec::new();
+        parse_line(&line, &mut Vec::new(), |p| {
+            ids.push(p.entry.unwrap().id.get().unwrap().as_str().to_owned());
+        });
+        assert_eq!(ids, ["a", "new"]);
     }
 }
