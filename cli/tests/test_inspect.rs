@@ -337,6 +337,36 @@ fn repeated_keys_are_read_as_pi_reads_them() {
     assert!(hit.stdout.contains(r#""entry":"a1""#), "{}", hit.stdout);
     assert_eq!(run(&env, &["files", "a.rs"]).code, 1);
 
+    // A fork writes the entries as pi's does (JSON.stringify of what it read): the same text,
+    // but for the header and the re-created label's new id.
+    let ours = env.home.path().join("fork.jsonl");
+    let theirs = env.home.path().join("oracle-fork.jsonl");
+    let fork = run(&env, &["fork", f, "u3", "-o", ours.to_str().unwrap()]);
+    assert_eq!(fork.code, 0, "{}", fork.stderr);
+    oracle_text(&["fork", f, "u3", theirs.to_str().unwrap()]);
+    let (ours, theirs) = (
+        std::fs::read_to_string(&ours).unwrap(),
+        std::fs::read_to_string(&theirs).unwrap(),
+    );
+    let entries = |t: &str| -> Vec<String> {
+        t.lines()
+            .skip(1)
+            .filter(|l| !l.starts_with(r#"{"type":"label""#))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(entries(&ours).len(), 5, "{ours}");
+    assert_eq!(entries(&ours), entries(&theirs));
+    let lines = |t: &str| -> Vec<Value> {
+        t.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    assert_eq!(
+        crate::common::fork_structure(&lines(&ours), false),
+        crate::common::fork_structure(&lines(&theirs), false)
+    );
+
     // Said by `check` (a note: pisess reads it as pi does), and the file is kept as written.
     let check = run(&env, &["check", f]);
     assert_eq!(check.code, 0, "{}", check.stdout);
