@@ -4,6 +4,7 @@
 //! optional `hint: …`, and exits 2; a broken stdout pipe is not an error.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 /// What a command that ran to its end found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,16 +44,34 @@ impl CommandError {
         }
     }
 
-    /// Wraps the error with what was being done (`cannot write FILE`), keeping it as the cause.
-    pub fn context(self, what: String) -> Self {
-        Self {
-            error: self.error.context(what),
+    /// Wraps the error of a write to the file `path` named on the command line (`-o FILE`):
+    /// `cannot write FILE`, the error as its cause. A closed pipe there (a FIFO whose reader
+    /// left) is an error, unlike one on stdout: the output asked for was not written.
+    pub fn writing(self, path: &Path) -> Self {
+        let closed = self.is_closed_pipe();
+        let e = Self {
+            error: self.error.context(WritingFile(path.to_path_buf())),
             hint: self.hint,
+        };
+        match e.hint {
+            None if closed => Self {
+                hint: Some(format!(
+                    "nothing reads {} any more: its reader closed it before the end",
+                    path.display()
+                )),
+                ..e
+            },
+            _ => e,
         }
     }
 
-    /// Whether this is a write to a closed pipe (`pisess log | head`).
+    /// Whether this is a write to a closed pipe on stdout (`pisess log | head`), which is not
+    /// an error; one to a file named on the command line ([`CommandError::writing`]) is.
     pub fn is_broken_pipe(&self) -> bool {
+        self.error.downcast_ref::<WritingFile>().is_none() && self.is_closed_pipe()
+    }
+
+    fn is_closed_pipe(&self) -> bool {
         self.error.chain().any(|c| {
             c.downcast_ref::<std::io::Error>()
                 .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
@@ -86,5 +105,27 @@ impl fmt::Display for CommandError {
     }
 }
 
+/// What failed: a write to this file (see [`CommandError::writing`]).
+#[derive(Debug)]
+struct WritingFile(PathBuf);
+
+impl fmt::Display for WritingFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot write {}", self.0.display())
+    }
+}
+
 /// The result type of commands.
 pub type CommandResult = Result<Outcome, CommandError>;
+
+/// The result of a command whose answer (`outcome`) was known before it wrote it out: a closed
+/// stdout pipe while `written` (a reader that stopped early, `pisess diff A B | head -1`) ends
+/// the writing but leaves the answer, so the exit status does not depend on how much of the
+/// output the reader took.
+pub fn answered(outcome: Outcome, written: Result<(), CommandError>) -> CommandResult {
+    match written {
+        Ok(()) => Ok(outcome),
+        Err(e) if e.is_broken_pipe() => Ok(outcome),
+        Err(e) => Err(e),
+    }
+}

@@ -47,8 +47,15 @@ pub fn status_with(prepare: impl FnOnce(&commands::Command)) -> u8 {
     let mut ui = ui::Ui::new(&args.global);
     let outcome = commands::run(&mut ui, args.command);
     let flushed = ui.flush();
-    match flushed.and(outcome) {
+    let result = match (flushed, outcome) {
+        // The answer is whole; only its last bytes found the reader gone (`| head`): the
+        // status is the answer's, as when the reader takes everything.
+        (Err(e), Ok(o)) if e.is_broken_pipe() => Ok(o),
+        (flushed, outcome) => flushed.and(outcome),
+    };
+    match result {
         Ok(o) => o.code(),
+        // A reader that stopped early, while the command was still writing its answer.
         Err(e) if e.is_broken_pipe() => 0,
         Err(e) => {
             e.print();

@@ -258,7 +258,7 @@ impl Output {
         &self,
         body: impl FnOnce(&mut dyn Write) -> Result<T, CommandError>,
     ) -> Result<T, CommandError> {
-        let ctx = |e: CommandError| e.context(format!("cannot write {}", self.given.display()));
+        let ctx = |e: CommandError| e.writing(&self.given);
         let file = self.file().map_err(|e| ctx(e.into()))?;
         let mut w = BufWriter::with_capacity(
             256 << 10,

@@ -63,6 +63,52 @@ impl Ui {
     }
 }
 
+/// A writer that drops what is written once its reader has closed the pipe (and notes it), so
+/// that a command whose answer is only known at the end of its output still finds it.
+pub struct UntilClosed<W> {
+    inner: W,
+    /// Whether the pipe was found closed.
+    pub closed: bool,
+}
+
+impl<W: Write> UntilClosed<W> {
+    /// Writes to `inner` until its pipe is closed.
+    pub fn new(inner: W) -> Self {
+        Self {
+            inner,
+            closed: false,
+        }
+    }
+
+    fn went<T>(&mut self, r: io::Result<T>, gone: T) -> io::Result<T> {
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(gone)
+            }
+            r => r,
+        }
+    }
+}
+
+impl<W: Write> Write for UntilClosed<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let r = self.inner.write(buf);
+        self.went(r, buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let r = self.inner.flush();
+        self.went(r, ())
+    }
+}
+
 /// Text from a session made safe for a terminal: control characters (other than tab) and
 /// escape sequences are shown as visible `\u{…}` escapes, never sent raw.
 pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {

@@ -367,49 +367,27 @@ fn marked_headings(md: &str) -> Vec<(u64, String)> {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Message text whose code fence is never closed (backticks or tildes, at the end of a
-/// message), thinking with a lone CR before a fence line, and a fence line among HTML-like
-/// lines, each cannot swallow the headings of the entries after it: `marked` finds one heading
-/// per entry, in order.
-#[test]
-fn export_md_message_text_cannot_swallow_the_headings_after_it() {
-    let env = TestEnv::new();
-    let t = "2026-07-27T10:00:00.000Z";
-    let user = |id: &str, parent: Option<&str>, text: &str| {
-        json!({"type":"message","id":id,"parentId":parent,"timestamp":t,
-            "message":{"role":"user","content":text,"timestamp":1}})
-    };
-    let assistant = |id: &str, parent: &str, content: Value| {
-        json!({"type":"message","id":id,"parentId":parent,"timestamp":t,
-            "message":{"role":"assistant","content":content,"provider":"p","model":"m",
-              "stopReason":"stop","timestamp":2}})
-    };
-    let lines = [
-        json!({"type":"session","version":3,"id":"019f9880-b680-766d-a276-8eede3150077",
-            "timestamp":t,"cwd":"/proj"}),
-        user(
-            "m1",
-            None,
-            "look at this:\n```\nfn main() {}\n\n## not a heading",
-        ),
-        assistant(
-            "m2",
-            "m1",
-            json!([{"type":"thinking","thinking":"step one\r```\rstill thinking"},
-                   {"type":"text","text":"~~~~\ntilde block left open"}]),
-        ),
-        user("m3", Some("m2"), "<div>\n```\n</div>\nafter"),
-        assistant(
-            "m4",
-            "m3",
-            json!([{"type":"text","text":"````\n```\nfour ticks, closed by three: still open"}]),
-        ),
-        user("m5", Some("m4"), "a closed one:\n```sh\nls\n```\nand prose"),
-        user("m6", Some("m5"), "last"),
-    ];
-    let file = env.home.path().join("fences.jsonl");
-    let text: String = lines
-        .iter()
+/// A user message `id` under `parent`.
+fn user_text(id: &str, parent: Option<&str>, text: &str) -> Value {
+    json!({"type":"message","id":id,"parentId":parent,"timestamp":"2026-07-27T10:00:00.000Z",
+        "message":{"role":"user","content":text,"timestamp":1}})
+}
+
+/// An assistant message `id` under `parent`.
+fn assistant_content(id: &str, parent: &str, content: Value) -> Value {
+    json!({"type":"message","id":id,"parentId":parent,"timestamp":"2026-07-27T10:00:00.000Z",
+        "message":{"role":"assistant","content":content,"provider":"p","model":"m",
+          "stopReason":"stop","timestamp":2}})
+}
+
+/// The Markdown export of a session of these entries (after a header), and the ids in the
+/// headings of depth 2 that `marked` finds in it.
+fn export_md_headings(env: &TestEnv, entries: &[Value]) -> (String, Vec<String>) {
+    let header = json!({"type":"session","version":3,"id":"019f9880-b680-766d-a276-8eede3150077",
+        "timestamp":"2026-07-27T10:00:00.000Z","cwd":"/proj"});
+    let file = env.home.path().join("prose.jsonl");
+    let text: String = std::iter::once(&header)
+        .chain(entries)
         .map(|l| serde_json::to_string(l).unwrap() + "\n")
         .collect();
     std::fs::write(&file, text).unwrap();
@@ -424,24 +402,109 @@ fn export_md_message_text_cannot_swallow_the_headings_after_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     let md = String::from_utf8(out.stdout).unwrap();
-    let headings: Vec<String> = marked_headings(&md)
+    let ids = marked_headings(&md)
         .into_iter()
         .filter(|(depth, _)| *depth == 2)
-        .map(|(_, text)| text)
-        .collect();
-    let ids: Vec<&str> = headings
-        .iter()
-        .map(|h| {
+        .map(|(_, h)| {
             h.rsplit("<sub>`")
                 .next()
                 .unwrap()
                 .trim_end_matches("`</sub>")
+                .to_owned()
         })
         .collect();
-    assert_eq!(ids, ["m1", "m2", "m3", "m4", "m5", "m6"], "{md}");
+    (md, ids)
+}
+
+/// Message text whose code fence is never closed (backticks or tildes, at the end of a
+/// message), thinking with a lone CR before a fence line, and a fence line among HTML-like
+/// lines, each cannot swallow the headings of the entries after it: `marked` finds one heading
+/// per entry, in order.
+#[test]
+fn export_md_message_text_cannot_swallow_the_headings_after_it() {
+    let env = TestEnv::new();
+    let (md, ids) = export_md_headings(
+        &env,
+        &[
+            user_text(
+                "m1",
+                None,
+                "look at this:\n```\nfn main() {}\n\n## not a heading",
+            ),
+            assistant_content(
+                "m2",
+                "m1",
+                json!([{"type":"thinking","thinking":"step one\r```\rstill thinking"},
+                       {"type":"text","text":"~~~~\ntilde block left open"}]),
+            ),
+            user_text("m3", Some("m2"), "<div>\n```\n</div>\nafter"),
+            assistant_content(
+                "m4",
+                "m3",
+                json!([{"type":"text","text":"````\n```\nfour ticks, closed by three: still open"}]),
+            ),
+            user_text("m5", Some("m4"), "a closed one:\n```sh\nls\n```\nand prose"),
+            user_text(
+                "m6",
+                Some("m5"),
+                "- a fence in a list item\n  ```\n  left open",
+            ),
+            user_text("m7", Some("m6"), "last"),
+        ],
+    );
+    assert_eq!(ids, ["m1", "m2", "m3", "m4", "m5", "m6", "m7"], "{md}");
     // A closed block and the text around it are written as they are.
     assert!(
         md.contains("a closed one:\n```sh\nls\n```\nand prose\n\n## "),
+        "{md}"
+    );
+}
+
+/// Message text with a line that opens an HTML block only a later line ends (CommonMark's
+/// types 1 to 5: `<!--`, `<pre>`, `<script>`, `<style>`, `<textarea>`, `<?`, `<!X`,
+/// `<![CDATA[`), left open, cannot swallow the headings of the entries after it; one closed in
+/// the message, and the same text in a code fence, are written as they are.
+#[test]
+fn export_md_message_html_cannot_swallow_the_headings_after_it() {
+    let env = TestEnv::new();
+    let openers = [
+        "<!-- a comment never closed",
+        "text\n<pre>\nkept verbatim, and the closing tag forgotten",
+        "<script>",
+        "  <STYLE type=\"text/css\">",
+        "<textarea\tname=x>",
+        "<?php echo 1;",
+        "<!DOCTYPE html",
+        "<![CDATA[ raw",
+        "<?>\n?>",
+        "- item\n  <!--\n-->",
+        "<div>\n<!--\n\n-->",
+        "a\r<!--\rb",
+    ];
+    let mut entries = Vec::new();
+    let mut ids = Vec::new();
+    for (i, text) in openers.iter().enumerate() {
+        let id = format!("h{i}");
+        let parent = ids.last().map(String::as_str);
+        entries.push(user_text(&id, parent, text));
+        ids.push(id);
+    }
+    let parent = ids.last().cloned();
+    entries.push(assistant_content(
+        "kept",
+        parent.as_deref().unwrap(),
+        json!([{"type":"text","text":"<!-- closed -->\n<pre>\n## in the block\n</pre>"},
+               {"type":"text","text":"```html\n<!-- in code\n```"}]),
+    ));
+    ids.push("kept".into());
+    entries.push(user_text("last", Some("kept"), "last"));
+    ids.push("last".into());
+    let (md, found) = export_md_headings(&env, &entries);
+    assert_eq!(found, ids, "{md}");
+    assert!(
+        md.contains(
+            "\n<!-- closed -->\n<pre>\n## in the block\n</pre>\n\n```html\n<!-- in code\n```\n\n## "
+        ),
         "{md}"
     );
 }

@@ -1,7 +1,8 @@
 //! `-o FILE` of `export` and `prune` (and `migrate --out`) on paths that are not plain files: a
 //! FIFO gets the bytes written straight into it and stays a FIFO; a symlink is followed (its
 //! target replaced atomically, the link kept), a dangling one creates its target; a directory,
-//! or a link to one, is refused with an error naming it.
+//! or a link to one, is refused with an error naming it; a FIFO whose reader leaves before the
+//! end is an error naming it.
 //!
 //! No test here points at a real device: a broken build would replace it on the machine.
 
@@ -131,6 +132,68 @@ fn output_to_a_fifo_writes_into_it_and_keeps_it() {
             "{name}: the FIFO got other bytes than a file does"
         );
         assert!(got == want, "{name}: the FIFO got other bytes than a file");
+        assert_eq!(listing(&dir), ["out.jsonl"], "{name}: left files behind");
+        fs::remove_file(&fifo).unwrap();
+    }
+}
+
+/// A FIFO whose reader takes 16 bytes and leaves, long before the end (the session is 2 MB,
+/// the FIFO holds 64 KiB): the output was not written, so each writer fails (exit 2) naming the
+/// FIFO and why; the FIFO stays and nothing is left beside it.
+#[test]
+fn output_to_a_fifo_whose_reader_leaves_early_fails_naming_it() {
+    use std::io::Write as _;
+    let env = TestEnv::new();
+    let s = env.home.path().join("big.jsonl");
+    let mut w = std::io::BufWriter::new(fs::File::create(&s).unwrap());
+    writeln!(
+        w,
+        r#"{{"type":"session","version":3,"id":"big","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}}"#
+    )
+    .unwrap();
+    let text = "x".repeat(1000);
+    for i in 0..2000 {
+        let parent = match i {
+            0 => "null".to_owned(),
+            _ => format!("\"{:08x}\"", i - 1),
+        };
+        writeln!(
+            w,
+            r#"{{"type":"message","id":"{i:08x}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}","timestamp":1}}}}"#
+        )
+        .unwrap();
+    }
+    w.into_inner().unwrap().sync_all().unwrap();
+    let dir = env.home.path().join("fifo");
+    fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("out.jsonl");
+    for (name, args) in writers(&s, &fifo) {
+        mkfifo(&fifo);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let mut first = [0u8; 16];
+                let mut f = fs::File::open(&fifo).unwrap();
+                // Fails at the end of the stream only if pisess never wrote (a broken build).
+                let _ = f.read_exact(&mut first);
+            })
+        };
+        // As above: lets the reader's open return, and its read end if pisess never writes.
+        let guard = fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        let (code, out, err) = run(&env, &args);
+        drop(guard);
+        reader.join().unwrap();
+        assert_eq!(code, 2, "{name} -o FIFO: {out}\n{err}");
+        assert!(
+            err.contains(&format!("error: cannot write {}", fifo.display()))
+                && err.contains("Broken pipe")
+                && err.contains("its reader closed it"),
+            "{name}: {err}"
+        );
+        assert!(
+            fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(),
+            "{name}: the FIFO was replaced"
+        );
         assert_eq!(listing(&dir), ["out.jsonl"], "{name}: left files behind");
         fs::remove_file(&fifo).unwrap();
     }

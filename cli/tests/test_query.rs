@@ -47,6 +47,12 @@ fn std_command(env: &TestEnv, args: &[&str]) -> std::process::Command {
 /// Runs `pisess ARGS` for a reader that takes 16 bytes and closes the pipe (`pisess … | head
 /// -c 16`): it must exit 0 and say nothing.
 fn stops_quietly_on_a_closed_pipe(env: &TestEnv, args: &[&str]) {
+    answers_quietly_on_a_closed_pipe(env, args, 0);
+}
+
+/// Runs `pisess ARGS` for a reader that takes 16 bytes and closes the pipe: it must say
+/// nothing and exit with `code`, the status of its answer.
+fn answers_quietly_on_a_closed_pipe(env: &TestEnv, args: &[&str], code: i32) {
     use std::io::Read;
     let mut child = std_command(env, args)
         .stdout(std::process::Stdio::piped())
@@ -56,7 +62,7 @@ fn stops_quietly_on_a_closed_pipe(env: &TestEnv, args: &[&str]) {
     let mut first = [0u8; 16];
     child.stdout.take().unwrap().read_exact(&mut first).unwrap();
     let done = child.wait_with_output().unwrap();
-    assert_eq!(done.status.code(), Some(0), "{args:?}");
+    assert_eq!(done.status.code(), Some(code), "{args:?}");
     assert!(
         done.stderr.is_empty(),
         "{args:?}: {}",
@@ -1209,6 +1215,66 @@ fn stats_tell_apart_files_that_share_a_session_id() {
     for g in groups {
         assert!(g["key"].as_str().unwrap().ends_with(".jsonl)"), "{g}");
         assert_eq!(g["sessions"], 1);
+    }
+}
+
+/// `diff` whose reader stops early (`pisess diff A B | head -1`) on a diff far longer than a
+/// pipe holds: no error, and the status is still the answer, 1 for differences, as when the
+/// reader takes the whole diff (of entries, of contexts, of two sessions; text and JSON).
+#[test]
+fn diff_answers_on_a_closed_pipe() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let line = |id: &str, parent: Option<&str>| {
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"the text of {id}","timestamp":1}}}}"#
+        ) + "\n"
+    };
+    let header = |id: &str, parent: Option<&Path>| {
+        let parent = parent.map_or(String::new(), |p| format!(r#","parentSession":{p:?}"#));
+        format!(
+            r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"{parent}}}"#
+        ) + "\n"
+    };
+    // Two sides of 10,000 entries under one root; a fork holding the root and a third side.
+    let n = 10_000;
+    let side = |c: char| -> String {
+        (0..n)
+            .map(|i| {
+                let parent = if i == 0 {
+                    "root".to_owned()
+                } else {
+                    format!("{c}{:07x}", i - 1)
+                };
+                line(&format!("{c}{i:07x}"), Some(&parent))
+            })
+            .collect()
+    };
+    let a = dir.join("a.jsonl");
+    let text = header("a", None) + &line("root", None) + &side('a') + &side('b');
+    std::fs::write(&a, text).unwrap();
+    let fork = dir.join("fork.jsonl");
+    let text = header("fork", Some(&a)) + &line("root", None) + &side('c');
+    std::fs::write(&fork, text).unwrap();
+    let (a, fork) = (a.to_str().unwrap(), fork.to_str().unwrap());
+    out(&env, &["import", a, fork], 0);
+    let (ta, tb) = (format!("a{:07x}", n - 1), format!("b{:07x}", n - 1));
+    for args in [
+        vec!["diff", a, &ta, &tb],
+        vec!["--json", "diff", a, &ta, &tb],
+        vec!["diff", "--context", a, &ta, &tb],
+        vec!["--json", "diff", "--context", a, &ta, &tb],
+        vec!["diff", a, fork],
+    ] {
+        let whole = run(&env, &args);
+        assert_eq!(whole.code, 1, "{args:?}: {}", whole.stderr);
+        assert!(
+            whole.stdout.len() > 128 << 10,
+            "{args:?}: {} bytes",
+            whole.stdout.len()
+        );
+        answers_quietly_on_a_closed_pipe(&env, &args, 1);
     }
 }
 

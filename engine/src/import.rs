@@ -2499,8 +2499,16 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// Parses an ISO 8601 UTC time (`YYYY-MM-DDTHH:MM:SS[.fff]Z`, lenient on the fraction and a
-/// missing `Z`) to Unix milliseconds.
+/// Parses an ISO 8601 UTC time (`YYYY-MM-DDTHH:MM:SS[.fff]Z`) to Unix milliseconds, as pi's
+/// `new Date(s).getTime()` reads it: `None` where that gives `NaN`.
+///
+/// Like JavaScript it takes `t` or a space for the `T`, `z` for the `Z`, any number of
+/// fraction digits (the first three count), a day the month does not have (rolled over into
+/// the next: 2026-02-30 is March 2) and `24:00:00` (the next day's midnight); it refuses a
+/// separator other than `-` and `:`, a field of another width, month 0 or 13, day 0 or 32,
+/// minute or second 60 (no leap seconds), a `.` without digits and anything after the `Z`.
+/// Unlike JavaScript, a time without `Z` is UTC, not local time (pi always writes the `Z`),
+/// and an offset (`+02:00`) is not read.
 pub fn iso_to_ms(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
@@ -2510,7 +2518,13 @@ pub fn iso_to_ms(s: &str) -> Option<i64> {
         }
         std::str::from_utf8(t).ok()?.parse().ok()
     };
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+    if b.len() < 19
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't' | b' ')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
     let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
@@ -2523,6 +2537,9 @@ pub fn iso_to_ms(s: &str) -> Option<i64> {
         while b.get(i).is_some_and(u8::is_ascii_digit) {
             i += 1;
         }
+        if i == start {
+            return None;
+        }
         let frac = &s[start..i];
         let padded: String = frac.chars().chain("000".chars()).take(3).collect();
         ms = padded.parse().ok()?;
@@ -2530,7 +2547,11 @@ pub fn iso_to_ms(s: &str) -> Option<i64> {
     if !matches!(&s[i..], "" | "Z" | "z") {
         return None;
     }
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+    let midnight_after = h == 24 && mi == 0 && sec == 0 && ms == 0;
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || (h > 23 && !midnight_after) {
+        return None;
+    }
+    if mi > 59 || sec > 59 {
         return None;
     }
     let days = crate::agent::js::days_from_civil(y, mo, d);
@@ -2836,5 +2857,44 @@ mod tests {
         assert_eq!(iso_to_ms("2025-01-01T00:00:01Z"), Some(1_735_689_601_000));
         assert_eq!(iso_to_ms("2026-01-01T00:00:00.5Z"), Some(1_767_225_600_500));
         assert_eq!(iso_to_ms("nope"), None);
+    }
+
+    /// What `new Date(s).getTime()` gives (node 22), `None` for `NaN`.
+    #[test]
+    fn iso_times_are_read_as_javascript_reads_them() {
+        let day = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+        let hms = |h: i64, m: i64, s: i64| Some(day + ((h * 60 + m) * 60 + s) * 1000);
+        for (s, want) in [
+            ("2026-01-01T10:00:59Z", hms(10, 0, 59)),
+            ("2026-01-01t10:00:59z", hms(10, 0, 59)),
+            ("2026-01-01 10:00:59Z", hms(10, 0, 59)),
+            ("2026-01-01T10:00:00.1234Z", hms(10, 0, 0).map(|t| t + 123)),
+            ("2026-01-01T24:00:00Z", hms(24, 0, 0)),
+            ("2026-01-01T24:00:00.000Z", hms(24, 0, 0)),
+            (
+                "2026-02-30T00:00:00Z",
+                Some(day + (31 + 30 - 1) * 86_400_000),
+            ),
+            ("2026-01-01T10:00:60Z", None),
+            ("2026-01-01T23:59:60.000Z", None),
+            ("2026-01-01T10:60:00Z", None),
+            ("2026-01-01T24:00:01Z", None),
+            ("2026-01-01T24:00:00.001Z", None),
+            ("2026-01-01T25:00:00Z", None),
+            ("2026-01-01T10-00-00Z", None),
+            ("2026-01-01T10x00x00Z", None),
+            ("2026-01-01T10:00x00Z", None),
+            ("2026-01-01T10:00:00.Z", None),
+            ("2026-01-01T10:00:00,5Z", None),
+            ("2026-01-01T00:00:00.000Zjunk", None),
+            ("2026-01-01T00:00:00.000 Z", None),
+            ("2026-13-01T00:00:00Z", None),
+            ("2026-01-00T00:00:00Z", None),
+            ("2026-01-32T00:00:00Z", None),
+            ("2026-1-01T00:00:00Z", None),
+            ("2026-01-01T00:00:0Z", None),
+        ] {
+            assert_eq!(iso_to_ms(s), want, "{s}");
+        }
     }
 }

@@ -10,7 +10,9 @@
 //! - two sessions are compared along their active paths (root → leaf): an entry is common when
 //!   both paths hold, at the same depth, a row with the same JSON text (blake3 of the text, so
 //!   same id, same timestamp, same content: pi's fork copies entries byte for byte). The
-//!   divergence point is the last common entry.
+//!   divergence point is the last common entry;
+//! - the exit status is the answer's (1: differences) also when the reader stops early
+//!   (`pisess diff A B | head -1`), however much of the output it took.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -20,10 +22,10 @@ use pisess_engine::agent::tokens::{ContextEstimate, estimate_tokens};
 use pisess_engine::{EntryKey, SessionKey, SessionRecord};
 use serde_json::{Value, json};
 
-use crate::command_error::{CommandError, CommandResult, Outcome};
+use crate::command_error::{CommandError, CommandResult, Outcome, answered};
 use crate::json_stream;
 use crate::session_arg::{self as sa, Session, StoredPath, open_session_pair, open_session_read};
-use crate::ui::{Ui, safe};
+use crate::ui::{Ui, UntilClosed, safe};
 
 /// Compare two entries (branches): common ancestor and what is only on each side.
 ///
@@ -91,60 +93,64 @@ pub fn cmd_diff(ui: &mut Ui, args: &DiffArgs) -> CommandResult {
             .try_fold(0u64, |n, k| Ok(n + sa::tokens(&session.value(*k)?)))
     };
     let (ta, tb) = (tokens(&left)?, tokens(&right)?);
-    if ui.json {
-        let ids = |s: &[EntryKey]| -> Result<Vec<Value>, CommandError> {
-            s.iter().map(|k| Ok(json!(session.id(*k)?))).collect()
-        };
-        let (only_a, only_b) = (ids(&left)?, ids(&right)?);
-        ui.json_line(&json!({
-            "a": a_id,
-            "b": b_id,
-            "commonAncestorId": lca_id,
-            "onlyA": only_a,
-            "onlyB": only_b,
-            "tokensA": ta,
-            "tokensB": tb,
-        }))?;
-    } else {
-        let base = match &lca_id {
-            Some(l) => format!("common ancestor {}", safe(l)),
-            None => "no common ancestor (different trees)".to_owned(),
-        };
-        let painted = ui.paint("1", &base);
-        writeln!(ui.out(), "{painted}")?;
-        writeln!(
-            ui.out(),
-            "< {} only: {} entries, ~{ta} tokens",
-            safe(&a_id),
-            left.len()
-        )?;
-        writeln!(
-            ui.out(),
-            "> {} only: {} entries, ~{tb} tokens",
-            safe(&b_id),
-            right.len()
-        )?;
-        let width = sa::width();
-        for (mark, color, list) in [("<", "31", &left), (">", "32", &right)] {
-            for k in list {
-                let v = &session.value(*k)?;
-                let id = sa::id_of(v).unwrap_or("");
-                let text = format!("{} {}", sa::kind(v), sa::summary(v));
-                let line = format!(
-                    "{mark} {} {}",
-                    sa::short_id(id),
-                    sa::clip(&text, width.saturating_sub(12).max(20))
-                );
-                let painted = ui.paint(color, &safe(&line));
-                writeln!(ui.out(), "{painted}")?;
-            }
-        }
-    }
-    Ok(if left.is_empty() && right.is_empty() {
+    let outcome = if left.is_empty() && right.is_empty() {
         Outcome::Success
     } else {
         Outcome::Negative
-    })
+    };
+    let mut write = || -> Result<(), CommandError> {
+        if ui.json {
+            let ids = |s: &[EntryKey]| -> Result<Vec<Value>, CommandError> {
+                s.iter().map(|k| Ok(json!(session.id(*k)?))).collect()
+            };
+            let (only_a, only_b) = (ids(&left)?, ids(&right)?);
+            ui.json_line(&json!({
+                "a": a_id,
+                "b": b_id,
+                "commonAncestorId": lca_id,
+                "onlyA": only_a,
+                "onlyB": only_b,
+                "tokensA": ta,
+                "tokensB": tb,
+            }))?;
+        } else {
+            let base = match &lca_id {
+                Some(l) => format!("common ancestor {}", safe(l)),
+                None => "no common ancestor (different trees)".to_owned(),
+            };
+            let painted = ui.paint("1", &base);
+            writeln!(ui.out(), "{painted}")?;
+            writeln!(
+                ui.out(),
+                "< {} only: {} entries, ~{ta} tokens",
+                safe(&a_id),
+                left.len()
+            )?;
+            writeln!(
+                ui.out(),
+                "> {} only: {} entries, ~{tb} tokens",
+                safe(&b_id),
+                right.len()
+            )?;
+            let width = sa::width();
+            for (mark, color, list) in [("<", "31", &left), (">", "32", &right)] {
+                for k in list {
+                    let v = &session.value(*k)?;
+                    let id = sa::id_of(v).unwrap_or("");
+                    let text = format!("{} {}", sa::kind(v), sa::summary(v));
+                    let line = format!(
+                        "{mark} {} {}",
+                        sa::short_id(id),
+                        sa::clip(&text, width.saturating_sub(12).max(20))
+                    );
+                    let painted = ui.paint(color, &safe(&line));
+                    writeln!(ui.out(), "{painted}")?;
+                }
+            }
+        }
+        Ok(())
+    };
+    answered(outcome, write())
 }
 
 /// The entries from `e` up to (not including) `stop`, oldest first.
@@ -280,8 +286,11 @@ fn diff_context(ui: &mut Ui, session: &Session, a: EntryKey, b: EntryKey) -> Com
     let same_settings =
         left.plan.model() == right.plan.model() && left.thinking() == right.thinking();
     let (rest_a, rest_b, ta, tb);
+    let written;
     if ui.json {
-        let out = ui.out();
+        // What differs is known once the lists are written out: a reader that stops early
+        // (`| head`) lets the lists be drained without being written, for the exit status.
+        let out = &mut UntilClosed::new(ui.out());
         out.write_all(b"{\"a\":")?;
         pisess_formats::js::to_writer(&mut *out, &left.id)?;
         json_stream::field(out, "b", &right.id)?;
@@ -306,69 +315,74 @@ fn diff_context(ui: &mut Ui, session: &Session, a: EntryKey, b: EntryKey) -> Com
         json_stream::field(out, "tokensA", &ta)?;
         json_stream::field(out, "tokensB", &tb)?;
         out.write_all(b"}\n")?;
+        written = Ok(());
     } else {
         rest_a = qa.drain(&mut ca, |_, _| Ok(()))?;
         rest_b = qb.drain(&mut cb, |_, _| Ok(()))?;
         (ta, tb) = (tokens_of(&ca.estimate()), tokens_of(&cb.estimate()));
-        let head = format!(
-            "context at {} vs {}: {common} message(s) in common",
-            safe(&left.id),
-            safe(&right.id)
-        );
-        let painted = ui.paint("1", &head);
-        writeln!(ui.out(), "{painted}")?;
-        let model = |m: &Value| {
-            m.get("modelId")
-                .and_then(Value::as_str)
-                .map_or_else(|| "none".to_owned(), |s| safe(s).into_owned())
-        };
-        for (mark, s, rest, t) in [("<", &left, rest_a, &ta), (">", &right, rest_b, &tb)] {
-            writeln!(
-                ui.out(),
-                "{mark} {}: {} more message(s), {} in all, ~{} tokens, model {}, thinking {}",
-                safe(&s.id),
-                rest,
-                common + rest,
-                t,
-                model(s.plan.model()),
-                safe(s.thinking().as_str().unwrap_or("unset"))
-            )?;
-        }
-        let width = sa::width();
-        let sides = [
-            ("<", "31", &left, start_a, rest_a),
-            (">", "32", &right, start_b, rest_b),
-        ];
-        for (mark, color, s, (pos, skip), rest) in sides {
-            if rest == 0 {
-                continue;
+        written = (|| -> Result<(), CommandError> {
+            let head = format!(
+                "context at {} vs {}: {common} message(s) in common",
+                safe(&left.id),
+                safe(&right.id)
+            );
+            let painted = ui.paint("1", &head);
+            writeln!(ui.out(), "{painted}")?;
+            let model = |m: &Value| {
+                m.get("modelId")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| "none".to_owned(), |s| safe(s).into_owned())
+            };
+            for (mark, s, rest, t) in [("<", &left, rest_a, &ta), (">", &right, rest_b, &tb)] {
+                writeln!(
+                    ui.out(),
+                    "{mark} {}: {} more message(s), {} in all, ~{} tokens, model {}, thinking {}",
+                    safe(&s.id),
+                    rest,
+                    common + rest,
+                    t,
+                    model(s.plan.model()),
+                    safe(s.thinking().as_str().unwrap_or("unset"))
+                )?;
             }
-            let end = s.plan.selected_len();
-            s.plan
-                .projected_entries(&s.path, pos..end, |p, _, entry, messages| {
-                    let id = entry.get("id").and_then(Value::as_str).unwrap_or("-");
-                    let from = if p == pos { skip } else { 0 };
-                    for m in messages.iter().skip(from) {
-                        let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
-                        let text = message_line(m);
-                        let line = format!(
-                            "{mark} {} {role} ~{}t: {}",
-                            sa::short_id(id),
-                            estimate_tokens(m),
-                            sa::clip(&text, width.saturating_sub(30).max(20))
-                        );
-                        let painted = ui.paint(color, &safe(&line));
-                        writeln!(ui.out(), "{painted}")?;
-                    }
-                    Ok::<(), CommandError>(())
-                })?;
-        }
+            let width = sa::width();
+            let sides = [
+                ("<", "31", &left, start_a, rest_a),
+                (">", "32", &right, start_b, rest_b),
+            ];
+            for (mark, color, s, (pos, skip), rest) in sides {
+                if rest == 0 {
+                    continue;
+                }
+                let end = s.plan.selected_len();
+                s.plan
+                    .projected_entries(&s.path, pos..end, |p, _, entry, messages| {
+                        let id = entry.get("id").and_then(Value::as_str).unwrap_or("-");
+                        let from = if p == pos { skip } else { 0 };
+                        for m in messages.iter().skip(from) {
+                            let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+                            let text = message_line(m);
+                            let line = format!(
+                                "{mark} {} {role} ~{}t: {}",
+                                sa::short_id(id),
+                                estimate_tokens(m),
+                                sa::clip(&text, width.saturating_sub(30).max(20))
+                            );
+                            let painted = ui.paint(color, &safe(&line));
+                            writeln!(ui.out(), "{painted}")?;
+                        }
+                        Ok::<(), CommandError>(())
+                    })?;
+            }
+            Ok(())
+        })();
     }
-    Ok(if rest_a > 0 || rest_b > 0 || !same_settings {
+    let outcome = if rest_a > 0 || rest_b > 0 || !same_settings {
         Outcome::Negative
     } else {
         Outcome::Success
-    })
+    };
+    answered(outcome, written)
 }
 
 /// A context message in one line: its first line of text, or what it is.
@@ -466,59 +480,63 @@ fn diff_sessions(ui: &mut Ui, a_arg: &str, b_arg: &str) -> CommandResult {
     let leaf_id = |p: &[(EntryKey, [u8; 32])]| -> Result<Option<String>, CommandError> {
         p.last().map(|(k, _)| session.id(*k)).transpose()
     };
-    if ui.json {
-        ui.json_line(&json!({
-            "a": {"sessionId": ra.session_id, "file": ra.path, "leafId": leaf_id(&pa)?},
-            "b": {"sessionId": rb.session_id, "file": rb.path, "leafId": leaf_id(&pb)?},
-            "relation": relation,
-            "commonAncestorId": base,
-            "common": common,
-            "onlyA": only_a,
-            "onlyB": only_b,
-        }))?;
-    } else {
-        let rel = match relation {
-            Some("bForkOfA") => format!("{} is a fork of {}", rb.session_id, ra.session_id),
-            Some(_) => format!("{} is a fork of {}", ra.session_id, rb.session_id),
-            None => "the sessions are not fork and parent (no parentSession links them); \
-                     comparing their active paths"
-                .to_owned(),
-        };
-        writeln!(ui.out(), "{}", safe(&rel))?;
-        let head = match &base {
-            Some(id) => format!("diverge after {} ({common} entries in common)", safe(id)),
-            None => "no entry in common".to_owned(),
-        };
-        let painted = ui.paint("1", &head);
-        writeln!(ui.out(), "{painted}")?;
-        let width = sa::width();
-        for (mark, color, r, p) in [
-            ("<", "31", ra, &pa[common..]),
-            (">", "32", &rb, &pb[common..]),
-        ] {
-            writeln!(
-                ui.out(),
-                "{mark} {} only: {} entries ({})",
-                safe(&r.session_id),
-                p.len(),
-                safe(&r.path)
-            )?;
-            for (k, _) in p {
-                let v = session.value(*k)?;
-                let text = format!("{} {}", sa::kind(&v), sa::summary(&v));
-                let line = format!(
-                    "{mark} {} {}",
-                    sa::short_id(sa::id_of(&v).unwrap_or("-")),
-                    sa::clip(&text, width.saturating_sub(12).max(20))
-                );
-                let painted = ui.paint(color, &safe(&line));
-                writeln!(ui.out(), "{painted}")?;
-            }
-        }
-    }
-    Ok(if only_a.is_empty() && only_b.is_empty() {
+    let outcome = if only_a.is_empty() && only_b.is_empty() {
         Outcome::Success
     } else {
         Outcome::Negative
-    })
+    };
+    let mut write = || -> Result<(), CommandError> {
+        if ui.json {
+            ui.json_line(&json!({
+                "a": {"sessionId": ra.session_id, "file": ra.path, "leafId": leaf_id(&pa)?},
+                "b": {"sessionId": rb.session_id, "file": rb.path, "leafId": leaf_id(&pb)?},
+                "relation": relation,
+                "commonAncestorId": base,
+                "common": common,
+                "onlyA": only_a,
+                "onlyB": only_b,
+            }))?;
+        } else {
+            let rel = match relation {
+                Some("bForkOfA") => format!("{} is a fork of {}", rb.session_id, ra.session_id),
+                Some(_) => format!("{} is a fork of {}", ra.session_id, rb.session_id),
+                None => "the sessions are not fork and parent (no parentSession links them); \
+                     comparing their active paths"
+                    .to_owned(),
+            };
+            writeln!(ui.out(), "{}", safe(&rel))?;
+            let head = match &base {
+                Some(id) => format!("diverge after {} ({common} entries in common)", safe(id)),
+                None => "no entry in common".to_owned(),
+            };
+            let painted = ui.paint("1", &head);
+            writeln!(ui.out(), "{painted}")?;
+            let width = sa::width();
+            for (mark, color, r, p) in [
+                ("<", "31", ra, &pa[common..]),
+                (">", "32", &rb, &pb[common..]),
+            ] {
+                writeln!(
+                    ui.out(),
+                    "{mark} {} only: {} entries ({})",
+                    safe(&r.session_id),
+                    p.len(),
+                    safe(&r.path)
+                )?;
+                for (k, _) in p {
+                    let v = session.value(*k)?;
+                    let text = format!("{} {}", sa::kind(&v), sa::summary(&v));
+                    let line = format!(
+                        "{mark} {} {}",
+                        sa::short_id(sa::id_of(&v).unwrap_or("-")),
+                        sa::clip(&text, width.saturating_sub(12).max(20))
+                    );
+                    let painted = ui.paint(color, &safe(&line));
+                    writeln!(ui.out(), "{painted}")?;
+                }
+            }
+        }
+        Ok(())
+    };
+    answered(outcome, write())
 }

@@ -17,7 +17,9 @@
 //! - the report is written as it is made: the table of dropped branches a row at a time
 //!   ([`crate::table`], laid out as comfy_table lays it out) and the JSON lists an item at a
 //!   time ([`crate::json_stream`]), so a session of 400,000 dropped branches (a fan of
-//!   siblings) is reported in the memory of its plan, not of its report.
+//!   siblings) is reported in the memory of its plan, not of its report (the table keeps the
+//!   two cells it reads from the store, a few dozen bytes a branch, so that it parses each
+//!   branch's first entry once, not once a pass).
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -357,50 +359,22 @@ impl Report<'_> {
         Ok(self.session.snap.entry_id(b.top)?.unwrap_or_default())
     }
 
-    /// The table row of a dropped branch (`width`: the widest "first entry" to show).
-    fn branch_row(&self, b: &DroppedBranch, width: usize) -> Result<[String; 5], CommandError> {
+    /// The cells of a dropped branch's row that come from the store: its first entry's short
+    /// id and `kind: summary` (which parses the entry's JSON), clipped to `width` characters.
+    fn read_cells(&self, b: &DroppedBranch, width: usize) -> Result<[String; 2], CommandError> {
         let first = match self.session.value(b.top) {
             Ok(v) => format!("{}: {}", sa::kind(&v), sa::summary(&v)),
             Err(_) => String::new(),
         };
         Ok([
             safe(sa::short_id(&self.top_id(b)?)).into_owned(),
-            b.from_id.as_deref().map_or_else(
-                || "(root)".to_owned(),
-                |f| safe(sa::short_id(f)).into_owned(),
-            ),
-            b.entries.to_string(),
-            b.bytes.to_string(),
             safe(&sa::clip(&first, width)).into_owned(),
         ])
     }
 
-    /// The table of dropped branches. It is streamed ([`crate::table`]): each row is made
-    /// twice, once to measure the columns, once to print it, and never held.
     fn write_branches(&self, out: &mut dyn Write) -> Result<(), CommandError> {
-        const HEADER: [&str; 5] = ["branch", "from", "entries", "bytes", "first entry"];
         let width = sa::width().saturating_sub(40).max(20);
-        let mut columns = Columns::new(&HEADER);
-        for b in &self.plan.branches {
-            columns.measure(&self.branch_row(b, width)?);
-        }
-        if columns.streamable() {
-            columns.write_row(out, &HEADER)?;
-            for b in &self.plan.branches {
-                columns.write_row(out, &self.branch_row(b, width)?)?;
-            }
-        } else {
-            // A column over 65,535 characters wide (a terminal that wide): comfy_table breaks
-            // such lines, which only comfy_table itself does exactly.
-            let mut t = comfy_table::Table::new();
-            t.load_style(comfy_table::presets::NOTHING);
-            t.set_header(HEADER.to_vec());
-            for b in &self.plan.branches {
-                t.add_row(self.branch_row(b, width)?.to_vec());
-            }
-            writeln!(out, "{t}")?;
-        }
-        Ok(())
+        branch_table(&self.plan.branches, out, |b| self.read_cells(b, width))
     }
 
     fn human(&self, ui: &mut Ui, leaf: Option<&str>) -> Result<(), CommandError> {
@@ -462,6 +436,79 @@ impl Report<'_> {
             (false, None) => {}
         }
         Ok(())
+    }
+}
+
+/// The table of dropped branches, streamed ([`crate::table`]): a first pass measures the
+/// columns, a second prints the rows, and neither holds a row. `cells` (the cells read from
+/// the store: a JSON parse of the branch's first entry) is called once a branch, in the first
+/// pass; what it gives is kept for the second in one buffer, a few dozen bytes a branch.
+fn branch_table(
+    branches: &[DroppedBranch],
+    out: &mut dyn Write,
+    mut cells: impl FnMut(&DroppedBranch) -> Result<[String; 2], CommandError>,
+) -> Result<(), CommandError> {
+    const HEADER: [&str; 5] = ["branch", "from", "entries", "bytes", "first entry"];
+    let row = |b: &DroppedBranch, [id, first]: [&str; 2]| {
+        [
+            id.to_owned(),
+            b.from_id.as_deref().map_or_else(
+                || "(root)".to_owned(),
+                |f| safe(sa::short_id(f)).into_owned(),
+            ),
+            b.entries.to_string(),
+            b.bytes.to_string(),
+            first.to_owned(),
+        ]
+    };
+    let mut kept = KeptCells::default();
+    let mut columns = Columns::new(&HEADER);
+    for b in branches {
+        let [id, first] = cells(b)?;
+        columns.measure(&row(b, [&id, &first]));
+        kept.push([&id, &first]);
+    }
+    if columns.streamable() {
+        columns.write_row(out, &HEADER)?;
+        for (i, b) in branches.iter().enumerate() {
+            columns.write_row(out, &row(b, kept.get(i)))?;
+        }
+    } else {
+        // A column over 65,535 characters wide (a terminal that wide): comfy_table breaks
+        // such lines, which only comfy_table itself does exactly.
+        let mut t = comfy_table::Table::new();
+        t.load_style(comfy_table::presets::NOTHING);
+        t.set_header(HEADER.to_vec());
+        for (i, b) in branches.iter().enumerate() {
+            t.add_row(row(b, kept.get(i)).to_vec());
+        }
+        writeln!(out, "{t}")?;
+    }
+    Ok(())
+}
+
+/// Pairs of cells, in one buffer.
+#[derive(Default)]
+struct KeptCells {
+    text: String,
+    /// Where each cell ends in `text`.
+    ends: Vec<usize>,
+}
+
+impl KeptCells {
+    fn push(&mut self, cells: [&str; 2]) {
+        for c in cells {
+            self.text.push_str(c);
+            self.ends.push(self.text.len());
+        }
+    }
+
+    /// The `i`-th pair pushed.
+    fn get(&self, i: usize) -> [&str; 2] {
+        let end = |k: usize| self.ends.get(k).copied().unwrap_or(self.text.len());
+        let start = |k: usize| if k == 0 { 0 } else { end(k - 1) };
+        let cell = |k: usize| self.text.get(start(k)..end(k)).unwrap_or("");
+        [cell(2 * i), cell(2 * i + 1)]
     }
 }
 
@@ -660,4 +707,47 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     } else {
         Outcome::Success
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// The cells read from the store (a parse of the branch's first entry) are read once a
+    /// branch, though the table is laid out in two passes, and each row gets its own.
+    #[test]
+    fn the_branch_table_reads_each_first_entry_once() {
+        let from: Arc<str> = Arc::from("0123456789");
+        let branches: Vec<DroppedBranch> = (0..5)
+            .map(|i| DroppedBranch {
+                top: EntryKey(i),
+                from_id: (i % 2 == 0).then(|| Arc::clone(&from)),
+                entries: i + 1,
+                bytes: 100 * i,
+            })
+            .collect();
+        let mut reads = Vec::new();
+        let mut out = Vec::new();
+        branch_table(&branches, &mut out, |b| {
+            reads.push(b.top.0);
+            Ok([format!("id{}", b.top.0), "x".repeat(b.top.0 as usize * 3)])
+        })
+        .unwrap();
+        assert_eq!(reads, [0, 1, 2, 3, 4]);
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                " branch  from      entries  bytes  first entry  ",
+                " id0     01234567  1        0                   ",
+                " id1     (root)    2        100    xxx          ",
+                " id2     01234567  3        200    xxxxxx       ",
+                " id3     (root)    4        300    xxxxxxxxx    ",
+                " id4     01234567  5        400    xxxxxxxxxxxx ",
+            ]
+        );
+    }
 }

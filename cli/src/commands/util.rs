@@ -262,6 +262,10 @@ mod tests {
             "2024-02-30",
             "2023-02-29",
             "2026-04-31T00:00:00Z",
+            "2026-01-02T03:04:60Z",
+            "2026-01-02T23:59:60Z",
+            "2026-01-02T24:00:00Z",
+            "2026-01-02T03:04:05.Z",
         ] {
             let e = parse_since(bad).unwrap_err().to_string();
             assert!(e.contains("cannot read the date"), "{bad:?}: {e}");
