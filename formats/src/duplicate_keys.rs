@@ -7,7 +7,9 @@
 //! whole message.
 //!
 //! [`merged`] rewrites such a text into one where every object holds each key once, in that
-//! order and with those values, so that any parse of it reads what pi reads.
+//! order and with those values, so that any parse of it reads what pi reads. It builds an
+//! outline of the whole value (a node per value), so callers run it only on a text that serde
+//! refused for a repeated key ([`is_repeated_key`]), never on every failed parse.
 //!
 //! Invariants:
 //! - only a text that is one complete JSON value (white space around it allowed) is rewritten;
@@ -164,6 +166,13 @@ pub fn merged(text: &str) -> Option<(String, usize)> {
     Some((write(&nodes, root?, text.len()), dropped))
 }
 
+/// Whether serde refused a text because an object in it holds a key twice (the error of
+/// `#[derive(Deserialize)]` structs: "duplicate field `id`"). Callers ask this before
+/// [`merged`], whose outline of the text costs memory in proportion to its values.
+pub fn is_repeated_key(e: &serde_json::Error) -> bool {
+    e.is_data() && e.to_string().starts_with("duplicate field `")
+}
+
 /// The index just past the white space at `i`.
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
@@ -305,6 +314,25 @@ mod tests {
         );
         let want = format!("{}{{\"a\":2}}{}", "[".repeat(depth), "]".repeat(depth));
         assert_eq!(m(&text), Some(want));
+    }
+
+    #[test]
+    fn only_a_repeated_key_is_taken_for_one() {
+        use crate::entry::Entry;
+        let err = |t: &str| Entry::parse(t).err().unwrap();
+        assert!(is_repeated_key(&err(
+            r#"{"type":"label","id":"a","id":"b"}"#
+        )));
+        assert!(is_repeated_key(&err(
+            r#"{"type":"message","id":"a","message":{"role":"user","content":"x","content":"y"}}"#
+        )));
+        for other in [
+            r#"{"type":"message","id":7}"#,
+            r#"{"type":"label","id":"a""#,
+            r#"{"type":"label","id":"a"} x"#,
+        ] {
+            assert!(!is_repeated_key(&err(other)), "{other}");
+        }
     }
 
     #[test]

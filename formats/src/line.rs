@@ -68,14 +68,15 @@ impl Piece<'_> {
 }
 
 /// `text` (the line's text) as one record when it is a single object that parses into the
-/// typed view; its bytes are the whole line.
-fn whole_object<'t>(text: &'t str, line: &Line<'t>) -> Option<Piece<'t>> {
+/// typed view; its bytes are the whole line. Otherwise whether the parse failed on a key
+/// written twice ([`crate::duplicate_keys`]).
+fn whole_object<'t>(text: &'t str, line: &Line<'t>) -> Result<Piece<'t>, bool> {
     let body = text.trim_start();
     if !body.starts_with('{') {
-        return None;
+        return Err(false);
     }
-    let entry = Entry::parse(text).ok()?;
-    Some(Piece {
+    let entry = Entry::parse(text).map_err(|e| crate::duplicate_keys::is_repeated_key(&e))?;
+    Ok(Piece {
         json: text,
         bytes: line.bytes,
         offset: line.offset + (text.len() - body.len()) as u64,
@@ -127,10 +128,10 @@ where
 
     // Fast path: one object, parsed straight into the typed view (its bytes are the whole line,
     // as they are in the file, even where `text` was mended below).
-    if let Some(piece) = whole_object(text, line) {
-        f(piece);
-        return;
-    }
+    let mut repeated_key = match whole_object(text, line) {
+        Ok(piece) => return f(piece),
+        Err(repeated_key) => repeated_key,
+    };
 
     // A lone surrogate escape fails the parse (Rust strings cannot hold one); pi reads it. The
     // line is read with U+FFFD in its place (same length, so offsets hold) and its bytes are
@@ -140,17 +141,19 @@ where
         cleaned = c;
         problems.push(at(ProblemKind::LoneSurrogate { count }));
         text = &cleaned;
-        if let Some(piece) = whole_object(text, line) {
-            f(piece);
-            return;
+        match whole_object(text, line) {
+            Ok(piece) => return f(piece),
+            Err(repeated) => repeated_key = repeated,
         }
     }
 
     // An object that holds a key twice fails the typed parse; pi's `JSON.parse` keeps the last
     // value in the first one's place, and so does the merged text read here (the bytes are
-    // still the line's).
-    if let Some((merged, count)) = crate::duplicate_keys::merged(text)
-        && let Some(piece) = whole_object(&merged, line)
+    // still the line's). Only when the parse failed on one: the merge holds the whole value's
+    // outline in memory.
+    if repeated_key
+        && let Some((merged, count)) = crate::duplicate_keys::merged(text)
+        && let Ok(piece) = whole_object(&merged, line)
     {
         problems.push(at(ProblemKind::DuplicateKeys { count }));
         f(piece);
@@ -208,10 +211,11 @@ where
             }
         }
         // A record that holds a key twice is read as the whole line above would be.
-        let merged = (json.starts_with('{') && Entry::parse(json).is_err())
-            .then(|| crate::duplicate_keys::merged(json))
-            .flatten()
-            .filter(|(m, _)| Entry::parse(m).is_ok());
+        let merged = (json.starts_with('{')
+            && Entry::parse(json).is_err_and(|e| crate::duplicate_keys::is_repeated_key(&e)))
+        .then(|| crate::duplicate_keys::merged(json))
+        .flatten()
+        .filter(|(m, _)| Entry::parse(m).is_ok());
         if let Some((_, count)) = merged {
             problems.push(Problem {
                 line: line.number,

@@ -232,24 +232,27 @@ pub type Raw<'a> = &'a RawValue;
 /// serde refuses it: lone UTF-16 surrogate escapes (which Rust strings cannot hold) are read as
 /// U+FFFD, and an object that holds a key twice is read with the last value in the first one's
 /// place ([`crate::duplicate_keys`]). Only when the plain parse fails is the text searched for
-/// either, so the common case costs nothing extra; the first error is returned when neither
-/// mends it.
+/// either (the merge only when serde names a repeated key), so the common case costs nothing
+/// extra; when neither mends it, the error is that of the last text parsed before the merge.
 pub fn parse_owned<T: serde::de::DeserializeOwned>(text: &str) -> serde_json::Result<T> {
-    let first = match serde_json::from_str(text) {
+    let err = match serde_json::from_str(text) {
         Ok(v) => return Ok(v),
         Err(e) => e,
     };
     let clean = lone_surrogates_replaced(text).map(|(c, _)| c);
-    let text = clean.as_deref().unwrap_or(text);
-    if clean.is_some()
-        && let Ok(v) = serde_json::from_str(text)
-    {
-        return Ok(v);
+    let (text, err) = match &clean {
+        Some(c) => match serde_json::from_str(c) {
+            Ok(v) => return Ok(v),
+            Err(e) => (c.as_str(), e),
+        },
+        None => (text, err),
+    };
+    if !crate::duplicate_keys::is_repeated_key(&err) {
+        return Err(err);
     }
     match crate::duplicate_keys::merged(text) {
-        Some((merged, _)) => serde_json::from_str(&merged).map_err(|_| first),
-        None if clean.is_some() => serde_json::from_str(text),
-        None => Err(first),
+        Some((merged, _)) => serde_json::from_str(&merged).map_err(|_| err),
+        None => Err(err),
     }
 }
 
