@@ -174,24 +174,13 @@ pub fn is_repeated_key(e: &serde_json::Error) -> bool {
 }
 
 /// The index just past the white space at `i`.
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-        i += 1;
-    }
-    i
+fn skip_ws(b: &[u8], i: usize) -> usize {
+    i + b.get(i..).map_or(0, crate::line::count_leading_ws)
 }
 
-/// The index just past the string that starts at `i` (its opening quote).
+/// The index just past the string that starts at `i` (its opening quote), when it is one.
 fn string_end(b: &[u8], i: usize) -> Option<usize> {
-    let mut j = i + 1;
-    loop {
-        j += memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
-        if b[j] == b'\\' {
-            j += 2;
-        } else {
-            return Some(j + 1);
-        }
-    }
+    crate::line::scan_string(b, i).ok()
 }
 
 /// A key's decoded text (borrowed when it has no escapes).

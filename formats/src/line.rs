@@ -317,7 +317,7 @@ fn after_filler(text: &str, start: usize) -> Option<usize> {
     (run > 0 && rest[run..].starts_with("{\"")).then_some(start + run)
 }
 
-fn count_leading_ws(b: &[u8]) -> usize {
+pub(crate) fn count_leading_ws(b: &[u8]) -> usize {
     b.iter()
         .take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
         .count()
@@ -548,7 +548,7 @@ fn scan_prefix(b: &[u8]) -> Prefix {
 /// Scans the string that starts with the `"` at `b[start]`: `Ok(end)` just past its closing
 /// quote, `Err(Some(at))` at a byte no JSON string may hold there, `Err(None)` if the text ends
 /// inside it.
-fn scan_string(b: &[u8], start: usize) -> Result<usize, Option<usize>> {
+pub(crate) fn scan_string(b: &[u8], start: usize) -> Result<usize, Option<usize>> {
     let mut i = start + 1;
     while i < b.len() {
         match b[i] {
