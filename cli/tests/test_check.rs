@@ -216,3 +216,49 @@ fn nothing_nested_in_a_torn_record_becomes_an_entry() {
         );
     }
 }
+
+/// `pisess check | head` on a file with far more problems than a pipe holds: the reader
+/// stops early, nothing is said on stderr, and the status is still 1 for the problems
+/// already shown (text and JSON), never the 0 of a clean check.
+#[test]
+fn a_reader_that_stops_early_keeps_the_problems_status() {
+    use std::io::Read;
+    let env = TestEnv::new();
+    let f = env.home.path().join("bad.jsonl");
+    let mut text = String::from(
+        r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+    );
+    text.push('\n');
+    for i in 0..5_000 {
+        text.push_str(&format!("{{\"broken line {i}\n"));
+    }
+    std::fs::write(&f, text).unwrap();
+    for json in [false, true] {
+        let mut cmd = env.pisess_child();
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.args(["check", "--max-per-kind", "0"]).arg(&f);
+        let whole = cmd.output().unwrap();
+        assert_eq!(whole.status.code(), Some(1), "json {json}");
+        assert!(
+            whole.stdout.len() > 256 << 10,
+            "{} bytes",
+            whole.stdout.len()
+        );
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        let done = child.wait_with_output().unwrap();
+        assert_eq!(done.status.code(), Some(1), "json {json}");
+        assert!(
+            done.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+}

@@ -310,3 +310,73 @@ fn verify_reports_damaged_indexes_and_repair_rebuilds_them_from_the_records() {
     assert!(!out.contains("repaired"), "{out}");
     assert_eq!(digest(&store), clean);
 }
+
+/// `pisess verify | head` on a store with more findings than a pipe holds: the reader stops
+/// early, nothing is said on stderr, the status is still 1 (text and JSON); with `--repair`
+/// the store is still repaired (status 0, and a later verify passes).
+#[test]
+fn a_reader_that_stops_early_changes_neither_the_status_nor_the_repair() {
+    use std::io::Read;
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let f = dir.join("long.jsonl");
+    let mut text = String::from(
+        r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+    );
+    text.push('\n');
+    let mut parent = "null".to_owned();
+    for i in 0..3_000 {
+        // Long ids, so that the 1,000 findings verify shows are more than a pipe holds.
+        let id = format!("an-entry-whose-id-is-long-enough-to-fill-a-pipe-{i:07}");
+        text.push_str(&format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"hi","timestamp":1}}}}"#
+        ));
+        text.push('\n');
+        parent = format!("\"{id}\"");
+    }
+    fs::write(&f, text).unwrap();
+    let store = dir.join("store.redb");
+    let (code, o, e) = run(&env, &store, &["import", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{o}\n{e}");
+    let remove_ids = || {
+        let db = redb::Database::open(&store).unwrap();
+        let tx = db.begin_write().unwrap();
+        tx.open_table(ENTRY_IDS)
+            .unwrap()
+            .retain(|_, _| false)
+            .unwrap();
+        tx.commit().unwrap();
+    };
+    remove_ids();
+    let stopped_early = |args: &[&str]| {
+        let mut child = env
+            .pisess_child()
+            .env("PISESS_STORE", &store)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        let done = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&done.stderr).into_owned();
+        assert!(err.is_empty(), "{args:?}: {err}");
+        done.status.code()
+    };
+    for args in [vec!["verify"], vec!["--json", "verify"]] {
+        let (code, out, err) = run(&env, &store, &args);
+        assert_eq!(code, 1, "{err}");
+        assert!(out.len() > 64 << 10, "{args:?}: {} bytes", out.len());
+        assert_eq!(stopped_early(&args), Some(1), "{args:?}");
+    }
+    for args in [
+        vec!["verify", "--repair"],
+        vec!["--json", "verify", "--repair"],
+    ] {
+        assert_eq!(stopped_early(&args), Some(0), "{args:?}");
+        let (code, out, _) = run(&env, &store, &["verify"]);
+        assert_eq!(code, 0, "{args:?} did not repair: {out}");
+        remove_ids();
+    }
+}

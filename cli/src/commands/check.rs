@@ -8,7 +8,7 @@ use pisess_formats::open::open_regular;
 use pisess_formats::{Event, Problem, SessionReader, Severity, TreeCheck};
 use serde_json::json;
 
-use crate::command_error::{CommandResult, Outcome};
+use crate::command_error::{CommandError, CommandResult, Outcome, answered};
 use crate::commands::util::{Source, default_inputs, session_files};
 use crate::ui::{Ui, safe};
 
@@ -21,6 +21,8 @@ use crate::ui::{Ui, safe};
 ///
 /// Exit status: 0 when every file is clean, 1 when problems were found, 2 when a file or a
 /// folder could not be read at all (the summary counts unreadable folders apart from files).
+/// A reader that stops early (`pisess check | head`) ends the check; the status is then that
+/// of the files checked up to there.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// Session files or folders (searched for *.jsonl). Default: pi's session folder.
@@ -103,18 +105,57 @@ pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
         Source::Given => {}
     }
     let (files, dir_errors) = session_files(&inputs);
-    for (dir, e) in &dir_errors {
+    let mut tally = Tally {
+        folders_failed: dir_errors.len(),
+        ..Tally::default()
+    };
+    let written = report_all(ui, args, &files, &dir_errors, &mut tally);
+    // A reader that stopped early (`pisess check | head`) ends the checking; the status is
+    // what was found up to then, so problems already shown are never answered with 0.
+    answered(tally.outcome(), written)
+}
+
+/// What the files checked so far hold: every file found is clean, has problems or is
+/// unreadable; folders that could not be read are counted apart (how many files they hold
+/// is unknown).
+#[derive(Debug, Default)]
+struct Tally {
+    clean: usize,
+    with_problems: usize,
+    failed: usize,
+    folders_failed: usize,
+    totals: HashMap<Severity, usize>,
+}
+
+impl Tally {
+    fn outcome(&self) -> Outcome {
+        if self.failed > 0 || self.folders_failed > 0 {
+            Outcome::PartialFailure
+        } else if self.with_problems > 0 {
+            Outcome::Negative
+        } else {
+            Outcome::Success
+        }
+    }
+}
+
+/// Checks `files` in order and writes what each holds, then the summary, counting in `tally`
+/// as it goes (so that a write that fails leaves the counts of what was checked).
+fn report_all(
+    ui: &mut Ui,
+    args: &CheckArgs,
+    files: &[PathBuf],
+    dir_errors: &[(PathBuf, std::io::Error)],
+    tally: &mut Tally,
+) -> Result<(), CommandError> {
+    for (dir, e) in dir_errors {
         let dir = dir.to_string_lossy();
         eprintln!("error: cannot read folder {}: {e}", safe(&dir));
         if ui.json {
             ui.json_line(&json!({"type": "error", "folder": dir, "message": e.to_string()}))?;
         }
     }
-    // Every file found is clean, has problems or is unreadable; folders that could not be
-    // read are counted apart (how many files they hold is unknown).
-    let (mut clean, mut with_problems, mut failed) = (0usize, 0usize, 0usize);
-    let mut totals: HashMap<Severity, usize> = HashMap::new();
-    for path in &files {
+    for path in files {
         // Names are shown escaped (a name can hold terminal escapes), and in JSON as text
         // (lossily when not UTF-8).
         let name = path.to_string_lossy();
@@ -122,7 +163,7 @@ pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
         let report = match check_file(path) {
             Ok(r) => r,
             Err(e) => {
-                failed += 1;
+                tally.failed += 1;
                 eprintln!("error: cannot read {label}: {e}");
                 if ui.json {
                     ui.json_line(
@@ -134,12 +175,12 @@ pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
         };
         let worst = report.problems.iter().map(Problem::severity).max();
         if worst.is_some_and(|s| s >= Severity::Warning) {
-            with_problems += 1;
+            tally.with_problems += 1;
         } else {
-            clean += 1;
+            tally.clean += 1;
         }
         for p in &report.problems {
-            *totals.entry(p.severity()).or_default() += 1;
+            *tally.totals.entry(p.severity()).or_default() += 1;
         }
         if ui.json {
             for p in &report.problems {
@@ -201,21 +242,18 @@ pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
         };
         writeln!(
             ui.out(),
-            "checked {} file(s): {clean} clean, {with_problems} with problems, {failed} unreadable \
+            "checked {} file(s): {} clean, {} with problems, {} unreadable \
              ({} errors, {} warnings, {} notes){folders}",
             files.len(),
-            totals.get(&Severity::Error).unwrap_or(&0),
-            totals.get(&Severity::Warning).unwrap_or(&0),
-            totals.get(&Severity::Note).unwrap_or(&0),
+            tally.clean,
+            tally.with_problems,
+            tally.failed,
+            tally.totals.get(&Severity::Error).unwrap_or(&0),
+            tally.totals.get(&Severity::Warning).unwrap_or(&0),
+            tally.totals.get(&Severity::Note).unwrap_or(&0),
         )?;
     }
-    Ok(if failed > 0 || !dir_errors.is_empty() {
-        Outcome::PartialFailure
-    } else if with_problems > 0 {
-        Outcome::Negative
-    } else {
-        Outcome::Success
-    })
+    Ok(())
 }
 
 /// A header version as pi wrote it: `3`, not `3.0` (a fractional version is kept as is).

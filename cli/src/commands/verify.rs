@@ -13,7 +13,7 @@ use std::io::Write;
 use pisess_engine::VerifyReport;
 use serde_json::json;
 
-use crate::command_error::{CommandResult, Outcome};
+use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::session_arg::open_store;
 use crate::ui::{Ui, safe};
 
@@ -27,33 +27,48 @@ pub struct VerifyArgs {
     pub repair: bool,
 }
 
-/// Runs `pisess verify`.
+/// Runs `pisess verify`. A reader that stops early (`pisess verify | head`) ends the output,
+/// not the work: `--repair` still repairs, and the status is still the check's.
 pub fn cmd_verify(ui: &mut Ui, args: &VerifyArgs) -> CommandResult {
     let mut store = open_store()?;
     let mut r = store.verify()?;
-    print_report(ui, &r, "")?;
+    let mut open = still_open(print_report(ui, &r, ""))?;
     if args.repair && !r.findings.is_empty() {
         let fixed = store.repair()?;
-        if ui.json {
-            ui.json_line(&json!({"type": "repair", "sessions": fixed.sessions,
-                "written": fixed.written, "removed": fixed.removed}))?;
-        } else {
-            writeln!(
+        if open && ui.json {
+            open = still_open(
+                ui.json_line(&json!({"type": "repair", "sessions": fixed.sessions,
+                "written": fixed.written, "removed": fixed.removed})),
+            )?;
+        } else if open {
+            open = still_open(writeln!(
                 ui.out(),
                 "repaired: rebuilt the indexes of {} sessions ({} rows written, {} removed)",
                 fixed.sessions,
                 fixed.written,
                 fixed.removed
-            )?;
+            ))?;
         }
         r = store.verify()?;
-        print_report(ui, &r, "after repair: ")?;
+        if open {
+            still_open(print_report(ui, &r, "after repair: "))?;
+        }
     }
     Ok(if r.findings.is_empty() {
         Outcome::Success
     } else {
         Outcome::Negative
     })
+}
+
+/// Whether stdout still has a reader after a write: `false` once its pipe is closed, the
+/// write's error otherwise.
+fn still_open(written: std::io::Result<()>) -> Result<bool, CommandError> {
+    match written {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn print_report(ui: &mut Ui, r: &VerifyReport, prefix: &str) -> std::io::Result<()> {
