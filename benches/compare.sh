@@ -59,6 +59,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
+# shellcheck source=benches/common.sh
+source "$here/common.sh"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 export RUNS=${RUNS:-5} SLOW_RUNS=${SLOW_RUNS:-3} TARGET_RUNS=${TARGET_RUNS:-15} ORACLE_TIMEOUT=${ORACLE_TIMEOUT:-180}
 export BIG_BYTES=${BIG_BYTES:-1073741824} SMALL_BYTES=${SMALL_BYTES:-1048576}
@@ -67,16 +69,12 @@ export COMPACT_WINDOW=${COMPACT_WINDOW:-200000}
 export IMAGES_BYTES=${IMAGES_BYTES:-2147483648} IMAGE_SIZE=${IMAGE_SIZE:-262144}
 export SKIP=${SKIP:-}
 export ORACLE=${PISESS_ORACLE:-$root/../shared/oracle/oracle}
-# Binaries are under target/<host tuple>/ (.cargo/config.toml names the host as the target).
-export BIN=$CARGO_TARGET_DIR/$(rustc -vV | sed -n 's/^host: //p')/release
+export BIN=$(bench_bin)
 cache=${PISESS_BENCH_CACHE:-$here/.cache}
 export CACHE=$cache
 started=$(date +%s)
 
-echo "== machine"
-echo "nproc: $(nproc); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "tree at: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
+bench_machine
 echo "scale: BIG_BYTES=$BIG_BYTES COMPACT_WINDOW=$COMPACT_WINDOW SMALL_BYTES=$SMALL_BYTES CHAIN=$CHAIN LS_N=$LS_N MIGRATE_SAMPLE=$MIGRATE_SAMPLE RUNS=$RUNS SLOW_RUNS=$SLOW_RUNS TARGET_RUNS=$TARGET_RUNS ORACLE_TIMEOUT=${ORACLE_TIMEOUT}s"
 
 for tool in jq rg; do
@@ -111,21 +109,7 @@ if command -v nm >/dev/null && [[ -f $root/cli/link-order.txt ]]; then
     echo "link order: $stale of $(wc -l < "$root/cli/link-order.txt") names not in this build$( ((stale > 20)) && echo ' (run benches/link-order.sh, then build again)')"
 fi
 
-if [[ -n ${PISESS_CORPUS:-} ]]; then
-    corpus=$PISESS_CORPUS
-else
-    corpus=$("$root/../shared/oracle/corpus")
-fi
-if [[ -n ${WORK:-} ]]; then
-    mkdir -p "$WORK"
-else
-    WORK=$(mktemp -d "${TMPDIR:-/tmp}/pisess-compare.XXXXXX")
-    trap 'rm -rf "$WORK"' EXIT
-fi
-export WORK
-rm -rf "$WORK/corpus" && mkdir -p "$WORK/corpus"
-cp "$corpus"/*.jsonl "$WORK/corpus/"
-export CORPUS=$WORK/corpus
+bench_work pisess-compare
 # Issue 3's 1 GB folder (re-import, file queries, store size): COPIES copies of the corpus.
 export COPIES=${COPIES:-8} BIGDIR=$WORK/big1g
 rm -rf "$BIGDIR"

@@ -23,6 +23,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
+# shellcheck source=benches/common.sh
+source "$here/common.sh"
 runs=${RUNS:-5}
 sample=${SAMPLE:-100}
 nfiles=${FILES:-1000}
@@ -31,15 +33,12 @@ cache=${PISESS_BENCH_CACHE:-$here/.cache}
 oracle=${PISESS_ORACLE:-$root/../shared/oracle/oracle}
 gen=$root/../shared/oracle/gen
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
-# Binaries are under target/<host tuple>/ (.cargo/config.toml names the host as the target).
-pisess=$CARGO_TARGET_DIR/$(rustc -vV | sed -n 's/^host: //p')/release/pisess
+pisess=$(bench_bin)/pisess
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
-echo "== machine"
-echo "nproc: $(nproc); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_machine
 
 echo
 echo "== building pisess (release, target dir $CARGO_TARGET_DIR)"

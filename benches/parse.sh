@@ -20,27 +20,21 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
+# shellcheck source=benches/common.sh
+source "$here/common.sh"
 runs=${RUNS:-7}
 big_bytes=${BIG_BYTES:-1073741824}
 cache=${PISESS_BENCH_CACHE:-$here/.cache}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
-# Binaries are under target/<host tuple>/ (.cargo/config.toml names the host as the target).
-bin=$CARGO_TARGET_DIR/$(rustc -vV | sed -n 's/^host: //p')/release
+bin=$(bench_bin)
 
-echo "== machine"
-echo "nproc: $(nproc); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "formats/ at: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD -- formats/src formats/Cargo.toml 2>/dev/null || echo ' + uncommitted changes in formats/src')"
+bench_machine "formats/src formats/Cargo.toml"
 
 echo
 echo "== building release binaries (target dir $CARGO_TARGET_DIR)"
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p pisess-benches --bins
 
-if [[ -n ${PISESS_CORPUS:-} ]]; then
-    corpus=$PISESS_CORPUS
-else
-    corpus=$("$root/../shared/oracle/corpus")
-fi
+bench_corpus
 file=$corpus/15-large-50000.jsonl
 if [[ ! -f $file ]]; then
     echo "parse.sh: $file is missing; build the corpus with $root/../shared/oracle/corpus" >&2

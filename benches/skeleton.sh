@@ -25,15 +25,13 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
+# shellcheck source=benches/common.sh
+source "$here/common.sh"
 export RUNS=${RUNS:-9}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
-# Binaries are under target/<host tuple>/ (.cargo/config.toml names the host as the target).
-export BIN=$CARGO_TARGET_DIR/$(rustc -vV | sed -n 's/^host: //p')/release
+export BIN=$(bench_bin)
 
-echo "== machine"
-echo "nproc: $(nproc); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "tree at: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
+bench_machine
 
 echo
 echo "== building release binaries (target dir $CARGO_TARGET_DIR)"
@@ -41,21 +39,7 @@ cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p pisess-cli -
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p pisess-benches \
     --bin pisess-bench-skeleton --bin pisess-bench-run
 
-if [[ -n ${PISESS_CORPUS:-} ]]; then
-    corpus=$PISESS_CORPUS
-else
-    corpus=$("$root/../shared/oracle/corpus")
-fi
-if [[ -n ${WORK:-} ]]; then
-    mkdir -p "$WORK"
-else
-    WORK=$(mktemp -d "${TMPDIR:-/tmp}/pisess-skeleton.XXXXXX")
-    trap 'rm -rf "$WORK"' EXIT
-fi
-export WORK
-rm -rf "$WORK/corpus" && mkdir -p "$WORK/corpus"
-cp "$corpus"/*.jsonl "$WORK/corpus/"
-export CORPUS=$WORK/corpus
+bench_work pisess-skeleton
 echo "corpus: $(ls "$CORPUS"/*.jsonl | wc -l) files, $(cat "$CORPUS"/*.jsonl | wc -c) bytes, copied to $CORPUS"
 
 python3 - <<'PY'

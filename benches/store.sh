@@ -38,40 +38,23 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
+# shellcheck source=benches/common.sh
+source "$here/common.sh"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-bench}
 export RUNS=${RUNS:-5} JQ_RUNS=${JQ_RUNS:-3}
 export FILES_QUERY=${FILES_QUERY:-src/**}
 export CHAIN_BIG=${CHAIN_BIG:-1000000}
 export SKIP_CHAINS=${SKIP_CHAINS:-0}
 export SKIP_BIG=${SKIP_BIG:-0} BIG_COPIES=${BIG_COPIES:-8} BIG_SESSION=${BIG_SESSION:-} HERE=$here
-# Binaries are under target/<host tuple>/ (.cargo/config.toml names the host as the target).
-export BIN=$CARGO_TARGET_DIR/$(rustc -vV | sed -n 's/^host: //p')/release
+export BIN=$(bench_bin)
 
-echo "== machine"
-echo "nproc: $(nproc); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "tree at: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
+bench_machine
 
 echo
 echo "== building release binaries (target dir $CARGO_TARGET_DIR)"
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p pisess-cli -p pisess-benches
 
-if [[ -n ${PISESS_CORPUS:-} ]]; then
-    corpus=$PISESS_CORPUS
-else
-    corpus=$("$root/../shared/oracle/corpus")
-fi
-if [[ -n ${WORK:-} ]]; then
-    mkdir -p "$WORK"
-else
-    WORK=$(mktemp -d "${TMPDIR:-/tmp}/pisess-store-bench.XXXXXX")
-    trap 'rm -rf "$WORK"' EXIT
-fi
-export WORK
-# A private copy of the 20 top-level sessions, so paths stay stable between imports.
-rm -rf "$WORK/corpus" && mkdir -p "$WORK/corpus"
-cp "$corpus"/*.jsonl "$WORK/corpus/"
-export CORPUS=$WORK/corpus
+bench_work pisess-store-bench
 echo "corpus: $corpus ($(ls "$CORPUS"/*.jsonl | wc -l) files, $(cat "$CORPUS"/*.jsonl | wc -c) bytes) copied to $CORPUS"
 command -v jq >/dev/null && echo "jq: $(jq --version)" || echo "jq: not installed (skipped)"
 

@@ -1,5 +1,6 @@
 //! Integration tests of pisess-engine (one binary; modules by topic).
 #![allow(clippy::unwrap_used)]
+#[path = "../../formats/tests/common.rs"]
 mod common;
 mod naive;
 mod test_agent;

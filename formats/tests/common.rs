@@ -1,4 +1,5 @@
-//! Where the test inputs are.
+//! Where the test inputs are. The engine's and migrate's tests use this file too (by
+//! `#[path]`), so that the three crates look for the corpus and the genuine files alike.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -49,7 +50,9 @@ pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// The genuine pi sessions in `../shared/realdata`.
+/// The genuine pi sessions in `../shared/realdata` (a test fails when they are missing).
 pub fn realdata() -> Vec<PathBuf> {
-    jsonl_files(&shared().join("realdata"))
+    let v = jsonl_files(&shared().join("realdata"));
+    assert!(v.len() >= 7, "../shared/realdata is missing or incomplete");
+    v
 }

@@ -1,4 +1,5 @@
-//! Where the test inputs are, and helpers shared by the test modules.
+//! Helpers shared by the test modules, and (from `formats/tests/common.rs`) where the test
+//! inputs are.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -9,58 +10,7 @@ use pisess_formats::{Event, SessionReader, js};
 use pisess_migrate::{MigrationOutcome, migrate_reader, migrate_seekable};
 use serde_json::Value;
 
-/// The project root.
-pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("crate dir has a parent")
-        .to_path_buf()
-}
-
-/// `../shared` beside the project.
-pub fn shared() -> PathBuf {
-    root().join("../shared")
-}
-
-/// The standard corpus built by `../shared/oracle/corpus`. Tests that need it fail (never skip)
-/// when it is missing, with the command that builds it.
-pub fn corpus() -> PathBuf {
-    let dir = std::env::var_os("PISESS_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("PISESS_ORACLE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                        .join(".cache/pisess-oracle")
-                });
-            home.join("corpus")
-        });
-    assert!(
-        dir.join("15-large-50000.jsonl").is_file(),
-        "the standard corpus is missing at {}: run ../shared/oracle/corpus first",
-        dir.display()
-    );
-    dir
-}
-
-/// The `.jsonl` files of a folder, sorted.
-pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    v.sort();
-    v
-}
-
-/// The genuine pi sessions in `../shared/realdata`.
-pub fn realdata() -> Vec<PathBuf> {
-    let v = jsonl_files(&shared().join("realdata"));
-    assert!(v.len() >= 7, "../shared/realdata is missing or incomplete");
-    v
-}
+pub use crate::inputs::*;
 
 /// Where this crate's expected outputs live.
 pub fn expected_dir() -> PathBuf {

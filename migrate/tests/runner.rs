@@ -2,6 +2,8 @@
 #![allow(clippy::unwrap_used)]
 mod arb;
 mod common;
+#[path = "../../formats/tests/common.rs"]
+mod inputs;
 mod test_fixtures;
 mod test_oracle;
 mod test_props;
