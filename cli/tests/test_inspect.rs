@@ -385,6 +385,119 @@ fn repeated_keys_are_read_as_pi_reads_them() {
     assert_eq!(verify.code, 0, "{}", verify.stdout);
 }
 
+/// JSON nested deeper than serde_json's 128 levels (pi's `JSON.parse` reads any depth) is read
+/// as pi reads it, up to 4,096 levels: the context's messages and a fork's entries are the
+/// oracle's text, `show`, `log`, both exports, `stats`, `grep` and `files` see the entries, and
+/// export gives the file's bytes. Entries nested 300 and 4,000 levels deep (pi's own context
+/// fails beyond about 4,180).
+#[test]
+fn json_nested_deeper_than_serdes_limit_is_read_as_pi_reads_it() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let deep = |n: usize| format!("{}\"deepword\"{}", "[".repeat(n), "]".repeat(n));
+    let call = |id: &str, parent: &str, path: &str, n: usize| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2026-11-01T10:00:02.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"t{id}","name":"write","arguments":{{"path":"{path}","content":"x","deep":{}}}}}],"api":"x","provider":"p","model":"m","usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"toolUse","timestamp":2}}}}"#,
+            deep(n)
+        )
+    };
+    let lines = [
+        r#"{"type":"session","version":3,"id":"019f9880-b680-766d-a276-8eede3150009","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/proj"}"#.to_owned(),
+        r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-11-01T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#.to_owned(),
+        call("a1", "u1", "shallow.rs", 300),
+        r#"{"type":"message","id":"u2","parentId":"a1","timestamp":"2026-11-01T10:00:03.000Z","message":{"role":"user","content":"more","timestamp":3}}"#.to_owned(),
+        call("a2", "u2", "deep.rs", 4000),
+        r#"{"type":"message","id":"u3","parentId":"a2","timestamp":"2026-11-01T10:00:04.000Z","message":{"role":"user","content":"after","timestamp":4}}"#.to_owned(),
+    ];
+    let file = dir.join("nested.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let f = file.to_str().unwrap();
+
+    // The context, as text (serde_json in this test could not parse it either).
+    let want = oracle_text(&["context", f]);
+    let got = run(&env, &["context", f, "--json"]);
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    let messages = json_member_text(&got.stdout, "messages");
+    assert!(
+        messages.contains(&deep(4000)),
+        "the deep value is not in the context"
+    );
+    assert_eq!(messages, json_member_text(&want, "messages"));
+
+    // A fork writes the entries as pi's does.
+    let ours = dir.join("fork.jsonl");
+    let theirs = dir.join("oracle-fork.jsonl");
+    let fork = run(&env, &["fork", f, "u3", "-o", ours.to_str().unwrap()]);
+    assert_eq!(fork.code, 0, "{}", fork.stderr);
+    oracle_text(&["fork", f, "u3", theirs.to_str().unwrap()]);
+    let entries = |p: &Path| -> Vec<String> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(entries(&ours).len(), 5);
+    assert_eq!(entries(&ours), entries(&theirs));
+
+    for args in [
+        vec!["show", f, "a2"],
+        vec!["--json", "show", f, "a1"],
+        vec!["log", f],
+        vec!["--json", "log", f],
+        vec!["--json", "compact", f, "--dry-run"],
+        vec!["--json", "navigate", f, "u1", "--dry-run"],
+        vec!["tree", f, "--filter", "all"],
+        vec!["log", "--all", f],
+        vec!["diff", "--context", f, "a1", "u3"],
+    ] {
+        let r = run(&env, &args);
+        assert!(r.code <= 1 && r.stderr.is_empty(), "{args:?}: {}", r.stderr);
+        assert!(!r.stdout.contains("unreadable"), "{args:?}: {}", r.stdout);
+    }
+    let log = run(&env, &["log", f]);
+    assert!(log.stdout.contains("write deep.rs"), "{}", log.stdout);
+    for format in ["md", "html"] {
+        let out = dir.join(format!("export.{format}"));
+        let r = run(
+            &env,
+            &["export", f, "--format", format, "-o", out.to_str().unwrap()],
+        );
+        assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{format}");
+    }
+    let out = dir.join("export.jsonl");
+    let r = run(&env, &["export", f, "-o", out.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&file).unwrap());
+
+    // Nothing for `check` to say.
+    let check = run(&env, &["check", f]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+    // Counted and searched in full: no entry left out, no warning.
+    let stats = run(&env, &["stats", f, "--json"]);
+    assert_eq!(
+        (stats.code, stats.stderr.as_str()),
+        (0, ""),
+        "{}",
+        stats.stdout
+    );
+    let total: Value = serde_json::from_str(stats.stdout.trim_end()).unwrap();
+    assert_eq!(total["messages"], 5, "{total}");
+    let grep = run(&env, &["grep", "-c", "deepword", "--session", f]);
+    assert_eq!(
+        (grep.code, grep.stderr.as_str()),
+        (0, ""),
+        "{}",
+        grep.stdout
+    );
+    assert!(grep.stdout.trim_end().ends_with('2'), "{}", grep.stdout);
+    for path in ["shallow.rs", "deep.rs"] {
+        let r = run(&env, &["files", path, "--session", f]);
+        assert_eq!(r.code, 0, "{path}: {}", r.stderr);
+    }
+}
+
 /// A parent cycle (pi hangs on it) is cut by pisess, and every command reading the session
 /// says so on stderr; a session without one says nothing.
 #[test]
@@ -1307,14 +1420,14 @@ fn lone_surrogate_escapes_are_read_as_replacement_characters() {
 }
 
 /// `stats` and `grep` never come out silently short: an entry whose JSON cannot be read
-/// (nested deeper than the parser allows; pi reads it) is left out of the counts or the search,
-/// named on stderr with its file and line, and the exit status is 2.
+/// (nested deeper than pisess reads, 4,096 levels; pi reads it) is left out of the counts or
+/// the search, named on stderr with its file and line, and the exit status is 2.
 #[test]
 fn stats_names_the_entries_it_could_not_count() {
     let env = TestEnv::new();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("deep-args.jsonl");
-    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let deep = format!("{}1{}", "[".repeat(5000), "]".repeat(5000));
     let lines = [
         r#"{"type":"session","version":3,"id":"019f9880-b680-766d-a276-8eede3150002","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/proj"}"#.to_owned(),
         r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-11-01T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#.to_owned(),
@@ -1351,14 +1464,14 @@ fn stats_names_the_entries_it_could_not_count() {
 }
 
 /// `fork` and `export` of a path through an entry whose JSON cannot be read (its message
-/// content nests 200 arrays deep; pi reads it, serde_json stops at 128) blame that entry —
-/// the session file, its line and id, and "nests too deep" — not the store ("inconsistent
-/// store") nor the output file ("cannot write"); nothing is written.
+/// content nests 5,000 arrays deep; pi reads it, pisess stops at 4,096 levels) blame that
+/// entry — the session file, its line and id, and "nests too deep" — not the store
+/// ("inconsistent store") nor the output file ("cannot write"); nothing is written.
 #[test]
 fn fork_and_export_name_the_entry_whose_json_is_too_deep() {
     let env = TestEnv::new();
     let dir = tempfile::tempdir().unwrap();
-    let deep = format!("{}\"x\"{}", "[".repeat(200), "]".repeat(200));
+    let deep = format!("{}\"x\"{}", "[".repeat(5000), "]".repeat(5000));
     let session = |parent: &str| {
         [
             r#"{"type":"session","version":3,"id":"019f9880-b680-766d-a276-8eede3150003","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/proj"}"#.to_owned(),
@@ -1412,7 +1525,7 @@ fn fork_and_export_name_the_entry_whose_json_is_too_deep() {
         let r = run(&env, &argv);
         assert_eq!(r.code, 2, "{argv:?}: {}", r.stderr);
         let want = format!(
-            "error: {}:3: entry \"deep1\" cannot be read: its JSON nests more than 128 levels deep",
+            "error: {}:3: entry \"deep1\" cannot be read: its JSON nests more than 4096 levels deep",
             src.display()
         );
         assert!(r.stderr.starts_with(&want), "{argv:?}: {}", r.stderr);
@@ -1423,12 +1536,21 @@ fn fork_and_export_name_the_entry_whose_json_is_too_deep() {
         );
         assert!(!target.exists(), "{argv:?}");
     }
+    // `check` names it (a warning: its content cannot be shown).
+    let r = run(&env, &["check", file.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains(":3: warning: JSON nested 5002 levels deep: pisess reads at most 4096"),
+        "{}",
+        r.stdout
+    );
     // `show` says the same of the entry itself.
     let r = run(&env, &["show", file.to_str().unwrap(), "deep1"]);
     assert_eq!(r.code, 2);
     assert!(
         r.stderr
-            .contains(":3: entry \"deep1\" cannot be read: its JSON nests more than 128"),
+            .contains(":3: entry \"deep1\" cannot be read: its JSON nests more than 4096"),
         "{}",
         r.stderr
     );

@@ -116,8 +116,9 @@ pub enum StoreError {
     #[error("inconsistent store: {0}")]
     Inconsistent(String),
     /// An entry's JSON, stored as its session file has it, cannot be read into a value: the
-    /// fault is the file's (pi's `JSON.parse` reads nesting deeper than the 128 levels
-    /// serde_json does), not the store's. Names the file, the line and the entry.
+    /// fault is the file's (nesting deeper than [`pisess_formats::value::DEEPEST`] levels,
+    /// which pi's `JSON.parse` reads but its `JSON.stringify` cannot write), not the store's.
+    /// Names the file, the line and the entry.
     #[error(
         "{file}:{line}: entry {} cannot be read: {}",
         id.as_deref().map_or_else(|| "(no id)".to_owned(), |i| format!("{i:?}")),
@@ -139,14 +140,19 @@ pub enum StoreError {
     Outline(#[from] crate::outline::OutlineError),
 }
 
-/// What is wrong with JSON that serde_json refused, in words: nesting deeper than its limit of
-/// 128 levels is named as such (its own message, "recursion limit exceeded", says it in terms
-/// of the parser), anything else is JSON that does not parse.
-pub fn why_unreadable(e: &serde_json::Error) -> &'static str {
-    if e.to_string().starts_with("recursion limit exceeded") {
-        "its JSON nests more than 128 levels deep, deeper than pisess can read (pi reads it)"
+/// What is wrong with JSON that could not be read, in words: nesting deeper than
+/// [`pisess_formats::value::DEEPEST`] levels is named as such (serde_json's own message,
+/// "recursion limit exceeded", says it in terms of the parser), anything else is JSON that does
+/// not parse.
+pub fn why_unreadable(e: &serde_json::Error) -> String {
+    if pisess_formats::value::is_too_deep(e) {
+        format!(
+            "its JSON nests more than {} levels deep, deeper than pisess reads (pi reads it, \
+             but its context and fork of it fail beyond about 4,180 levels)",
+            pisess_formats::value::DEEPEST
+        )
     } else {
-        "its JSON does not parse"
+        "its JSON does not parse".to_owned()
     }
 }
 

@@ -59,6 +59,14 @@ pub enum ProblemKind {
         /// How many members were dropped (later values replacing earlier ones).
         count: usize,
     },
+    /// The entry nests arrays and objects deeper than pisess reads into a value
+    /// ([`crate::value::DEEPEST`] levels): it is imported, exported and placed in the tree, but
+    /// its content cannot be shown. pi reads it; its context and fork of it fail beyond about
+    /// 4,180 levels (node's stack). Found by `check`, not by the reader.
+    TooDeep {
+        /// How deeply the line nests.
+        depth: usize,
+    },
     /// The line is not valid JSON (skipped; pi skips it silently).
     Malformed {
         /// serde_json's description of the error.
@@ -180,6 +188,7 @@ impl ProblemKind {
             Self::InvalidUtf8 { .. } => "invalid-utf8",
             Self::LoneSurrogate { .. } => "lone-surrogate",
             Self::DuplicateKeys { .. } => "duplicate-key",
+            Self::TooDeep { .. } => "too-deep",
             Self::Malformed { .. } => "malformed",
             Self::PartialLastLine => "partial-last-line",
             Self::MissingFinalNewline => "missing-final-newline",
@@ -229,6 +238,15 @@ impl fmt::Display for ProblemKind {
                     f,
                     "{count} key(s) written again in the same object (the last value is read, \
                      in the first one's place, as pi's JSON.parse reads it)"
+                )
+            }
+            Self::TooDeep { depth } => {
+                write!(
+                    f,
+                    "JSON nested {depth} levels deep: pisess reads at most {} (the entry keeps \
+                     its place, but its content cannot be shown; pi reads it, but its context \
+                     and fork fail beyond about 4,180 levels)",
+                    crate::value::DEEPEST
                 )
             }
             Self::Malformed { message, column } => {

@@ -234,14 +234,17 @@ pub type Raw<'a> = &'a RawValue;
 /// place ([`crate::duplicate_keys`]). Only when the plain parse fails is the text searched for
 /// either (the merge only when serde names a repeated key), so the common case costs nothing
 /// extra; when neither mends it, the error is that of the last text parsed before the merge.
+///
+/// Nesting deeper than serde_json's 128 levels is read too, up to [`DEEPEST`] levels, on a
+/// stack that grows as the parse needs it ([`from_text`]).
 pub fn parse_owned<T: serde::de::DeserializeOwned>(text: &str) -> serde_json::Result<T> {
-    let err = match serde_json::from_str(text) {
+    let err = match from_text(text) {
         Ok(v) => return Ok(v),
         Err(e) => e,
     };
     let clean = lone_surrogates_replaced(text).map(|(c, _)| c);
     let (text, err) = match &clean {
-        Some(c) => match serde_json::from_str(c) {
+        Some(c) => match from_text(c) {
             Ok(v) => return Ok(v),
             Err(e) => (c.as_str(), e),
         },
@@ -251,9 +254,65 @@ pub fn parse_owned<T: serde::de::DeserializeOwned>(text: &str) -> serde_json::Re
         return Err(err);
     }
     match crate::duplicate_keys::merged(text) {
-        Some((merged, _)) => serde_json::from_str(&merged).map_err(|_| err),
+        Some((merged, _)) => from_text(&merged).map_err(|_| err),
         None => Err(err),
     }
+}
+
+/// The deepest nesting of arrays and objects [`parse_owned`] reads. pi's `JSON.parse` reads
+/// any depth, but node's stack ends its recursive `JSON.stringify` at about 4,180 levels (pi
+/// 1.6.0's context of such an entry fails with "Maximum call stack size exceeded"); every
+/// value read here must also be walked by recursive code (serialised, dropped) on threads of
+/// 2 MiB, so the bound is of the same order as pi's and far inside what those walks can take.
+pub const DEEPEST: usize = 4096;
+
+/// `serde_json::from_str`, except that a text nested deeper than serde_json's limit of 128
+/// levels but no deeper than [`DEEPEST`] is parsed without the limit, on a stack that grows on
+/// the heap as the parse recurses (`serde_stacker`), so that no thread's stack can overflow.
+/// Only a text that failed the plain parse for its depth is measured and parsed again.
+pub fn from_text<T: serde::de::DeserializeOwned>(text: &str) -> serde_json::Result<T> {
+    let err = match serde_json::from_str(text) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    if !is_too_deep(&err) || nesting(text.as_bytes()) > DEEPEST {
+        return Err(err);
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let v = T::deserialize(serde_stacker::Deserializer::new(&mut de))?;
+    de.end()?;
+    Ok(v)
+}
+
+/// Whether serde_json refused a text for nesting deeper than its limit of 128 levels.
+pub fn is_too_deep(e: &serde_json::Error) -> bool {
+    e.to_string().starts_with("recursion limit exceeded")
+}
+
+/// How deeply arrays and objects nest in `b` (strings skipped; a string that does not end
+/// ends the count).
+pub fn nesting(b: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut i) = (0usize, 0usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'"' => match crate::line::scan_string(b, i) {
+                Ok(end) => {
+                    i = end;
+                    continue;
+                }
+                Err(_) => break,
+            },
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    deepest
 }
 
 /// `text` with every lone UTF-16 surrogate escape (`\ud83d` not followed by a low surrogate
@@ -340,6 +399,63 @@ pub fn raw_kind(raw: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `{"a":[[…"x"…]]}` with `arrays` nested arrays (`arrays + 1` levels in all).
+    fn nested(arrays: usize) -> String {
+        format!(r#"{{"a":{}"x"{}}}"#, "[".repeat(arrays), "]".repeat(arrays))
+    }
+
+    #[test]
+    fn nesting_counts_arrays_and_objects_but_not_brackets_in_strings() {
+        assert_eq!(nesting(b"1"), 0);
+        assert_eq!(nesting(br#"{"a":[1,{"b":[]}],"c":{}}"#), 4);
+        assert_eq!(nesting(br#"{"a":"[[[[{{{\"[["}"#), 1);
+        assert_eq!(nesting(nested(300).as_bytes()), 301);
+    }
+
+    #[test]
+    fn values_nested_up_to_deepest_are_read_beyond_serdes_limit() {
+        // serde_json alone stops at 128 levels; these are read, on any thread's stack.
+        for arrays in [126, 127, 500, DEEPEST - 1] {
+            let text = nested(arrays);
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(&text).is_ok(),
+                arrays + 1 < 128
+            );
+            let v: serde_json::Value = parse_owned(&text).unwrap();
+            let mut at = &v["a"];
+            for _ in 0..arrays {
+                at = &at[0];
+            }
+            assert_eq!(at, "x", "{arrays}");
+            // Written back, it is the same text (a thread of 1 MiB holds the walk).
+            let back = std::thread::Builder::new()
+                .stack_size(1 << 20)
+                .spawn(move || {
+                    let t = crate::js::to_string(&v);
+                    drop(v);
+                    t
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+            assert_eq!(back, text);
+        }
+        // Deeper than DEEPEST: serde_json's error, which names the depth.
+        let err = parse_owned::<serde_json::Value>(&nested(DEEPEST)).unwrap_err();
+        assert!(is_too_deep(&err), "{err}");
+        // Deep and mended: a lone surrogate and a repeated key in a deep value.
+        let text = format!(
+            r#"{{"a":1,"b":{}"\ud83d"{},"a":2}}"#,
+            "[".repeat(300),
+            "]".repeat(300)
+        );
+        let v: serde_json::Value = parse_owned(&text).unwrap();
+        assert_eq!(v["a"], 2);
+        assert_eq!(v.as_object().unwrap().keys().next().unwrap(), "a");
+        // Deep but broken: an error, not a value.
+        assert!(parse_owned::<serde_json::Value>(&nested(300)[1..]).is_err());
+    }
 
     #[test]
     fn lone_surrogates_are_replaced_and_pairs_kept() {

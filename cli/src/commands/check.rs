@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use pisess_formats::open::open_regular;
+use pisess_formats::value::DEEPEST;
 use pisess_formats::{Event, Problem, SessionReader, Severity, TreeCheck};
 use serde_json::json;
 
@@ -15,9 +16,10 @@ use crate::ui::{Ui, safe};
 /// Read session files and report every problem found, with its location.
 ///
 /// Problems are glued records (recovered), malformed or partial lines, invalid UTF-8,
-/// non-object lines, junk before the header, files that are not sessions, v4 headers, future
-/// versions, bad field types, missing and duplicate ids, orphans, parent cycles. Notes (CRLF,
-/// BOM, blank lines, several roots, no final newline) are shown but do not count as problems.
+/// non-object lines, JSON nested deeper than pisess reads (4,096 levels), junk before the
+/// header, files that are not sessions, v4 headers, future versions, bad field types, missing
+/// and duplicate ids, orphans, parent cycles. Notes (CRLF, BOM, blank lines, several roots, no
+/// final newline) are shown but do not count as problems.
 ///
 /// Exit status: 0 when every file is clean, 1 when problems were found, 2 when a file or a
 /// folder could not be read at all (the summary counts unreadable folders apart from files).
@@ -73,6 +75,17 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
                             message: msg.clone(),
                         },
                     });
+                }
+                // Each level takes two bytes at least: only a long line can nest too deep.
+                if r.json.len() > 2 * DEEPEST {
+                    let depth = pisess_formats::value::nesting(r.json.as_bytes());
+                    if depth > DEEPEST {
+                        report.problems.push(Problem {
+                            line: r.line,
+                            offset: r.offset,
+                            kind: pisess_formats::ProblemKind::TooDeep { depth },
+                        });
+                    }
                 }
                 if let Some(t) = &mut tree {
                     t.add(r);
