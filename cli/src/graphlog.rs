@@ -89,10 +89,10 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
         let parent = tree.parent(n);
         let row = reader.row(n)?;
         // A row without facts is decoded before anything of it is written (as the per-entry
-        // walk did, so an unreadable line fails at the same point).
+        // walk does; a line that cannot be read stands in as `(unreadable)` in both).
         let mut value = match row.facts {
             Some(_) => None,
-            None => Some(session.value(row.key)?),
+            None => Some(session.value_or_unreadable(row.key)?),
         };
         let (lanes_before, lanes_width) = lanes_prefix(col, max_lanes);
         if !ui.json && k >= 2 {
@@ -153,7 +153,7 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
             listing::drain(ui, &mut buf, true)?;
             let v = match value.take() {
                 Some(v) => v,
-                None => session.value(row.key)?,
+                None => session.value_or_unreadable(row.key)?,
             };
             let wanted = args
                 .kind

@@ -20,7 +20,7 @@ use pisess_engine::agent::lean::{Kind, PathSource};
 use pisess_engine::{EntryKey, Lookup, SessionKey, SessionRecord, Snapshot, Store, StoreError};
 use serde_json::Value;
 
-use crate::command_error::CommandError;
+use crate::command_error::{CommandError, Outcome};
 
 /// An open store, a snapshot of it and the session a command works on.
 pub struct Session {
@@ -30,6 +30,8 @@ pub struct Session {
     pub key: SessionKey,
     /// Its catalogue record.
     pub record: SessionRecord,
+    /// Lines of the entries [`Session::value_or_unreadable`] stood in for.
+    unreadable: std::sync::Mutex<Vec<u64>>,
     _store: Store,
 }
 
@@ -193,6 +195,7 @@ fn session_in(store: Store, key: SessionKey) -> Result<Session, CommandError> {
         snap,
         key,
         record,
+        unreadable: std::sync::Mutex::new(Vec::new()),
         _store: store,
     })
 }
@@ -492,6 +495,47 @@ impl Session {
     /// ([`pisess_engine::Snapshot::entry_value`]).
     pub fn value(&self, e: EntryKey) -> Result<Value, CommandError> {
         Ok(self.snap.entry_value(e)?)
+    }
+
+    /// [`Session::value`] for listings (`log`, `tree`), where one entry whose JSON cannot be
+    /// read (nested deeper than pisess reads) must not hide the others: it stands in as
+    /// `{"type": "(unreadable)", "id": …}`, and its line is kept for [`Session::finish`].
+    pub fn value_or_unreadable(&self, e: EntryKey) -> Result<Value, CommandError> {
+        match self.snap.entry_value(e) {
+            Ok(v) => Ok(v),
+            Err(StoreError::UnreadableEntry { line, id, .. }) => {
+                if let Ok(mut lines) = self.unreadable.lock() {
+                    lines.push(line);
+                }
+                let parent = self
+                    .snap
+                    .with_entry(e, |a| a.parent_id.as_ref().map(|p| p.as_str().to_owned()))?
+                    .flatten();
+                Ok(serde_json::json!({"type": "(unreadable)", "id": id, "parentId": parent}))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The outcome of a listing that ran to its end: `outcome`, unless entries were shown as
+    /// `(unreadable)` ([`Session::value_or_unreadable`]); then they are named on stderr (file
+    /// and lines), after stdout is flushed, and the status is 2, as `stats` and `grep` do for what they left out.
+    pub fn finish(&self, ui: &mut crate::ui::Ui, outcome: Outcome) -> Outcome {
+        let mut lines = self
+            .unreadable
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
+        if lines.is_empty() {
+            return outcome;
+        }
+        lines.sort_unstable();
+        lines.dedup();
+        // After what was listed, not before it: stdout is buffered, stderr is not. A write error
+        // here comes back at the final flush.
+        let _ = ui.flush();
+        crate::commands::util::warn_unreadable(&self.record.path, &lines, "shown as (unreadable)");
+        Outcome::PartialFailure
     }
 
     /// The path root → `e` (inclusive) with each entry's JSON.

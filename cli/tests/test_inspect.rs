@@ -1536,6 +1536,28 @@ fn fork_and_export_name_the_entry_whose_json_is_too_deep() {
         );
         assert!(!target.exists(), "{argv:?}");
     }
+    // Listings show the others, draw it as `(unreadable)`, name it on stderr and exit 2.
+    for args in [
+        vec!["log", file.to_str().unwrap()],
+        vec!["log", "--all", file.to_str().unwrap()],
+        vec!["--json", "log", file.to_str().unwrap()],
+        vec!["tree", file.to_str().unwrap(), "--filter", "all"],
+    ] {
+        let r = run(&env, &args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stdout.contains("(unreadable)") && r.stdout.contains("u2") && r.stdout.contains("u1"),
+            "{args:?}: {}",
+            r.stdout
+        );
+        assert!(
+            r.stderr
+                .contains("deep.jsonl: 1 entry shown as (unreadable)")
+                && r.stderr.contains("(line 3;"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
     // `check` names it (a warning: its content cannot be shown).
     let r = run(&env, &["check", file.to_str().unwrap()]);
     assert_eq!(r.code, 1, "{}", r.stdout);

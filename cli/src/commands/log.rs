@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use crate::command_error::{CommandResult, Outcome};
 use crate::listing::{self, Item};
-use crate::session_arg::{self as sa, open_session_read};
+use crate::session_arg::{self as sa, Session, open_session_read};
 use crate::ui::{Ui, safe};
 
 /// Show the path from an entry (default: the leaf) back to the root, newest first.
@@ -62,9 +62,16 @@ pub struct LogArgs {
 /// summary cut shorter than the line needs) are decoded from their lines, in order.
 pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
-    if args.all {
-        return crate::graphlog::log_all(ui, &session, args);
-    }
+    let outcome = if args.all {
+        crate::graphlog::log_all(ui, &session, args)?
+    } else {
+        log_path(ui, &session, args)?
+    };
+    Ok(session.finish(ui, outcome))
+}
+
+/// `log` of the path root → the entry (or the reverse), entry by entry.
+fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
     let at = match &args.at {
         Some(a) => session.entry(a)?,
         None => session.leaf()?,
@@ -182,7 +189,7 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
                         Item::Decode => {
                             ui.out().write_all(&r.bytes[from..upto])?;
                             from = upto;
-                            let v = session.value(EntryKey(k))?;
+                            let v = session.value_or_unreadable(EntryKey(k))?;
                             if let Some(t) = &args.kind
                                 && sa::entry_type(&v) != t
                                 && sa::role(&v) != Some(t.as_str())

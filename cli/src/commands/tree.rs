@@ -132,12 +132,18 @@ pub(crate) fn node(
 /// outline cannot show are decoded from their lines.
 pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
+    let outcome = draw(ui, args, &session)?;
+    Ok(session.finish(ui, outcome))
+}
+
+/// Writes the tree (or its `--json`).
+fn draw(ui: &mut Ui, args: &TreeArgs, session: &Session) -> CommandResult {
     let labels = session.label_map()?;
     let tree = session.snap.session_tree(session.key)?;
     let leaf = session.snap.leaf(session.key)?;
     let leaf_i = leaf.and_then(|l| tree.index_of(l));
     if ui.json {
-        return write_json(ui, &session, &tree, leaf, &labels);
+        return write_json(ui, session, &tree, leaf, &labels);
     }
     let active: Vec<bool> = match leaf {
         Some(l) => tree.marks(&session.snap.path_runs(l)?),
@@ -218,7 +224,7 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
                         listing::write_all_vectored(ui.out(), &mut slices)?;
                         slices.clear();
                         from = upto;
-                        decoded_line(ui, &session, &tree, line, &style)?;
+                        decoded_line(ui, session, &tree, line, &style)?;
                     }
                 }
             }
@@ -484,11 +490,9 @@ fn decoded_line(
     let nd = l.node as usize;
     let key = tree.key(nd);
     let id = session.id(key)?;
-    // One entry whose JSON cannot be read (nested deeper than the parser allows) does not
-    // hide the rest of the tree: it is drawn as `(unreadable)`.
-    let v = session
-        .value(key)
-        .unwrap_or_else(|_| serde_json::json!({"type": "(unreadable)", "id": id}));
+    // One entry whose JSON cannot be read (nested deeper than pisess reads) does not hide the
+    // rest of the tree: it is drawn as `(unreadable)`, and named on stderr at the end.
+    let v = session.value_or_unreadable(key)?;
     let is_leaf = Some(nd) == st.leaf;
     let label = st.labels.get(&id);
     if shown(&v, st.filter, is_leaf, label.is_some()) {
@@ -743,7 +747,7 @@ fn node_json(
         }
         None => {
             // null and absent differ in pi's output; only roots need the JSON.
-            let v = session.value(key)?;
+            let v = session.value_or_unreadable(key)?;
             if let Some(p) = v.get("parentId") {
                 o.insert("parentId".into(), p.clone());
             }
