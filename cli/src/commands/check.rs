@@ -76,8 +76,13 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
                         },
                     });
                 }
-                // Each level takes two bytes at least: only a long line can nest too deep.
-                if r.json.len() > 2 * DEEPEST {
+                // Each level takes two bytes at least, and one `[` or `{`: only a long line with
+                // that many can nest too deep (counted fast, then measured).
+                if r.json.len() > 2 * DEEPEST
+                    && memchr::memchr2_iter(b'[', b'{', r.json.as_bytes())
+                        .nth(DEEPEST)
+                        .is_some()
+                {
                     let depth = pisess_formats::value::nesting(r.json.as_bytes());
                     if depth > DEEPEST {
                         report.problems.push(Problem {
