@@ -71,6 +71,24 @@ pub fn json_member_text<'a>(json: &'a str, key: &str) -> &'a str {
     &json[start..]
 }
 
+/// Runs `cmd` for a reader that takes the first 16 bytes of its stdout and closes the pipe
+/// (`… | head -c 16`): its exit status and what it said on stderr.
+pub fn run_until_the_reader_stops(cmd: &mut std::process::Command) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let done = child.wait_with_output().unwrap();
+    (
+        done.status.code(),
+        String::from_utf8_lossy(&done.stderr).into_owned(),
+    )
+}
+
 /// A fixture path under `fixtures/`.
 pub fn fixture(rel: &str) -> PathBuf {
     root().join("fixtures").join(rel)

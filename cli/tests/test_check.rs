@@ -1,6 +1,6 @@
 //! `pisess check` on the edge cases and the genuine files.
 
-use crate::common::{TestEnv, fixture, realdata};
+use crate::common::{TestEnv, fixture, realdata, run_until_the_reader_stops};
 
 fn check(args: &[&std::path::Path]) -> (String, String, i32) {
     let env = TestEnv::new();
@@ -222,7 +222,6 @@ fn nothing_nested_in_a_torn_record_becomes_an_entry() {
 /// already shown (text and JSON), never the 0 of a clean check.
 #[test]
 fn a_reader_that_stops_early_keeps_the_problems_status() {
-    use std::io::Read;
     let env = TestEnv::new();
     let f = env.home.path().join("bad.jsonl");
     let mut text = String::from(
@@ -246,19 +245,8 @@ fn a_reader_that_stops_early_keeps_the_problems_status() {
             "{} bytes",
             whole.stdout.len()
         );
-        let mut child = cmd
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut first = [0u8; 16];
-        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
-        let done = child.wait_with_output().unwrap();
-        assert_eq!(done.status.code(), Some(1), "json {json}");
-        assert!(
-            done.stderr.is_empty(),
-            "{}",
-            String::from_utf8_lossy(&done.stderr)
-        );
+        let (code, err) = run_until_the_reader_stops(&mut cmd);
+        assert_eq!(code, Some(1), "json {json}");
+        assert!(err.is_empty(), "{err}");
     }
 }

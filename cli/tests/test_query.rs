@@ -53,21 +53,9 @@ fn stops_quietly_on_a_closed_pipe(env: &TestEnv, args: &[&str]) {
 /// Runs `pisess ARGS` for a reader that takes 16 bytes and closes the pipe: it must say
 /// nothing and exit with `code`, the status of its answer.
 fn answers_quietly_on_a_closed_pipe(env: &TestEnv, args: &[&str], code: i32) {
-    use std::io::Read;
-    let mut child = std_command(env, args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = [0u8; 16];
-    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
-    let done = child.wait_with_output().unwrap();
-    assert_eq!(done.status.code(), Some(code), "{args:?}");
-    assert!(
-        done.stderr.is_empty(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&done.stderr)
-    );
+    let (got, err) = crate::common::run_until_the_reader_stops(&mut std_command(env, args));
+    assert_eq!(got, Some(code), "{args:?}");
+    assert!(err.is_empty(), "{args:?}: {err}");
 }
 
 fn strs(v: &Value) -> Vec<String> {

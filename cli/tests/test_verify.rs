@@ -20,7 +20,7 @@ use pisess_engine::schema::{
 use pisess_engine::{EntryKey, Link, Store};
 use redb::ReadableTable;
 
-use crate::common::{TestEnv, fixture, run_with_store as run};
+use crate::common::{TestEnv, fixture, run_until_the_reader_stops, run_with_store as run};
 
 /// Answers that read every damaged index: the catalogue, and per session its log, tree,
 /// context and labels.
@@ -316,7 +316,6 @@ fn verify_reports_damaged_indexes_and_repair_rebuilds_them_from_the_records() {
 /// the store is still repaired (status 0, and a later verify passes).
 #[test]
 fn a_reader_that_stops_early_changes_neither_the_status_nor_the_repair() {
-    use std::io::Read;
     let env = TestEnv::new();
     let dir = env.home.path();
     let f = dir.join("long.jsonl");
@@ -349,20 +348,11 @@ fn a_reader_that_stops_early_changes_neither_the_status_nor_the_repair() {
     };
     remove_ids();
     let stopped_early = |args: &[&str]| {
-        let mut child = env
-            .pisess_child()
-            .env("PISESS_STORE", &store)
-            .args(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut first = [0u8; 16];
-        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
-        let done = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&done.stderr).into_owned();
+        let mut cmd = env.pisess_child();
+        cmd.env("PISESS_STORE", &store).args(args);
+        let (code, err) = run_until_the_reader_stops(&mut cmd);
         assert!(err.is_empty(), "{args:?}: {err}");
-        done.status.code()
+        code
     };
     for args in [vec!["verify"], vec!["--json", "verify"]] {
         let (code, out, err) = run(&env, &store, &args);
