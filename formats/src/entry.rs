@@ -475,10 +475,16 @@ impl<'a> Entry<'a> {
     /// `timestamp` alone, with [`Entry::bad_field`] saying what did not fit, so the entry keeps
     /// its place in the tree as it does in pi. An error only when even those do not parse.
     pub fn parse_lenient(json: &'a str) -> Result<Self, String> {
-        let err = match Self::parse(json) {
-            Ok(e) => return Ok(e),
-            Err(e) => e.to_string(),
-        };
+        match Self::parse(json) {
+            Ok(e) => Ok(e),
+            Err(e) => Self::lenient_after(json, &e),
+        }
+    }
+
+    /// The second half of [`Entry::parse_lenient`], for a caller that has already parsed
+    /// `json` strictly and got `err`: the entry's skeleton, or `err` in words.
+    pub fn lenient_after(json: &'a str, err: &serde_json::Error) -> Result<Self, String> {
+        let err = err.to_string();
         match serde_json::from_str::<Skeleton<'a>>(json) {
             Ok(k) => Ok(Self {
                 type_name: k.type_name,

@@ -210,12 +210,16 @@ where
                 continue;
             }
         }
+        // Each record is parsed strictly once; its error, if any, serves both the repeated-key
+        // test and the lenient reading.
+        let strict = json.starts_with('{').then(|| Entry::parse(json));
         // A record that holds a key twice is read as the whole line above would be.
-        let merged = (json.starts_with('{')
-            && Entry::parse(json).is_err_and(|e| crate::duplicate_keys::is_repeated_key(&e)))
-        .then(|| crate::duplicate_keys::merged(json))
-        .flatten()
-        .filter(|(m, _)| Entry::parse(m).is_ok());
+        let merged = match &strict {
+            Some(Err(e)) if crate::duplicate_keys::is_repeated_key(e) => {
+                crate::duplicate_keys::merged(json).filter(|(m, _)| Entry::parse(m).is_ok())
+            }
+            _ => None,
+        };
         if let Some((_, count)) = merged {
             problems.push(Problem {
                 line: line.number,
@@ -223,11 +227,14 @@ where
                 kind: ProblemKind::DuplicateKeys { count },
             });
         }
-        let json = merged.as_ref().map_or(json, |(m, _)| m.as_str());
-        let entry = if json.starts_with('{') {
-            Entry::parse_lenient(json)
-        } else {
-            Err(format!("a JSON {} is not an entry", raw_kind(json)))
+        let (json, entry) = match (&merged, strict) {
+            (Some((m, _)), _) => (m.as_str(), Entry::parse_lenient(m)),
+            (None, Some(Ok(e))) => (json, Ok(e)),
+            (None, Some(Err(e))) => (json, Entry::lenient_after(json, &e)),
+            (None, None) => (
+                json,
+                Err(format!("a JSON {} is not an entry", raw_kind(json))),
+            ),
         };
         f(Piece {
             json,
