@@ -264,7 +264,8 @@ pub fn parse_owned<T: serde::de::DeserializeOwned>(text: &str) -> serde_json::Re
 /// 1.6.0's context of such an entry fails with "Maximum call stack size exceeded"); every
 /// value read here must also be walked by recursive code (serialised, rendered, dropped), so the
 /// bound is of the same order as pi's. Measured at this depth (session 31): a release build's
-/// walks take 0.5–1 MiB of stack, a debug build's 2–8 MiB; they run on the main thread (8 MiB).
+/// walks take 0.5–1 MiB of stack, a debug build's 2–8 MiB; the commands that show a value walk
+/// it on the main thread (8 MiB), and the import's walks on pool threads passed with 512 KiB.
 pub const DEEPEST: usize = 4096;
 
 /// `serde_json::from_str`, except that a text nested deeper than serde_json's limit of 128
