@@ -121,19 +121,66 @@ fn store_error(e: StoreError) -> CommandError {
     }
 }
 
-/// Resolves a SESSION argument, importing a file path first.
+/// Resolves a SESSION argument, importing a file path first (and refreshing the file of a
+/// session named by id or `@latest`: see [`resolve_fresh`]).
 pub fn open_session(arg: &str) -> Result<Session, CommandError> {
-    let store = open_store()?;
-    let key = resolve_session(&store, arg)?;
+    let (store, key) = resolve_fresh(open_store()?, arg)?;
     session_in(store, key)
 }
 
 /// [`open_session`] for a command that only reads: the store is opened read-only, and reopened
-/// for writing only when SESSION is a file that must be imported or refreshed first.
+/// for writing only when SESSION is a file, or names a session whose file, that must be
+/// imported or refreshed first.
 pub fn open_session_read(arg: &str) -> Result<Session, CommandError> {
     let store = writable_if_needed(open_store_read()?, &[arg])?;
-    let key = resolve_session(&store, arg)?;
+    let (store, key) = resolve_fresh(store, arg)?;
     session_in(store, key)
+}
+
+/// Resolves SESSION and brings the session up to date with its file, however it was named: a
+/// session id, a prefix or `@latest` names a file as surely as a path does, and pi may have
+/// appended to it since the last import. The file is imported incrementally (a `stat` when it
+/// is unchanged); a read-only store is reopened for writing only when it changed. A session
+/// whose file is gone is answered from the store; one whose file can no longer be read is too,
+/// with a warning naming the file (the commands that write refuse it when they open it).
+fn resolve_fresh(store: Store, arg: &str) -> Result<(Store, SessionKey), CommandError> {
+    let key = resolve_session(&store, arg)?;
+    if arg != "@latest" && Path::new(arg).is_file() {
+        // Imported or refreshed by `resolve_session` itself.
+        return Ok((store, key));
+    }
+    let Some(record) = store.snapshot()?.session(key)?.filter(|r| !r.gone) else {
+        return Ok((store, key));
+    };
+    let file = std::path::PathBuf::from(&record.path);
+    if !file.is_file() {
+        return Ok((store, key));
+    }
+    let (store, report) = match store.import_file(&file) {
+        Err(StoreError::ReadOnly { .. }) => {
+            drop(store);
+            let store = open_store()?;
+            let report = store.import_file(&file).map_err(store_error)?;
+            (store, report)
+        }
+        Err(e) => return Err(store_error(e)),
+        Ok(report) => (store, report),
+    };
+    if let Some(err) = &report.error {
+        eprintln!(
+            "warning: {} changed since it was imported and cannot be read again ({}); using \
+             the copy in the store",
+            crate::ui::safe(&record.path),
+            crate::ui::safe(err)
+        );
+        return Ok((store, key));
+    }
+    if report.outcome == pisess_engine::Outcome::Unchanged {
+        return Ok((store, key));
+    }
+    // A rewritten file may hold another session now: resolve the argument again.
+    let key = resolve_session(&store, arg)?;
+    Ok((store, key))
 }
 
 /// `store`, reopened for writing when one of the SESSION arguments is a file the store does not
@@ -165,8 +212,10 @@ pub fn open_session_pair(
     b: &str,
 ) -> Result<(Session, SessionKey, SessionRecord), CommandError> {
     let store = writable_if_needed(open_store_read()?, &[a, b])?;
+    let (store, _) = resolve_fresh(store, a)?;
+    let (store, kb) = resolve_fresh(store, b)?;
+    // `b`'s refresh may have reopened the store or re-imported `a`'s file (the same file).
     let ka = resolve_session(&store, a)?;
-    let kb = resolve_session(&store, b)?;
     let session = session_in(store, ka)?;
     let rb = session
         .snap
@@ -299,6 +348,65 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
     Ok(key)
 }
 
+/// A writer appending to the session file `path` (and to `store`), explaining a legacy file.
+fn open_writer<'s>(
+    store: &'s Store,
+    path: &str,
+) -> Result<pisess_engine::agent::writer::SessionWriter<'s>, CommandError> {
+    use pisess_engine::agent::writer::{SessionWriter, WriteError};
+    SessionWriter::open(store, Path::new(path)).map_err(|e| match e {
+        WriteError::Legacy { .. } => CommandError::with_hint(
+            e,
+            format!(
+                "run `pisess migrate --in-place {path}` first (pi rewrites such a file before \
+                 writing to it)"
+            ),
+        ),
+        other => other.into(),
+    })
+}
+
+/// A session file as a command read it (its size and modification time when it was imported),
+/// for appending later without holding the store in between: `compact` and `navigate` let the
+/// store go while their summarizer runs (a model may take minutes, and every other pisess
+/// command would find the store busy), then append only if the file is still as they read it
+/// — what pi appended meanwhile would otherwise end up on an abandoned branch.
+#[derive(Debug, Clone)]
+pub struct SeenFile {
+    path: String,
+    size: u64,
+    mtime_ns: i64,
+}
+
+impl SeenFile {
+    /// The file's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Opens `store`'s writer on the file, or fails, writing nothing, when the file is not as
+    /// it was read (another size or modification time: pi or another process wrote to it).
+    pub fn open_writer<'s>(
+        &self,
+        store: &'s Store,
+    ) -> Result<pisess_engine::agent::writer::SessionWriter<'s>, CommandError> {
+        let now = std::fs::metadata(&self.path)
+            .map(|md| pisess_engine::import::size_mtime(&md))
+            .map_err(|e| anyhow!("cannot read {}: {e}", crate::ui::safe(&self.path)))?;
+        if now != (self.size, self.mtime_ns) {
+            return Err(CommandError::with_hint(
+                anyhow!(
+                    "{} changed while the summary was written (pi, or another process, wrote to \
+                     it); nothing was written",
+                    crate::ui::safe(&self.path)
+                ),
+                "run the command again: it starts from the file as it is now",
+            ));
+        }
+        open_writer(store, &self.path)
+    }
+}
+
 fn latest_for_cwd(snap: &Snapshot) -> Result<SessionKey, CommandError> {
     let cwd = std::env::current_dir()?;
     let cwd_s = cwd.to_string_lossy();
@@ -328,18 +436,17 @@ impl Session {
 
     /// A writer appending to this session's file (and the store), explaining a legacy file.
     pub fn writer(&self) -> Result<pisess_engine::agent::writer::SessionWriter<'_>, CommandError> {
-        use pisess_engine::agent::writer::{SessionWriter, WriteError};
-        SessionWriter::open(&self._store, Path::new(&self.record.path)).map_err(|e| match e {
-            WriteError::Legacy { .. } => CommandError::with_hint(
-                e,
-                format!(
-                    "run `pisess migrate --in-place {}` first (pi rewrites such a file before \
-                     writing to it)",
-                    self.record.path
-                ),
-            ),
-            other => other.into(),
-        })
+        open_writer(&self._store, &self.record.path)
+    }
+
+    /// The session file as this session was read from it, for a command that lets the store go
+    /// during a long step (a summarizer) and appends after it ([`SeenFile::open_writer`]).
+    pub fn seen_file(&self) -> SeenFile {
+        SeenFile {
+            path: self.record.path.clone(),
+            size: self.record.file_size,
+            mtime_ns: self.record.mtime_ns,
+        }
     }
 
     /// Resolves an ENTRY argument.

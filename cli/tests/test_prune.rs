@@ -728,3 +728,84 @@ fn a_prune_report_of_a_wide_fan_runs_in_bounded_memory() {
         lines[5]
     );
 }
+
+/// `--sessions` judges a session by its file as it is now, not by the copy imported earlier:
+/// one pi wrote to today stays (before, the store's old record moved it to the trash), one
+/// that grew by an old entry still goes, and one rewritten into something that cannot be read
+/// is left in place and reported. The dry run gives the same answer.
+#[test]
+fn prune_sessions_judges_each_session_by_its_file_as_it_is_now() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join(".pi/agent/sessions/--work--");
+    std::fs::create_dir_all(&dir).unwrap();
+    let [used, grown, broken] = ["used", "grown", "broken"].map(|n| dir.join(format!("{n}.jsonl")));
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), &used).unwrap();
+    std::fs::copy(fixture("sessions/03-compactions.jsonl"), &grown).unwrap();
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &broken).unwrap();
+    let out = env
+        .pisess()
+        .args(["import", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let append = |file: &Path, ms: i64| {
+        let last: Value = serde_json::from_str(
+            std::fs::read_to_string(file)
+                .unwrap()
+                .lines()
+                .last()
+                .unwrap(),
+        )
+        .unwrap();
+        let line = serde_json::json!({
+            "type": "message", "id": "beef0001", "parentId": last["id"],
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": "later", "timestamp": ms},
+        });
+        let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+        std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).unwrap();
+    };
+    append(&used, now);
+    append(&grown, 1_767_225_600_000);
+    std::fs::write(&broken, "this is no longer a session\n").unwrap();
+    let check = |r: &Value, dry_run: bool| {
+        let listed: BTreeMap<String, Value> = r["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["file"].as_str().unwrap().to_owned(), s["error"].clone()))
+            .collect();
+        let name = |p: &Path| p.to_str().unwrap().to_owned();
+        assert!(!listed.contains_key(&name(&used)), "{dry_run}: {r}");
+        assert_eq!(
+            listed.get(&name(&grown)),
+            Some(&Value::Null),
+            "{dry_run}: {r}"
+        );
+        let err = listed[&name(&broken)].as_str().unwrap_or_default();
+        assert!(
+            err.contains("changed since it was imported"),
+            "{dry_run}: {r}"
+        );
+        assert_eq!(listed.len(), 2, "{r}");
+    };
+    for dry_run in [true, false] {
+        let mut args = vec!["--json", "prune", "--sessions", "--older-than", "30d"];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        let out = env.pisess().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{dry_run}");
+        check(&serde_json::from_slice(&out.stdout).unwrap(), dry_run);
+        assert!(used.exists() && broken.exists());
+        assert_eq!(grown.exists(), dry_run);
+    }
+    assert_eq!(
+        std::fs::read_to_string(&broken).unwrap(),
+        "this is no longer a session\n"
+    );
+}

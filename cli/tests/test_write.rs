@@ -941,3 +941,178 @@ fn a_killed_compact_leaves_the_file_whole_and_the_store_consistent() {
     }
     eprintln!("killed compact: {untouched} untouched, {appended} appended");
 }
+
+/// A user message appended to `file` under its last entry, as pi appends one; its id.
+fn append_as_pi(file: &Path, id: &str) -> String {
+    let text = std::fs::read_to_string(file).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let line = serde_json::json!({
+        "type": "message", "id": id, "parentId": last["id"],
+        "timestamp": "2026-07-28T09:50:00.000Z",
+        "message": {"role": "user", "content": "appended by pi", "timestamp": 1_785_232_200_000_i64},
+    });
+    let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+    std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).unwrap();
+    id.to_owned()
+}
+
+/// A session named by id, id prefix or `@latest` is read as its file is now, as one named by
+/// its path is: pi may have appended since the import. Before, the store's old copy answered,
+/// and `compact`, `navigate` and `fork` wrote from it (the compaction hung under the old leaf,
+/// leaving pi's new message on an abandoned branch).
+#[test]
+fn a_session_named_by_id_or_latest_is_read_as_its_file_is_now() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let file = dir.join("s.jsonl");
+    // The header's cwd is `work`, for @latest.
+    let text = std::fs::read_to_string(fixture("sessions/04-many-branches.jsonl")).unwrap();
+    let (head, rest) = text.split_once('\n').unwrap();
+    let mut header: Value = serde_json::from_str(head).unwrap();
+    header["cwd"] = work.to_str().unwrap().into();
+    std::fs::write(&file, format!("{header}\n{rest}")).unwrap();
+    let f = file.to_str().unwrap();
+    let sid = header["id"].as_str().unwrap().to_owned();
+    let prefix = &sid[..8];
+    assert!(
+        env.pisess()
+            .args(["import", f])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+
+    let leaf_of = |args: &[&str], dir: Option<&Path>| -> String {
+        let r = crate::common::run_in(&env, args, dir);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        let first: Value = serde_json::from_str(r.stdout.lines().next().unwrap()).unwrap();
+        first["id"].as_str().unwrap().to_owned()
+    };
+    let new = append_as_pi(&file, "beef0001");
+    assert_eq!(leaf_of(&["--json", "log", &sid, "-n", "1"], None), new);
+    let newer = append_as_pi(&file, "beef0002");
+    assert_eq!(
+        leaf_of(&["--json", "log", "@latest", "-n", "1"], Some(&work)),
+        newer
+    );
+    let newest = append_as_pi(&file, "beef0003");
+    let forked = dir.join("fork.jsonl");
+    let out = env
+        .pisess()
+        .args(["fork", prefix, "@leaf", "-o", forked.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        read_lines(&forked)
+            .iter()
+            .any(|l| l["id"] == newest.as_str())
+    );
+    let last = append_as_pi(&file, "beef0004");
+    let r = run_json(&env, &["--json", "compact", prefix, "--keep", "1000"]);
+    assert_eq!(r["parentId"], last.as_str(), "{r}");
+    let lines = read_lines(&file);
+    let tail = lines.last().unwrap();
+    assert_eq!(tail["type"], "compaction");
+    assert_eq!(tail["parentId"], last.as_str());
+}
+
+/// `compact` and `navigate --summarize` let the store go while the summarizer runs (a model may
+/// take minutes: other pisess commands must not find the store busy all that time), and append
+/// only if the file is still as they read it — what pi appended meanwhile would otherwise end
+/// up on an abandoned branch. Before, the summarizer's own `pisess ls` failed ("the store is
+/// busy"), and a line appended during the summary was left behind the compaction.
+#[test]
+fn compact_and_navigate_let_the_store_go_while_summarising_and_refuse_a_changed_file() {
+    let env = TestEnv::new();
+    let dir = env.home.path();
+    let file = dir.join("s.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    let f = file.to_str().unwrap();
+    assert!(
+        env.pisess()
+            .args(["import", f])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let bin = assert_cmd::cargo::cargo_bin("pisess");
+    let bin = bin.to_str().unwrap();
+    // The store is free while the summary is written.
+    let uses_store =
+        format!("cat >/dev/null; '{bin}' --json ls >/dev/null && printf '## Goal\\nx\\n'");
+    let r = run_json(
+        &env,
+        &[
+            "--json",
+            "compact",
+            f,
+            "--keep",
+            "1000",
+            "--summarizer",
+            &uses_store,
+        ],
+    );
+    assert_eq!(r["compacted"], true, "{r}");
+    let r = run_json(
+        &env,
+        &[
+            "--json",
+            "navigate",
+            f,
+            "bf0418f2",
+            "--summarize",
+            "--summarizer",
+            &uses_store,
+        ],
+    );
+    assert_eq!(r["written"], true, "{r}");
+    // pi appends while the summary is written: nothing is written, pi's line is the last.
+    let file = dir.join("t.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    let f = file.to_str().unwrap();
+    let line = dir.join("line.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let pi_line = serde_json::json!({
+        "type": "message", "id": "beef0001", "parentId": last["id"],
+        "timestamp": "2026-07-28T09:50:00.000Z",
+        "message": {"role": "user", "content": "appended by pi", "timestamp": 1_785_232_200_000_i64},
+    });
+    std::fs::write(&line, format!("{pi_line}\n")).unwrap();
+    let appends = format!(
+        "cat >/dev/null; cat '{}' >> '{f}'; printf '## Goal\\nx\\n'",
+        line.display()
+    );
+    let compact: Vec<&str> = vec!["compact", f, "--keep", "1000", "--summarizer", &appends];
+    let navigate: Vec<&str> = vec![
+        "navigate",
+        f,
+        "bf0418f2",
+        "--summarize",
+        "--summarizer",
+        &appends,
+    ];
+    for args in [compact, navigate] {
+        let before = std::fs::read(&file).unwrap();
+        let out = env.pisess().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("changed while the summary was written"),
+            "{err}"
+        );
+        assert!(err.contains("nothing was written"), "{err}");
+        let mut expect = before;
+        expect.extend_from_slice(&std::fs::read(&line).unwrap());
+        assert_eq!(std::fs::read(&file).unwrap(), expect, "{args:?}");
+    }
+}

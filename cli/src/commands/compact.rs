@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::summarizer::summarize;
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::json_stream::{field, item};
-use crate::session_arg::{StoredPath, open_session, open_session_read};
+use crate::session_arg::{StoredPath, open_session, open_session_read, open_store};
 use crate::ui::{Ui, safe};
 
 /// Compact a session's context as pi would: cut, summarise, append a compaction.
@@ -262,10 +262,15 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
             return Ok(Outcome::Negative);
         }
     };
-    // Refuse a file that cannot be written before asking the summarizer.
-    let mut writer = session.writer()?;
+    // Refuse a file that cannot be written before asking the summarizer, then let the store
+    // go while it runs, and append only to the file as it was read.
+    drop(session.writer()?);
+    let seen = session.seen_file();
+    drop(session);
     let (summary, details) =
         summarize(args.summarizer.as_deref(), |s| compaction_summary(&prep, s))?;
+    let store = open_store()?;
+    let mut writer = seen.open_writer(&store)?;
     if writer.leaf_id() != Some(at_id.as_str()) {
         writer.branch(&at_id)?;
     }
@@ -278,7 +283,7 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
         None,
     )?;
     let by = args.summarizer.as_deref();
-    super::util::warn_saved_tails(&session.record.path, writer.saved_tails());
+    super::util::warn_saved_tails(seen.path(), writer.saved_tails());
     if ui.json {
         ui.json_line(&json!({
             "compacted": true,
@@ -289,7 +294,7 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
             "details": details,
             "summarizer": by,
             "summary": summary,
-            "file": session.record.path,
+            "file": seen.path(),
         }))?;
         return Ok(Outcome::Success);
     }
@@ -298,7 +303,7 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
         "compacted at {}: compaction {} appended to {}",
         safe(&at_id),
         safe(&id),
-        safe(&session.record.path)
+        safe(seen.path())
     )?;
     writeln!(ui.out(), "tokens before:     {}", prep.tokens_before)?;
     writeln!(

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::summarizer::summarize;
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::json_stream::{field, item};
-use crate::session_arg::{StoredPath, open_session, open_session_read};
+use crate::session_arg::{StoredPath, open_session, open_session_read, open_store};
 use crate::ui::{Ui, safe};
 
 /// Navigate to another entry as pi's /tree does, summarising the branch left behind.
@@ -175,17 +175,22 @@ fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
         }
         return Ok(Outcome::Negative);
     }
-    // Refuse a file that cannot be written before asking the summarizer.
-    let mut writer = session.writer()?;
+    // Refuse a file that cannot be written before asking the summarizer, then let the store
+    // go while it runs, and append only to the file as it was read.
+    drop(session.writer()?);
+    let seen = session.seen_file();
+    drop(session);
     let prep = prepare_branch_entries(&collected.entries, args.budget);
     let (summary, details) = summarize(args.summarizer.as_deref(), |s| branch_summary(&prep, s))?;
+    let store = open_store()?;
+    let mut writer = seen.open_writer(&store)?;
     if writer.leaf_id() != Some(from_id.as_str()) {
         writer.branch(&from_id)?;
     }
     let id = writer
         .navigate(&target_id, Some((&summary, Some(details.clone()))))?
         .unwrap_or_default();
-    super::util::warn_saved_tails(&session.record.path, writer.saved_tails());
+    super::util::warn_saved_tails(seen.path(), writer.saved_tails());
     let parent = writer
         .entry(&id)?
         .and_then(|e| e.get("parentId").cloned())
@@ -202,7 +207,7 @@ fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
             "details": details,
             "summarizer": by,
             "summary": summary,
-            "file": session.record.path,
+            "file": seen.path(),
         }))?;
         return Ok(Outcome::Success);
     }
@@ -212,7 +217,7 @@ fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
         safe(&from_id),
         safe(&target_id),
         safe(&id),
-        safe(&session.record.path)
+        safe(seen.path())
     )?;
     writeln!(
         ui.out(),

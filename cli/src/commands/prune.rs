@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use pisess_engine::import::size_mtime;
 
-use pisess_engine::{DroppedBranch, EntryKey, PrunePlan, RowFate};
+use pisess_engine::{DroppedBranch, EntryKey, PrunePlan, RowFate, SessionRecord, Store};
 use serde_json::json;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
@@ -549,14 +549,18 @@ fn move_file(src: &Path, dst: &Path) -> std::io::Result<()> {
     atomic::sync_dir(src)
 }
 
+/// A session old enough to move, and its modification time (pi's rule).
+type Old = (SessionRecord, Option<i64>);
+
 fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     let age = super::util::parse_age(args.older_than.as_deref().unwrap_or(""))?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
     let cutoff = now.saturating_sub(age);
-    // The dry run moves nothing, so it only reads the store.
-    let store = if args.dry_run {
+    // The dry run moves nothing, so it only reads the store (and writes it only to refresh a
+    // session whose file changed, below).
+    let mut store = if args.dry_run {
         open_store_read()?
     } else {
         open_store()?
@@ -569,24 +573,55 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         .join("trash");
     let pi_root =
         pisess_formats::layout::session_root().map(|r| std::fs::canonicalize(&r).unwrap_or(r));
-    let snap = store.snapshot()?;
-    let mut old = Vec::new();
-    let mut outside = 0usize;
-    for (_, r) in snap.sessions()? {
-        let modified = r.modified_ms.or(r.created_ms);
-        if r.gone || modified.is_none_or(|m| m >= cutoff) {
-            continue;
+    let select = |store: &Store| -> Result<(Vec<Old>, usize), CommandError> {
+        let snap = store.snapshot()?;
+        let mut old = Vec::new();
+        let mut outside = 0usize;
+        for (_, r) in snap.sessions()? {
+            let modified = r.modified_ms.or(r.created_ms);
+            if r.gone || modified.is_none_or(|m| m >= cutoff) {
+                continue;
+            }
+            let in_pi = pi_root
+                .as_ref()
+                .is_some_and(|root| Path::new(&r.path).starts_with(root));
+            if !in_pi && !args.any_folder {
+                outside += 1;
+                continue;
+            }
+            old.push((r, modified));
         }
-        let in_pi = pi_root
-            .as_ref()
-            .is_some_and(|root| Path::new(&r.path).starts_with(root));
-        if !in_pi && !args.any_folder {
-            outside += 1;
-            continue;
+        Ok((old, outside))
+    };
+    let (mut old, mut outside) = select(&store)?;
+    // A session is judged by its file as it is now, not as it was last imported: pi may have
+    // written to an old session since (it is then no longer old). The files of the candidates
+    // that changed are imported again (a `stat` each for the others), and the choice made again.
+    let changed: Vec<PathBuf> = old
+        .iter()
+        .filter(|(r, _)| {
+            std::fs::metadata(&r.path)
+                .is_ok_and(|md| md.is_file() && size_mtime(&md) != (r.file_size, r.mtime_ns))
+        })
+        .map(|(r, _)| PathBuf::from(&r.path))
+        .collect();
+    let mut unreadable = std::collections::BTreeMap::new();
+    if !changed.is_empty() {
+        if !store.is_writable() {
+            store = store.into_writable()?;
         }
-        old.push((r, modified));
+        let report = store.import(
+            &changed,
+            &pisess_engine::ImportOptions::default(),
+            &mut |_| {},
+        )?;
+        for f in report.files {
+            if let Some(e) = f.error {
+                unreadable.insert(f.path.to_string_lossy().into_owned(), e);
+            }
+        }
+        (old, outside) = select(&store)?;
     }
-    drop(snap);
     old.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.path.cmp(&b.0.path)));
     let mut moved = Vec::new();
     let mut failed = 0usize;
@@ -602,6 +637,12 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         let status = if !src.is_file() {
             failed += 1;
             Err("the file is missing".to_owned())
+        } else if let Some(e) = unreadable.get(&r.path) {
+            // Changed since it was imported, and what it holds now cannot be judged.
+            failed += 1;
+            Err(format!(
+                "the file changed since it was imported and cannot be read again ({e}); left in place"
+            ))
         } else if args.dry_run {
             Ok(())
         } else {
