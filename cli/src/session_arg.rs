@@ -249,7 +249,26 @@ fn session_in(store: Store, key: SessionKey) -> Result<Session, CommandError> {
     })
 }
 
+/// How many of the candidates an ambiguous prefix matches are named (the lookups stop after
+/// one more: a hint, not a listing).
+const SHOWN_MATCHES: usize = 8;
+
+/// `a, b, c`, and `, … (more: give a longer prefix)` when the list was cut.
+fn matches_list(names: Vec<String>, more: bool) -> String {
+    let mut s = names.join(", ");
+    if more {
+        s.push_str(", … (more: give a longer prefix)");
+    }
+    s
+}
+
 fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError> {
+    if arg.is_empty() {
+        return Err(CommandError::with_hint(
+            anyhow!("the SESSION argument is empty"),
+            "give a session file, a session id (or a unique prefix) from `pisess ls`, or @latest",
+        ));
+    }
     let path = Path::new(arg);
     let key = if arg == "@latest" {
         let snap = store.snapshot()?;
@@ -328,18 +347,24 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
                         }
                     })
                     .collect();
+                let more = names.len() > SHOWN_MATCHES;
+                let names: Vec<String> = names.into_iter().take(SHOWN_MATCHES).collect();
                 return Err(if whole {
                     CommandError::with_hint(
                         anyhow!(
-                            "session id {arg:?} is ambiguous: {} files have it",
-                            names.len()
+                            "session id {arg:?} is ambiguous: {}{} files have it",
+                            names.len(),
+                            if more { " or more" } else { "" }
                         ),
-                        format!("give the session file instead: {}", names.join(", ")),
+                        format!(
+                            "give the session file instead: {}",
+                            matches_list(names, more)
+                        ),
                     )
                 } else {
                     CommandError::with_hint(
                         anyhow!("session prefix {arg:?} is ambiguous"),
-                        format!("it matches: {}", names.join(", ")),
+                        format!("it matches: {}", matches_list(names, more)),
                     )
                 });
             }
@@ -454,8 +479,15 @@ impl Session {
     /// `~N` suffixes chain as in git (`@leaf~1~1` is `@leaf~2`; a bare `~` is `~1`). An error
     /// quotes the argument as given, and the part of it that is wrong.
     pub fn entry(&self, arg: &str) -> Result<EntryKey, CommandError> {
-        // An id that literally contains `~` wins over the ancestor syntax.
-        if let Some(e) = self.snap.entry_by_id(self.key, arg)? {
+        if arg.is_empty() {
+            return Err(CommandError::with_hint(
+                anyhow!("the ENTRY argument is empty"),
+                "give an entry id or unique prefix (see `pisess log`), @leaf, @root, \
+                 label:NAME or ENTRY~N",
+            ));
+        }
+        // An id, or a label, that literally contains `~` wins over the ancestor syntax.
+        if let Some(e) = self.whole(arg)? {
             return Ok(e);
         }
         // Suffixes are taken off from the right until none is left, or what is left is an id.
@@ -471,7 +503,7 @@ impl Session {
                 .ok_or_else(|| anyhow!("ancestor count too large in {arg:?}"))?;
             up = n;
             base = b;
-            if base.contains('~') && self.snap.entry_by_id(self.key, base)?.is_some() {
+            if base.contains('~') && self.whole(base)?.is_some() {
                 break;
             }
         }
@@ -499,6 +531,19 @@ impl Session {
         }
     }
 
+    /// The entry `arg` names as a whole: an id, or `label:NAME` of a label that exists.
+    fn whole(&self, arg: &str) -> Result<Option<EntryKey>, CommandError> {
+        if let Some(e) = self.snap.entry_by_id(self.key, arg)? {
+            return Ok(Some(e));
+        }
+        match arg.strip_prefix("label:") {
+            Some(name) if self.snap.labels(self.key)?.iter().any(|(_, l)| l == name) => {
+                self.labelled(name, "").map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// An ENTRY without `~N`; `within` (` (in "ARG")` or empty) follows what errors quote.
     fn base_entry(&self, arg: &str, within: &str) -> Result<EntryKey, CommandError> {
         match arg {
@@ -523,13 +568,15 @@ impl Session {
                          label:NAME or ENTRY~N",
                     )),
                     Lookup::Ambiguous(keys) => {
+                        let more = keys.len() > SHOWN_MATCHES;
                         let ids: Vec<String> = keys
                             .into_iter()
+                            .take(SHOWN_MATCHES)
                             .map(|k| self.id(k))
                             .collect::<Result<_, _>>()?;
                         Err(CommandError::with_hint(
                             anyhow!("entry prefix {arg:?}{within} is ambiguous"),
-                            format!("it matches: {}", ids.join(", ")),
+                            format!("it matches: {}", matches_list(ids, more)),
                         ))
                     }
                 }
@@ -577,10 +624,17 @@ impl Session {
         self.snap.leaf(self.key)?.ok_or_else(|| {
             // pi resumes at the last entry in file order; without entries there is none, and
             // an entry whose `id` is not a string cannot be named (`pisess check` points at it).
-            let why = if self.record.entries == 0 {
-                "no entries"
+            let (why, hint) = if self.record.entries == 0 {
+                (
+                    "no entries",
+                    "the file holds only its header: pi writes the entries once the session has \
+                     a message",
+                )
             } else {
-                "its last entry has no string id; `pisess check` shows where"
+                (
+                    "its last entry has no string id; `pisess check` shows where",
+                    "give an entry explicitly",
+                )
             };
             CommandError::with_hint(
                 anyhow!(
@@ -588,7 +642,7 @@ impl Session {
                     crate::ui::safe(&self.record.session_id),
                     crate::ui::safe(&self.record.path)
                 ),
-                "give an entry explicitly",
+                hint,
             )
         })
     }

@@ -250,3 +250,24 @@ fn a_reader_that_stops_early_keeps_the_problems_status() {
         assert!(err.is_empty(), "{err}");
     }
 }
+
+/// A field serde_json cannot read is named with the column in its line: the position serde
+/// gives ("at line 1 column N") was printed beside the file's line as if it were another line,
+/// and the entry's type, when it cannot be read either, as `?`.
+#[test]
+fn a_bad_field_is_placed_by_its_column_in_the_line() {
+    let (out, _, code) = check(&[&fixture("bad/numbers-beyond-f64.jsonl")]);
+    assert_eq!(code, 1, "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains(":2:"))
+        .unwrap_or_else(|| panic!("no problem on line 2: {out}"));
+    assert!(
+        line.contains("entry has a bad field: number out of range at column "),
+        "{line}"
+    );
+    assert!(
+        !line.contains("at line 1") && !line.contains("? entry"),
+        "{line}"
+    );
+}

@@ -1663,3 +1663,106 @@ fn a_session_id_held_by_two_files_is_ambiguous() {
         leaf(&a)
     );
 }
+
+/// ENTRY arguments: a label holding `~` is named whole (`label:v~1`, then `~1` for its
+/// parent); an empty argument is said to be empty (it was "ambiguous": every id starts with
+/// ""); an ambiguous prefix lists eight candidates and says there are more.
+#[test]
+fn entry_arguments_name_labels_with_tildes_and_say_what_is_wrong() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("s.jsonl");
+    let text = std::fs::read_to_string(session("04-many-branches")).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (target, parent) = (&lines[5]["id"], &lines[5]["parentId"]);
+    let leaf = &lines.last().unwrap()["id"];
+    let label = serde_json::json!({"type": "label", "id": "1abe1000", "parentId": leaf,
+        "timestamp": "2026-07-28T10:00:00.000Z", "targetId": target, "label": "v~1"});
+    std::fs::write(&file, format!("{text}{label}\n")).unwrap();
+    let f = file.to_str().unwrap();
+    let id_of = |arg: &str| -> Value {
+        let r = run(&env, &["--json", "show", f, arg]);
+        assert_eq!(r.code, 0, "{arg}: {}", r.stderr);
+        serde_json::from_str::<Value>(&r.stdout).unwrap()["id"].clone()
+    };
+    assert_eq!(&id_of("label:v~1"), target);
+    assert_eq!(&id_of("label:v~1~1"), parent);
+    for args in [&["show", f, ""][..], &["log", ""]] {
+        let r = run(&env, args);
+        assert_eq!(r.code, 2, "{args:?}");
+        assert!(
+            r.stderr.contains("argument is empty"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    // A one-character prefix that more than eight ids share.
+    let ids: Vec<&str> = lines
+        .iter()
+        .skip(1)
+        .filter_map(|l| l["id"].as_str())
+        .collect();
+    let prefix = (b'0'..=b'f')
+        .map(|c| (c as char).to_string())
+        .find(|p| ids.iter().filter(|i| i.starts_with(p.as_str())).count() > 8)
+        .unwrap();
+    let r = run(&env, &["show", f, &prefix]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("is ambiguous"), "{}", r.stderr);
+    let hint = r.stderr.lines().find(|l| l.starts_with("hint:")).unwrap();
+    assert_eq!(hint.matches(", ").count(), 8, "{hint}");
+    assert!(hint.ends_with("… (more: give a longer prefix)"), "{hint}");
+}
+
+/// `log --reverse -n N` shows what `log -n N` shows, oldest first, as `git log --reverse -n N`
+/// does (it showed the N entries nearest the root); with `--type` too.
+#[test]
+fn log_reverse_with_a_count_reverses_the_newest_entries() {
+    let env = TestEnv::new();
+    let f = session("04-many-branches");
+    let f = f.to_str().unwrap();
+    let ids = |args: &[&str]| -> Vec<String> {
+        json_lines(&env, args)
+            .iter()
+            .map(|l| l["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for extra in [&[][..], &["--type", "user"], &["--type", "toolResult"]] {
+        for n in ["1", "3", "40", "100000"] {
+            let mut newest = vec!["--json", "log", f, "-n", n];
+            newest.extend_from_slice(extra);
+            let mut reversed = newest.clone();
+            reversed.push("--reverse");
+            let mut want = ids(&newest);
+            want.reverse();
+            assert!(!want.is_empty());
+            assert_eq!(ids(&reversed), want, "-n {n} {extra:?}");
+        }
+    }
+}
+
+/// A session that holds only its header: `tree` says it has no entries (it printed nothing),
+/// and `log` does not ask for an entry that cannot exist.
+#[test]
+fn a_header_only_session_is_said_to_have_no_entries() {
+    let env = TestEnv::new();
+    let f = fixture("edge/header-only.jsonl");
+    let f = f.to_str().unwrap();
+    let r = run(&env, &["tree", f]);
+    assert_eq!(r.code, 0);
+    assert!(r.stdout.is_empty());
+    assert!(r.stderr.contains("has no entries"), "{}", r.stderr);
+    let r = run(&env, &["--json", "tree", f]);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["nodes"], serde_json::json!([]), "{v}");
+    let r = run(&env, &["log", f]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no entries"), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("give an entry explicitly"),
+        "{}",
+        r.stderr
+    );
+}

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use pisess_formats::js;
 use serde_json::Value;
 
-use crate::common::{Rng, TestEnv, corpus, realdata, root};
+use crate::common::{Rng, TestEnv, corpus, fixture, realdata, root};
 
 /// Copies `src` to `dst` (creating folders), writable.
 fn put(src: &Path, dst: &Path) {
@@ -876,4 +876,53 @@ fn in_place_leaves_alone_a_file_appended_to_while_it_is_migrated() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names, ["s.jsonl"], "no temp file or backup is left");
+}
+
+/// `--out` naming the folder being migrated (or a folder the inputs lie in): the files inside it
+/// are left out, as what `--out` writes is never migrated again — said, and an error when that
+/// leaves nothing (it printed "found 0" and exited 0).
+#[test]
+fn an_output_folder_that_holds_the_inputs_is_said_to_leave_them_out() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let v1 = dir.join("07-v1.jsonl");
+    std::fs::copy(fixture("sessions/07-v1.jsonl"), &v1).unwrap();
+    let before = std::fs::read(&v1).unwrap();
+    let d = dir.to_str().unwrap();
+    let out = env
+        .pisess()
+        .args(["migrate", d, "--out", d])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nothing to migrate: 1 file inside the output folder"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&v1).unwrap(), before);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    // One input inside, one outside: the outside one is migrated, the other named.
+    let other = env.home.path().join("e");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(fixture("sessions/07-v1.jsonl"), other.join("x.jsonl")).unwrap();
+    let out = env
+        .pisess()
+        .args(["migrate", d, other.to_str().unwrap(), "--out", d])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("note: 1 file inside the output folder"),
+        "{err}"
+    );
+    assert!(dir.join("x.jsonl").exists());
+    assert_eq!(std::fs::read(&v1).unwrap(), before);
 }

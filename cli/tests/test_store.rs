@@ -224,3 +224,48 @@ fn an_unchanged_import_answers_from_the_copy_without_opening_the_store() {
         "opening the store for writing removes the copy"
     );
 }
+
+/// Without arguments, `import`, `check` and `migrate` work on pi's session folder; on a machine
+/// without one they take the samples and say so — but not when a variable names the folder and
+/// it does not exist (a typo there used to fill the store with the demo sessions).
+#[test]
+fn a_session_folder_named_by_a_variable_must_exist() {
+    let env = TestEnv::new();
+    let missing = env.home.path().join("no-such-folder");
+    for var in ["PI_CODING_AGENT_SESSION_DIR", "PI_CODING_AGENT_DIR"] {
+        for args in [&["import"][..], &["check"], &["migrate"]] {
+            let out = env.pisess().env(var, &missing).args(args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{var} {args:?}: {err}");
+            assert!(err.contains(&format!("(from ${var})")), "{err}");
+            assert!(err.contains("no-such-folder"), "{err}");
+            assert!(!err.contains("sample"), "{err}");
+        }
+    }
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // No variable and no ~/.pi: the samples, said on stderr.
+    let out = env.pisess().arg("import").output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("importing the samples"), "{err}");
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    let samples = std::fs::read_dir(fixture("sessions"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "jsonl")
+        })
+        .count();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        samples
+    );
+}

@@ -1116,3 +1116,27 @@ fn compact_and_navigate_let_the_store_go_while_summarising_and_refuse_a_changed_
         assert_eq!(std::fs::read(&file).unwrap(), expect, "{args:?}");
     }
 }
+
+/// `fork -o` of a folder says it is a folder (it said "already exists", hinting at a new name).
+#[test]
+fn fork_into_a_folder_says_it_is_a_folder() {
+    let env = TestEnv::new();
+    let f = fixture("sessions/01-tiny.jsonl");
+    let dir = env.home.path().join("forks");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = env
+        .pisess()
+        .args([
+            "fork",
+            f.to_str().unwrap(),
+            "@leaf",
+            "-o",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is a directory"), "{err}");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+}

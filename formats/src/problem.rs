@@ -128,7 +128,7 @@ pub enum ProblemKind {
     },
     /// An entry field has the wrong JSON type or shape.
     BadField {
-        /// The entry type (or `?`).
+        /// The entry type (empty when it cannot be read).
         entry_type: String,
         /// What serde_json reported.
         message: String,
@@ -328,6 +328,10 @@ impl fmt::Display for ProblemKind {
                     "session version {version} is newer than 3 (read as version 3, as pi does)"
                 )
             }
+            Self::BadField {
+                entry_type,
+                message,
+            } if entry_type.is_empty() => write!(f, "entry has a bad field: {message}"),
             Self::BadField {
                 entry_type,
                 message,

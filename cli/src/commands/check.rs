@@ -66,13 +66,13 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
                         pisess_formats::value::parse_owned::<serde_json::Value>(r.json)
                             .ok()
                             .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
-                            .unwrap_or_else(|| "?".into());
+                            .unwrap_or_default();
                     report.problems.push(Problem {
                         line: r.line,
                         offset: r.offset,
                         kind: pisess_formats::ProblemKind::BadField {
                             entry_type,
-                            message: msg.clone(),
+                            message: within_the_line(msg),
                         },
                     });
                 }
@@ -113,7 +113,7 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
 
 /// Runs `pisess check`.
 pub fn cmd_check(ui: &mut Ui, args: &CheckArgs) -> CommandResult {
-    let (inputs, source) = default_inputs(&args.paths);
+    let (inputs, source) = default_inputs(&args.paths)?;
     match &source {
         Source::PiSessions(p) => eprintln!("checking pi's session folder {}", p.display()),
         Source::Samples(p) => eprintln!(
@@ -280,5 +280,16 @@ fn json_version(v: f64) -> serde_json::Value {
         json!(v as i64)
     } else {
         json!(v)
+    }
+}
+
+/// serde_json's position in a record, which is one line of the file: "… at line 1 column N"
+/// becomes "… at column N", so it is not read as the file's line.
+fn within_the_line(msg: &str) -> String {
+    match msg.rsplit_once(" at line 1 column ") {
+        Some((what, col)) if !col.is_empty() && col.bytes().all(|b| b.is_ascii_digit()) => {
+            format!("{what} at column {col}")
+        }
+        _ => msg.to_owned(),
     }
 }

@@ -72,6 +72,12 @@ pub fn cmd_fork(ui: &mut Ui, args: &ForkArgs) -> CommandResult {
             })?
             .join(&branched.file_name),
     };
+    if path.is_dir() {
+        return Err(CommandError::with_hint(
+            anyhow!("{} is a directory", path.display()),
+            "give -o the name of a new file (a fork never goes into a folder by itself)",
+        ));
+    }
     if path.exists() {
         return Err(CommandError::with_hint(
             anyhow!("{} already exists", path.display()),

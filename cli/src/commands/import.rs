@@ -26,7 +26,7 @@ pub struct ImportArgs {
 
 /// Runs `pisess import`.
 pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
-    let (inputs, source) = default_inputs(&args.paths);
+    let (inputs, source) = default_inputs(&args.paths)?;
     match &source {
         Source::Given => {}
         Source::PiSessions(d) => eprintln!("importing pi's session folder {}", d.display()),

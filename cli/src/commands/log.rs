@@ -40,7 +40,7 @@ pub struct LogArgs {
     /// Show at most N entries.
     #[arg(short = 'n', long = "max-count", value_name = "N")]
     pub max_count: Option<usize>,
-    /// Oldest (the root) first.
+    /// Oldest (the root) first. With -n N, as in git: the N entries `-n N` shows, oldest first.
     #[arg(long, conflicts_with = "all")]
     pub reverse: bool,
     /// Every branch, not only the path to one entry, with a graph like `git log --graph`:
@@ -83,6 +83,19 @@ fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
         runs.push((at, at));
     }
     let firsts = session.snap.outline_firsts(session.key)?;
+    // `--reverse -n N` is git's: the N entries `-n N` shows, oldest first.
+    let mut max_count = args.max_count;
+    if let (true, Some(n)) = (args.reverse, max_count) {
+        if let Some(oldest) = nth_shown(session, &runs, &firsts, n, args.kind.as_deref())? {
+            let i = runs
+                .iter()
+                .position(|&(start, end)| (start.0..=end.0).contains(&oldest.0))
+                .unwrap_or(runs.len() - 1);
+            runs.truncate(i + 1);
+            runs[i].0 = oldest;
+        }
+        max_count = None;
+    }
     let pieces = pieces(&runs, &firsts, args.reverse);
     let width = sa::width();
     let style = Style {
@@ -176,7 +189,7 @@ fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
                 let mut from = 0;
                 let mut upto = 0;
                 for (item, k) in r.items.iter().zip(p.keys()) {
-                    if args.max_count.is_some_and(|n| shown >= n) {
+                    if max_count.is_some_and(|n| shown >= n) {
                         ui.out().write_all(&r.bytes[from..upto])?;
                         return Ok(Outcome::Success);
                     }
@@ -216,6 +229,55 @@ fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
         }
         Ok(Outcome::Success)
     })
+}
+
+/// The key of the `n`-th entry `log` shows walking the path's runs (leaf first) newest first,
+/// with `--type` `kind`; `None` when fewer than `n` are shown. Reads the outline's facts, and
+/// decodes only the entries it has none for.
+fn nth_shown(
+    session: &Session,
+    runs: &[(EntryKey, EntryKey)],
+    firsts: &[u64],
+    n: usize,
+    kind: Option<&str>,
+) -> Result<Option<EntryKey>, crate::command_error::CommandError> {
+    if n == 0 {
+        return Ok(None);
+    }
+    let mut seen = 0usize;
+    for p in pieces(runs, firsts, false) {
+        let block = match p.block {
+            Some(b) if kind.is_some() => {
+                Some(session.snap.outline_block(session.key, firsts[b], false)?)
+            }
+            _ => None,
+        };
+        for k in p.keys() {
+            let shown = match kind {
+                None => true,
+                Some(t) => {
+                    let facts = block
+                        .as_ref()
+                        .and_then(|b| b.find(EntryKey(k)).map(|i| b.row(i)))
+                        .and_then(|r| r.facts);
+                    match facts {
+                        Some(f) => f.entry_type() == t || f.role == Some(t),
+                        None => {
+                            let v = session.value_or_unreadable(EntryKey(k))?;
+                            sa::entry_type(&v) == t || sa::role(&v) == Some(t)
+                        }
+                    }
+                }
+            };
+            if shown {
+                seen += 1;
+                if seen == n {
+                    return Ok(Some(EntryKey(k)));
+                }
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Warns on stderr when `--type` is none of pi's values (see

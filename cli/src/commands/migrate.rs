@@ -211,7 +211,7 @@ fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
         ));
     }
 
-    let (inputs, source) = default_inputs(&args.paths);
+    let (inputs, source) = default_inputs(&args.paths)?;
     match &source {
         Source::PiSessions(p) => eprintln!("migrating pi's session folder {}", p.display()),
         Source::Samples(p) => {
@@ -229,7 +229,25 @@ fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
         Source::Given => {}
     }
 
-    let (jobs, dir_errors) = plan_jobs(&inputs, &mode);
+    let (jobs, dir_errors, in_out) = plan_jobs(&inputs, &mode);
+    if let (Mode::Out(out), 1..) = (&mode, in_out) {
+        // What --out writes is not read again; said, as a folder given as its own --out
+        // would otherwise migrate nothing without a word.
+        let what = format!(
+            "{in_out} file{} inside the output folder {} left out (what --out writes is not \
+             migrated again)",
+            if in_out == 1 { "" } else { "s" },
+            out.display()
+        );
+        if jobs.is_empty() {
+            return Err(CommandError::with_hint(
+                anyhow!("nothing to migrate: {what}"),
+                "give --out a folder outside the inputs, or use --in-place (with backups) to \
+                 migrate files where they are",
+            ));
+        }
+        eprintln!("note: {what}");
+    }
     for (dir, e) in &dir_errors {
         eprintln!("error: cannot read folder {}: {e}", dir.display());
     }
@@ -352,11 +370,12 @@ fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
 }
 
 /// The files under the inputs, each with its target; duplicates and files inside the output
-/// folder are left out.
-fn plan_jobs(inputs: &[PathBuf], mode: &Mode) -> (Vec<Job>, Vec<(PathBuf, io::Error)>) {
+/// folder are left out (how many of the latter: the last member).
+fn plan_jobs(inputs: &[PathBuf], mode: &Mode) -> (Vec<Job>, Vec<(PathBuf, io::Error)>, usize) {
     let mut jobs = Vec::new();
     let mut errors = Vec::new();
     let mut seen = HashSet::new();
+    let mut in_out = 0usize;
     for input in inputs {
         let (files, errs) = session_files(std::slice::from_ref(input));
         errors.extend(errs);
@@ -365,6 +384,7 @@ fn plan_jobs(inputs: &[PathBuf], mode: &Mode) -> (Vec<Job>, Vec<(PathBuf, io::Er
             if let Mode::Out(out) = mode
                 && key.starts_with(out)
             {
+                in_out += 1;
                 continue;
             }
             if !seen.insert(key.clone()) {
@@ -389,7 +409,7 @@ fn plan_jobs(inputs: &[PathBuf], mode: &Mode) -> (Vec<Job>, Vec<(PathBuf, io::Er
             jobs.push(Job { src, target });
         }
     }
-    (jobs, errors)
+    (jobs, errors, in_out)
 }
 
 /// A progress bar on stderr when it is a terminal.

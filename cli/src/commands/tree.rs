@@ -145,6 +145,15 @@ fn draw(ui: &mut Ui, args: &TreeArgs, session: &Session) -> CommandResult {
     if ui.json {
         return write_json(ui, session, &tree, leaf, &labels);
     }
+    if tree.is_empty() {
+        // Nothing to draw; say why rather than print nothing (`--json` gives `[]`, as pi).
+        eprintln!(
+            "session {} ({}) has no entries: the file holds only its header",
+            safe(&session.record.session_id),
+            safe(&session.record.path)
+        );
+        return Ok(Outcome::Success);
+    }
     let active: Vec<bool> = match leaf {
         Some(l) => tree.marks(&session.snap.path_runs(l)?),
         None => vec![false; tree.len()],

@@ -24,18 +24,33 @@ pub fn samples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/sessions")
 }
 
-/// The paths to work on: the given ones, else pi's session folder, else the samples.
-pub fn default_inputs(given: &[PathBuf]) -> (Vec<PathBuf>, Source) {
+/// The paths to work on: the given ones, else pi's session folder, else (on a machine without
+/// pi, when no variable names the folder) the samples. A folder named by
+/// `$PI_CODING_AGENT_SESSION_DIR` or `$PI_CODING_AGENT_DIR` that does not exist is an error, not
+/// a reason to take the samples: a typo there must not fill the store with demo sessions.
+pub fn default_inputs(given: &[PathBuf]) -> Result<(Vec<PathBuf>, Source), CommandError> {
     if !given.is_empty() {
-        return (given.to_vec(), Source::Given);
+        return Ok((given.to_vec(), Source::Given));
     }
-    match pisess_formats::layout::session_root() {
-        Some(root) if root.is_dir() => (vec![root.clone()], Source::PiSessions(root)),
-        _ => {
-            let s = samples_dir();
-            (vec![s.clone()], Source::Samples(s))
-        }
+    let root = pisess_formats::layout::session_root();
+    if let Some(root) = root.filter(|r| r.is_dir()) {
+        return Ok((vec![root.clone()], Source::PiSessions(root)));
     }
+    let named = ["PI_CODING_AGENT_SESSION_DIR", "PI_CODING_AGENT_DIR"]
+        .into_iter()
+        .find(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    if let Some(var) = named {
+        let root = pisess_formats::layout::session_root().unwrap_or_default();
+        return Err(CommandError::with_hint(
+            anyhow!(
+                "pi's session folder {} (from ${var}) is not a folder that exists",
+                crate::ui::safe(&root.to_string_lossy())
+            ),
+            format!("check ${var}, or give the files or folders as arguments"),
+        ));
+    }
+    let s = samples_dir();
+    Ok((vec![s.clone()], Source::Samples(s)))
 }
 
 /// Every `.jsonl` file under the given paths (files as given; folders recursed, sorted),
