@@ -124,8 +124,9 @@ pub fn parse_age(s: &str) -> Result<i64, CommandError> {
 
 /// What `--since` accepts, for its error hint and help.
 pub const SINCE_FORMS: &str = "use a day YYYY-MM-DD (from its midnight UTC), an RFC 3339 time \
-     such as 2026-01-31T12:00:00Z or 2026-01-31T12:00:00+02:00 (an offset such as -05:30 is \
-     converted to UTC; a time without one is UTC), or an age such as 7d, 12h, 30m or 2w";
+     such as 2026-01-31T12:00:00Z or 2026-01-31T12:00:00+02:00 (seconds may be left out; an \
+     offset such as -05:30 is converted to UTC; a time without one is UTC), or an age such as \
+     7d, 12h, 30m or 2w";
 /// Parses the argument of a `--since` option: a day (`YYYY-MM-DD`, from its midnight UTC), an
 /// RFC 3339 time (`2026-01-31T12:00:00Z`, `2026-01-31T12:00:00.5+02:00`: the offset is taken
 /// off, giving UTC; without an offset the time is read as UTC), or an age counted back from now
@@ -148,6 +149,33 @@ pub fn parse_since(d: &str) -> Result<i64, CommandError> {
 /// A day the month does not have (2024-02-30) is refused, not rolled over as JavaScript does:
 /// the day read back from the time must be the day written (before any offset is applied).
 fn parse_time(t: &str) -> Option<i64> {
+    // Seconds may be left out (`2026-01-31T12:00Z`), as JavaScript's `Date` reads it: `:00`.
+    let full;
+    let t = match t.as_bytes() {
+        [
+            _,
+            _,
+            _,
+            _,
+            b'-',
+            _,
+            _,
+            b'-',
+            _,
+            _,
+            b'T' | b't' | b' ',
+            _,
+            _,
+            b':',
+            _,
+            _,
+            rest @ ..,
+        ] if matches!(rest, [] | [b'Z' | b'z'] | [b'+' | b'-', ..]) => {
+            full = format!("{}:00{}", &t[..16], &t[16..]);
+            full.as_str()
+        }
+        _ => t,
+    };
     let b = t.as_bytes();
     // RFC 3339's numeric offset (`+HH:MM`, `-HH:MM`) after a time; else `Z` or nothing (UTC).
     let (local, offset_min) = match b.len().checked_sub(6).map(|i| (i, &b[i..])) {
@@ -307,6 +335,15 @@ mod tests {
             parse_since("2026-01-02T03:04:05.250+02:00").ok(),
             Some(utc + 250)
         );
+        // Without seconds, as JavaScript's `Date` reads it.
+        for same in [
+            "2026-01-02T01:04Z",
+            "2026-01-02T01:04",
+            "2026-01-02T03:04+02:00",
+        ] {
+            assert_eq!(parse_since(same).ok(), Some(utc - 5_000), "{same}");
+        }
+        assert!(parse_since("2026-01-02T01:04.5Z").is_err());
         // An offset can carry the time across a day, a month or a year.
         assert_eq!(
             parse_since("2025-12-31T23:30:00-01:00").ok(),
