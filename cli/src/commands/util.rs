@@ -151,26 +151,28 @@ pub fn parse_since(d: &str) -> Result<i64, CommandError> {
 fn parse_time(t: &str) -> Option<i64> {
     // Seconds may be left out (`2026-01-31T12:00Z`), as JavaScript's `Date` reads it: `:00`.
     let full;
-    let t = match t.as_bytes() {
-        [
-            _,
-            _,
-            _,
-            _,
-            b'-',
-            _,
-            _,
-            b'-',
-            _,
-            _,
-            b'T' | b't' | b' ',
-            _,
-            _,
-            b':',
-            _,
-            _,
-            rest @ ..,
-        ] if matches!(rest, [] | [b'Z' | b'z'] | [b'+' | b'-', ..]) => {
+    let t = match t.as_bytes().split_at_checked(16) {
+        Some((
+            [
+                _,
+                _,
+                _,
+                _,
+                b'-',
+                _,
+                _,
+                b'-',
+                _,
+                _,
+                b'T' | b't' | b' ',
+                _,
+                _,
+                b':',
+                _,
+                _,
+            ],
+            [] | [b'Z' | b'z'] | [b'+' | b'-', ..],
+        )) => {
             full = format!("{}:00{}", &t[..16], &t[16..]);
             full.as_str()
         }
