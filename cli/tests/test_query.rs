@@ -697,10 +697,23 @@ struct Scan {
     cost: f64,
 }
 
+/// pi's `getSessionStats` (agent-session.js, pi 1.6): usage of `usage` entries, of compactions
+/// and branch summaries that have one, of tool results that have one, and of every assistant
+/// message; tokens total = input + output + cacheRead + cacheWrite.
 fn scan<'a>(entries: impl Iterator<Item = &'a Value>) -> Scan {
     let mut s = Scan::default();
+    let add = |s: &mut Scan, u: &Value| {
+        let n = |k: &str| u[k].as_u64().unwrap_or(0);
+        s.input += n("input");
+        s.output += n("output");
+        s.total += n("input") + n("output") + n("cacheRead") + n("cacheWrite");
+        s.cost += u["cost"]["total"].as_f64().unwrap_or(0.0);
+    };
     for v in entries {
         s.entries += 1;
+        if v["type"] == "usage" || v["type"] == "compaction" || v["type"] == "branch_summary" {
+            add(&mut s, &v["usage"]);
+        }
         if v["type"] != "message" {
             continue;
         }
@@ -713,11 +726,9 @@ fn scan<'a>(entries: impl Iterator<Item = &'a Value>) -> Scan {
                     .or_default() += 1;
             }
         }
-        let u = &m["usage"];
-        s.input += u["input"].as_u64().unwrap_or(0);
-        s.output += u["output"].as_u64().unwrap_or(0);
-        s.total += u["totalTokens"].as_u64().unwrap_or(0);
-        s.cost += u["cost"]["total"].as_f64().unwrap_or(0.0);
+        if m["role"] == "assistant" || m["role"] == "toolResult" {
+            add(&mut s, &m["usage"]);
+        }
     }
     s
 }
@@ -1827,4 +1838,39 @@ fn unknown_roles_and_types_that_match_nothing_get_a_warning() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("cccc0001"), "{}", r.stdout);
     assert!(r.stderr.is_empty(), "{}", r.stderr);
+}
+
+/// `stats --by day` groups by the UTC day of each time as JavaScript reads it: an offset moves
+/// a late evening to the next day, and second 60 is no time (the key was the text's first ten
+/// characters).
+#[test]
+fn stats_by_day_uses_the_utc_day_of_each_time() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("day.jsonl");
+    let lines = [
+        r#"{"type":"session","version":3,"id":"00000000-0000-4000-8000-0000000000d1","timestamp":"2026-03-01T00:00:00.000Z","cwd":"/p"}"#,
+        r#"{"type":"message","id":"d0000001","parentId":null,"timestamp":"2026-03-01T23:30:00-05:00","message":{"role":"user","content":"late","timestamp":1772425800000}}"#,
+        r#"{"type":"message","id":"d0000002","parentId":"d0000001","timestamp":"2026-03-01T23:59:60Z","message":{"role":"user","content":"leap","timestamp":1772425800000}}"#,
+        r#"{"type":"message","id":"d0000003","parentId":"d0000002","timestamp":"2026-03-01T10:00:00.000Z","message":{"role":"user","content":"day","timestamp":1772359200000}}"#,
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let got = json_lines(
+        &env,
+        &["stats", file.to_str().unwrap(), "--by", "day", "--json"],
+        0,
+    );
+    let days: HashMap<String, u64> = got[..got.len() - 1]
+        .iter()
+        .map(|g| {
+            (
+                g["key"].as_str().unwrap().to_owned(),
+                g["entries"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: HashMap<String, u64> = [("2026-03-02", 1), ("-", 1), ("2026-03-01", 1)]
+        .into_iter()
+        .map(|(k, n)| (k.to_owned(), n))
+        .collect();
+    assert_eq!(days, want);
 }

@@ -2,7 +2,10 @@
 //! and cost, from the store.
 //!
 //! Invariants:
-//! - tokens and cost are read from assistant messages' `usage` as pi wrote it, never estimated;
+//! - tokens and cost are pi's `getSessionStats`: the `usage` pi wrote (never estimated) of
+//!   assistant messages, tool results that carry one, `usage` entries, and compactions and
+//!   branch summaries that carry one; the total is input + output + cache read + cache write
+//!   (a `usage.totalTokens` is not read: older files lack it);
 //! - an entry shared by a fork and its parent is counted once. A fork (pi's
 //!   `createBranchedSession`) copies the entries of the path it forks byte for byte, ids and
 //!   timestamps included, so an entry's identity is (id, timestamp, blake3 of its JSON text):
@@ -89,7 +92,14 @@ impl Counts {
     fn add_entry(&mut self, session: SessionKey, v: &Value) {
         self.sessions.insert(session);
         self.entries += 1;
-        if v.get("type").and_then(Value::as_str) != Some("message") {
+        let kind = v.get("type").and_then(Value::as_str);
+        if matches!(kind, Some("usage" | "compaction" | "branch_summary")) {
+            if let Some(u) = v.get("usage") {
+                self.add_usage(u);
+            }
+            return;
+        }
+        if kind != Some("message") {
             return;
         }
         self.messages += 1;
@@ -107,19 +117,28 @@ impl Counts {
                 }
             }
         }
-        if let Some(u) = m.get("usage") {
-            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            self.input += n("input");
-            self.output += n("output");
-            self.cache_read += n("cacheRead");
-            self.cache_write += n("cacheWrite");
-            self.total_tokens += n("totalTokens");
-            self.cost += u
-                .get("cost")
-                .and_then(|c| c.get("total"))
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0);
+        if matches!(role, "assistant" | "toolResult")
+            && let Some(u) = m.get("usage")
+        {
+            self.add_usage(u);
         }
+    }
+
+    /// One `usage` object, as pi's `addUsageToTotals` adds it.
+    fn add_usage(&mut self, u: &Value) {
+        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let (input, output, read, write) =
+            (n("input"), n("output"), n("cacheRead"), n("cacheWrite"));
+        self.input += input;
+        self.output += output;
+        self.cache_read += read;
+        self.cache_write += write;
+        self.total_tokens += input + output + read + write;
+        self.cost += u
+            .get("cost")
+            .and_then(|c| c.get("total"))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
     }
 
     fn merge(&mut self, o: &Self) {
@@ -428,12 +447,17 @@ fn entry_model(v: &Value) -> Option<String> {
 fn group_key(by: Option<By>, v: &Value, model: &str, session: &str) -> String {
     match by {
         None => String::new(),
-        Some(By::Day) => v
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .and_then(|t| t.get(..10))
-            .unwrap_or("-")
-            .to_owned(),
+        // The UTC day of the time as JavaScript's `Date` reads it (an offset is applied; a time
+        // `Date` cannot read, such as second 60, is no day).
+        Some(By::Day) => {
+            pisess_engine::agent::js::date_ms(v.get("timestamp").filter(|t| t.is_string()))
+                .as_f64()
+                .map_or_else(
+                    || "-".to_owned(),
+                    #[allow(clippy::cast_possible_truncation)]
+                    |ms| pisess_engine::export::ms_to_iso(ms as i64)[..10].to_owned(),
+                )
+        }
         Some(By::Model) => model.to_owned(),
         Some(By::Session) => session.to_owned(),
     }
