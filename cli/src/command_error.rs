@@ -86,6 +86,17 @@ impl CommandError {
         }
         if let Some(h) = &self.hint {
             eprintln!("hint: {h}");
+        } else if self.error.chain().any(|c| {
+            c.downcast_ref::<pisess_engine::StoreError>()
+                .is_some_and(pisess_engine::StoreError::is_damage)
+        }) {
+            let store = pisess_engine::default_store_path()
+                .map_or_else(|_| "the store".to_owned(), |p| p.display().to_string());
+            eprintln!(
+                "hint: the store file is damaged; keep it (it may hold the only copy of sessions \
+                 whose files are gone) and build a new one from the session files: \
+                 `mv {store} {store}.damaged && pisess import`"
+            );
         }
     }
 }

@@ -370,3 +370,36 @@ fn a_reader_that_stops_early_changes_neither_the_status_nor_the_repair() {
         remove_ids();
     }
 }
+
+/// A store file damaged under pisess (cut short, as a failed copy leaves it): every command
+/// fails, and now says what to do — keep the file, build a new store from the session files —
+/// where it used to print redb's message alone.
+#[test]
+fn a_damaged_store_gets_a_hint_to_rebuild_it() {
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let f = fixture("sessions/04-many-branches.jsonl");
+    let out = env
+        .pisess()
+        .args(["import", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let len = std::fs::metadata(&store).unwrap().len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&store)
+        .unwrap();
+    file.set_len(len / 2).unwrap();
+    drop(file);
+    for args in [&["ls"][..], &["verify"], &["log", "019fa7f3"]] {
+        let out = env.pisess().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("hint: the store file is damaged"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(".damaged && pisess import"), "{args:?}: {err}");
+    }
+}

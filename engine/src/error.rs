@@ -176,6 +176,17 @@ via_redb!(
 
 impl StoreError {
     /// Converts a database-open error, recognising a store held by another process.
+    /// Whether this says the store file itself is damaged: redb found it corrupt (flipped
+    /// bytes, a truncated file), a stored record or block of rows does not validate, or the
+    /// tables disagree. Not a fault of a session file, nor of the machine (a full disk).
+    pub fn is_damage(&self) -> bool {
+        match self {
+            Self::Redb(e) | Self::Open { source: e, .. } => matches!(e, redb::Error::Corrupted(_)),
+            Self::CorruptRecord { .. } | Self::CorruptBlock { .. } | Self::Inconsistent(_) => true,
+            _ => false,
+        }
+    }
+
     pub(crate) fn from_open(e: redb::DatabaseError, path: &std::path::Path) -> Self {
         match e {
             redb::DatabaseError::DatabaseAlreadyOpen => Self::Busy {
