@@ -1874,3 +1874,30 @@ fn stats_by_day_uses_the_utc_day_of_each_time() {
         .collect();
     assert_eq!(days, want);
 }
+
+/// A path holding glob characters (`app/[id]/page.tsx`, a Next.js route) is found as written:
+/// the query is a glob and, as git's pathspecs, also the literal path (the glob's `[id]`
+/// alone is a character class and found nothing).
+#[test]
+fn a_path_with_glob_characters_is_also_matched_as_written() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("g.jsonl");
+    let lines = [
+        r#"{"type":"session","version":3,"id":"00000000-0000-4000-8000-0000000000a7","timestamp":"2026-03-01T00:00:00.000Z","cwd":"/p"}"#,
+        r#"{"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-03-01T10:00:00.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"t1","name":"read","arguments":{"path":"app/[id]/page.tsx"}}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1772359200000}}"#,
+        r#"{"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"2026-03-01T10:00:01.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"t2","name":"read","arguments":{"path":"app/i/page.tsx"}}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1772359201000}}"#,
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let f = file.to_str().unwrap();
+    let ids = |q: &str| -> Vec<String> {
+        let mut v: Vec<String> = json_lines(&env, &["--json", "files", q, "--session", f], 0)
+            .iter()
+            .map(|h| h["entry"].as_str().unwrap().to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    // Both: the literal path, and `app/i/page.tsx`, which the class `[id]` matches.
+    assert_eq!(ids("app/[id]/page.tsx"), ["a0000001", "a0000002"]);
+    assert_eq!(ids("app/\\[id\\]/page.tsx"), ["a0000001"]);
+}

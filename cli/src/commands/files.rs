@@ -1,7 +1,8 @@
 //! `pisess files PATH_OR_GLOB`: which tool calls read or changed a path.
 //!
-//! A query with glob characters is a glob; otherwise it matches the path exactly and every
-//! path under it (as a folder), both as written and resolved against the current folder.
+//! A query matches the path exactly and every path under it (as a folder), both as written
+//! and resolved against the current folder; one with glob characters is also a glob (the
+//! union: `app/[id]/page.tsx` finds that path, as git's pathspecs do).
 //! An absolute query is normalised as a relative one is (`..`, `.`, `//`), as the index
 //! normalises the paths it resolves ([`pisess_engine::files::normalize`]); an empty one is
 //! refused. Exit 1 when nothing is found. With `-l` (`-c`), each session with a hit is listed
@@ -101,10 +102,13 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
     };
     let q = args.path.as_str();
     let abs;
-    let mut queries = Vec::with_capacity(2);
+    let mut queries = Vec::with_capacity(3);
     if q.contains(['*', '?', '[', '{']) {
         queries.push(FileQuery::Glob(q));
-    } else {
+    }
+    // Also as written, as git matches a pathspec literally as well as a glob: a path such as
+    // `app/[id]/page.tsx` is found though `[id]` is a character class to the glob.
+    {
         queries.push(FileQuery::Under(q));
         // Resolved and normalised as the index resolves the paths it records: a relative
         // query against the current folder, an absolute one as it is (`a/../b`, `./`, `//`).
