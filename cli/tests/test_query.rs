@@ -1186,6 +1186,11 @@ fn completions_and_man_pages() {
     let man = out(&env, &["man"], 0);
     assert!(man.contains(".TH pisess 1"), "{man}");
     assert!(man.contains("grep"));
+    // NAME does not repeat the program's name ("pisess \- pisess: inspect…").
+    assert!(
+        man.contains("\n.SH NAME\npisess \\- inspect, query"),
+        "{man}"
+    );
     let log = out(&env, &["man", "log"], 0);
     assert!(log.contains(".TH pisess-log 1"), "{log}");
     assert!(log.contains("\\-\\-all"), "{log}");

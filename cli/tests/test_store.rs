@@ -269,3 +269,33 @@ fn a_session_folder_named_by_a_variable_must_exist() {
         samples
     );
 }
+
+/// A re-import of a folder from which a session file was removed says so in its human summary
+/// too (only `--json` had `gone`), as rsync and git say what left.
+#[test]
+fn an_import_says_which_sessions_left_the_folder() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in ["01-tiny", "04-many-branches"] {
+        std::fs::copy(
+            fixture(&format!("sessions/{n}.jsonl")),
+            dir.join(format!("{n}.jsonl")),
+        )
+        .unwrap();
+    }
+    let d = dir.to_str().unwrap();
+    let out = env.pisess().args(["import", d]).output().unwrap();
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("gone"));
+    std::fs::remove_file(dir.join("01-tiny.jsonl")).unwrap();
+    let out = env.pisess().args(["import", d]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("gone: 1 session whose file is no longer in the folder"),
+        "{text}"
+    );
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}

@@ -112,6 +112,17 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
         row.push(format!("{:.2}s", elapsed.as_secs_f64()));
         t.add_row(row);
         writeln!(ui.out(), "{t}")?;
+        if report.gone > 0 {
+            // As rsync or git say what left: the sessions stay in the store, marked gone.
+            writeln!(
+                ui.out(),
+                "gone: {} session{} whose file is no longer in the folder{} (kept in the store, \
+                 left out of `pisess ls`)",
+                report.gone,
+                if report.gone == 1 { "" } else { "s" },
+                if report.gone == 1 { "" } else { "s" },
+            )?;
+        }
     }
     Ok(if report.count(FileOutcome::Failed) > 0 {
         Outcome::PartialFailure

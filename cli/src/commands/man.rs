@@ -26,7 +26,15 @@ pub fn cmd_man(ui: &mut Ui, args: &ManArgs) -> CommandResult {
     let mut root = Args::command();
     root.build();
     let page = match &args.command {
-        None => root,
+        // NAME reads "pisess - inspect, …": the help's first line names the program already.
+        None => {
+            let about = root
+                .get_about()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let about = about.strip_prefix("pisess: ").unwrap_or(&about).to_owned();
+            root.about(about)
+        }
         Some(name) => {
             let names: Vec<String> = root
                 .get_subcommands()
