@@ -1906,3 +1906,66 @@ fn a_path_with_glob_characters_is_also_matched_as_written() {
     assert_eq!(ids("app/[id]/page.tsx"), ["a0000001", "a0000002"]);
     assert_eq!(ids("app/\\[id\\]/page.tsx"), ["a0000001"]);
 }
+
+/// A relative glob is also matched against the resolved paths, resolved from the current
+/// folder as a relative path query is: `src/**` run in the project finds `./src/a.rs`, an
+/// absolute path into the project's `src` and `@src/d.rs` (pi's tools drop the `@`), not the
+/// project's `docs`; run elsewhere it finds only the path written `src/…`. A path under
+/// `$HOME` also finds what a session outside any home folder wrote as `~/…`.
+#[test]
+fn a_relative_glob_is_resolved_from_the_current_folder_as_a_path_is() {
+    let env = TestEnv::new();
+    let project = env.home.path().join("work/proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let proj = project.to_str().unwrap();
+    let call = |n: u32, path: &str| {
+        let parent = if n == 1 {
+            "null".to_owned()
+        } else {
+            format!("\"a000000{}\"", n - 1)
+        };
+        format!(
+            r#"{{"type":"message","id":"a000000{n}","parentId":{parent},"timestamp":"2026-03-01T10:00:0{n}.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"t{n}","name":"read","arguments":{{"path":"{path}"}}}}],"provider":"p","model":"m","usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"toolUse","timestamp":1772359200000}}}}"#
+        )
+    };
+    let lines = [
+        format!(
+            r#"{{"type":"session","version":3,"id":"00000000-0000-4000-8000-0000000000b1","timestamp":"2026-03-01T00:00:00.000Z","cwd":"{proj}"}}"#
+        ),
+        call(1, "./src/a.rs"),
+        call(2, &format!("{proj}/src/b.rs")),
+        call(3, "src/c.rs"),
+        call(4, "@src/d.rs"),
+        call(5, "docs/x.md"),
+        call(6, "~/notes.md"),
+    ];
+    let file = env.home.path().join("g.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let f = file.to_str().unwrap();
+    let ids = |q: &str, dir: &Path| -> Vec<String> {
+        let r = crate::common::run_in(&env, &["--json", "files", q, "--session", f], Some(dir));
+        assert!(r.code == 0 || r.code == 1, "{q}: {}", r.stderr);
+        let mut v: Vec<String> = r
+            .stdout
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["entry"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let in_project = ["a0000001", "a0000002", "a0000003", "a0000004"];
+    assert_eq!(ids("src/**", &project), in_project);
+    assert_eq!(ids("src/*.rs", &project), in_project);
+    assert_eq!(ids("src", &project), in_project);
+    assert_eq!(ids("src/**", env.home.path()), ["a0000003"]);
+    // The session's cwd lies outside any home folder, so `~/notes.md` stays as written; the
+    // query's `$HOME/notes.md` (as the shell expands `~/notes.md`) finds it.
+    let home_notes = env.home.path().join("notes.md");
+    assert_eq!(ids(home_notes.to_str().unwrap(), &project), ["a0000006"]);
+    assert_eq!(ids("~/notes.md", &project), ["a0000006"]);
+}

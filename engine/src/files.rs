@@ -23,9 +23,10 @@
 //!   its hits alone, whatever imports wrote them (an append adds to the chunk it falls in, so
 //!   an append to a long session adds or rewrites only the last chunks), so verify and repair
 //!   compare them byte for byte;
-//! - the resolved path (the path as written resolved against the session `cwd` and normalised
-//!   lexically, [`normalize`]: `.`, `..`, duplicate slashes; no filesystem access; a session's
-//!   `cwd` never changes while its rows exist) is not stored with the hits: a query computes it
+//! - the resolved path (the path as written resolved against the session `cwd` as pi's tools
+//!   resolve it, [`resolve`]: a leading `@` dropped, `~` expanded, then normalised lexically:
+//!   `.`, `..`, duplicate slashes; no filesystem access; a function of the path and the cwd
+//!   alone, and a session's `cwd` never changes while its rows exist) is not stored with the hits: a query computes it
 //!   once per (path, session), and `file_resolved` maps each resolved path that differs from
 //!   its path as written to (session, path as written), so a query on resolved paths finds the
 //!   blocks without any hit data stored twice; `file_session_paths` lists each session's paths
@@ -337,6 +338,65 @@ fn call_op(
         path: path.into_owned(),
         status,
     })
+}
+
+/// The path a file tool of pi's touched for `path` written in a session whose `cwd` is `cwd`:
+/// pi's tools strip one leading `@`, turn Unicode spaces (U+00A0, U+2000–U+200A, U+202F,
+/// U+205F, U+3000) into plain ones and expand `~` and `~/…` to the home folder before they
+/// resolve against the cwd; then [`normalize`]. The home folder is the one the cwd lies in
+/// ([`home_of`]); when the cwd lies in none, `~` is left as written (not joined to the cwd).
+/// A function of its arguments alone: the index stores what it returns, and recomputes it to
+/// find and remove those rows.
+pub fn resolve(cwd: &str, path: &str) -> String {
+    let bare = path.strip_prefix('@').unwrap_or(path);
+    let spaced;
+    let bare = if bare.chars().any(is_unicode_space) {
+        spaced = bare
+            .chars()
+            .map(|c| if is_unicode_space(c) { ' ' } else { c })
+            .collect::<String>();
+        spaced.as_str()
+    } else {
+        bare
+    };
+    let rest = match bare.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ => return normalize(cwd, bare),
+    };
+    match home_of(cwd) {
+        Some(home) => normalize("", &format!("{home}{rest}")),
+        None => normalize("", bare),
+    }
+}
+
+/// The spaces pi's path handling turns into U+0020.
+fn is_unicode_space(c: char) -> bool {
+    matches!(
+        c,
+        '\u{a0}' | '\u{2000}'..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}'
+    )
+}
+
+/// The home folder an absolute `cwd` lies in, when its form says so: `/root`, `/home/NAME` or
+/// `/Users/NAME` (Linux and macOS). pi expands `~` to the home folder of the machine it ran
+/// on, which a session does not record; its cwd is nearly always inside it.
+pub fn home_of(cwd: &str) -> Option<&str> {
+    let mut parts = cwd.split('/');
+    if parts.next() != Some("") {
+        return None;
+    }
+    let first = parts.next()?;
+    let end = match first {
+        "root" => 1 + first.len(),
+        "home" | "Users" => {
+            let name = parts
+                .next()
+                .filter(|n| !n.is_empty() && *n != "." && *n != "..")?;
+            2 + first.len() + name.len()
+        }
+        _ => return None,
+    };
+    cwd.get(..end)
 }
 
 /// `path` resolved against `cwd` (when relative) and normalised lexically: empty and `.`
@@ -749,7 +809,7 @@ impl Writer<'_> {
                 .paths
                 .get(op.path.as_str())
                 .is_some_and(|m| m.contains_key(&s.0));
-            let resolved = (!known).then(|| normalize(cwd, &op.path));
+            let resolved = (!known).then(|| resolve(cwd, &op.path));
             let hit = BlockHit {
                 entry: key,
                 index: i,
@@ -946,6 +1006,49 @@ impl Writer<'_> {
     }
 }
 
+/// Rewrites the `file_resolved` rows that schema 13 resolved differently (paths written with
+/// a leading `@`, a `~` or a Unicode space, which it joined to the cwd as they were: see
+/// [`resolve`]); returns how many paths changed. Run once, in the transaction that moves a
+/// schema-13 store to 14.
+pub(crate) fn upgrade_resolved_from_13(tx: &redb::WriteTransaction) -> Result<u64, StoreError> {
+    let differs = |p: &str| p.starts_with(['@', '~']) || p.chars().any(is_unicode_space);
+    let mut pairs = Vec::new();
+    for row in tx.open_table(FILE_SESSION_PATHS)?.iter()? {
+        let (k, _) = row?;
+        let (s, p) = k.value();
+        if differs(p) {
+            pairs.push((s, p.to_owned()));
+        }
+    }
+    let sessions = tx.open_table(crate::schema::SESSIONS)?;
+    let mut resolved = tx.open_table(FILE_RESOLVED)?;
+    let mut cwd: Option<(u64, String)> = None;
+    let mut changed = 0;
+    for (s, p) in &pairs {
+        if cwd.as_ref().is_none_or(|c| c.0 != *s) {
+            let rec = match sessions.get(*s)? {
+                Some(r) => crate::record::decode_session(r.value().bytes(), *s)?,
+                // A path row without its session: verify reports it; nothing to resolve.
+                None => continue,
+            };
+            cwd = Some((*s, rec.cwd));
+        }
+        let c = cwd.as_ref().map_or("", |c| c.1.as_str());
+        let (old, new) = (normalize(c, p), resolve(c, p));
+        if old == new {
+            continue;
+        }
+        if old != *p {
+            resolved.remove((old.as_str(), *s, p.as_str()))?;
+        }
+        if new != *p {
+            resolved.insert((new.as_str(), *s, p.as_str()), ())?;
+        }
+        changed += 1;
+    }
+    Ok(changed)
+}
+
 /// Removes a session's operations and tool results (`cwd` is the session's, which resolved
 /// its paths).
 pub(crate) fn delete_session_ops(
@@ -973,7 +1076,7 @@ pub(crate) fn delete_session_ops(
         let p = p.as_str();
         w.file_hits
             .retain_in((p, s.0, 0)..=(p, s.0, u64::MAX), |_, _| false)?;
-        let r = normalize(cwd, p);
+        let r = resolve(cwd, p);
         if r != p {
             w.file_resolved.remove((r.as_str(), s.0, p))?;
         }
@@ -1709,7 +1812,7 @@ impl<'s> FileScan<'s> {
                     let r = match b.resolved {
                         Some(r) => push_span(&mut arena, self.path(r)?.as_bytes())?,
                         None => {
-                            let r = normalize(cwds.get(self.snap, b.session)?, p);
+                            let r = resolve(cwds.get(self.snap, b.session)?, p);
                             if r == p {
                                 x
                             } else {
@@ -2061,7 +2164,7 @@ impl<'s> FileScan<'s> {
                 Some(r) => self.path(r)?,
                 None => {
                     let cwd = facts.get(fact).map_or("", |x| x.1.cwd.as_str());
-                    norm = normalize(cwd, p);
+                    norm = resolve(cwd, p);
                     norm.as_str()
                 }
             };

@@ -2,7 +2,10 @@
 //!
 //! Invariants:
 //! - a store is only used after its `meta.schema_version` has been checked: a newer version is
-//!   refused ([`StoreError::NewerSchema`]) and never read further;
+//!   refused ([`StoreError::NewerSchema`]) and never read further; an older one is refused
+//!   ([`StoreError::OlderSchema`]), except [`schema::UPGRADABLE_FROM`], which the first open
+//!   that can write upgrades in place, in one transaction (a read-only open reopens writable
+//!   for it, as for a store that needs a repair);
 //! - opening for writing creates every table in one transaction, so a fresh store is complete;
 //! - a store held by another process gives [`StoreError::Busy`] (redb's exclusive-writer lock),
 //!   naming the holder where the system says ([`crate::holder`]);
@@ -219,6 +222,8 @@ impl Store {
         let rtx = self.db.begin_read()?;
         match rtx.open_table(META) {
             Ok(meta) => match meta.get(META_SCHEMA)? {
+                // Upgraded in place by the first writable open (`init`).
+                Some(v) if v.value() == schema::UPGRADABLE_FROM => Ok(false),
                 Some(v) => {
                     self.check_version(v.value())?;
                     Ok(true)
@@ -305,6 +310,10 @@ impl Store {
             let mut meta = tx.open_table(META)?;
             let found = meta.get(META_SCHEMA)?.map(|v| v.value());
             match found {
+                Some(schema::UPGRADABLE_FROM) => {
+                    crate::files::upgrade_resolved_from_13(&tx)?;
+                    meta.insert(META_SCHEMA, SCHEMA_VERSION)?;
+                }
                 Some(v) => self.check_version(v)?,
                 None => {
                     meta.insert(META_SCHEMA, SCHEMA_VERSION)?;
@@ -538,14 +547,14 @@ mod tests {
             let tx = store.writer_db().unwrap().begin_write().unwrap();
             tx.open_table(META)
                 .unwrap()
-                .insert(META_SCHEMA, SCHEMA_VERSION - 1)
+                .insert(META_SCHEMA, schema::UPGRADABLE_FROM - 1)
                 .unwrap();
             tx.commit().unwrap();
         }
         store.close().unwrap();
         let err = Store::open(&path).unwrap_err();
         assert!(
-            matches!(err, StoreError::OlderSchema { found, .. } if found == SCHEMA_VERSION - 1),
+            matches!(err, StoreError::OlderSchema { found, .. } if found == schema::UPGRADABLE_FROM - 1),
             "{err}"
         );
         let msg = err.to_string();
@@ -560,8 +569,107 @@ mod tests {
         let meta = rtx.open_table(META).unwrap();
         assert_eq!(
             meta.get(META_SCHEMA).unwrap().map(|v| v.value()),
-            Some(SCHEMA_VERSION - 1)
+            Some(schema::UPGRADABLE_FROM - 1)
         );
+    }
+
+    /// A store of schema 13 resolved `@…`, `~…` and Unicode-spaced paths by joining them to
+    /// the cwd as written; its first open (even a read-only one) rewrites those rows to what
+    /// schema 14 stores, verify then finds nothing wrong, and queries find the pi paths.
+    #[test]
+    fn a_schema_13_store_is_upgraded_in_place() {
+        use crate::files::{FILE_RESOLVED, normalize, resolve};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb");
+        let session = dir.path().join("s.jsonl");
+        let header = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/home/u/proj"}"#;
+        let mut lines = vec![header.to_owned()];
+        let written = [
+            "@src/a.rs",
+            "~/notes.md",
+            "src/plain.rs",
+            r"a\u00a0b.txt",
+            "~x/y",
+        ];
+        for (i, p) in written.iter().enumerate() {
+            let parent = if i == 0 {
+                "null".to_owned()
+            } else {
+                format!("\"e{}\"", i - 1)
+            };
+            lines.push(format!(
+                r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:0{i}.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"c{i}","name":"read","arguments":{{"path":"{p}"}}}}],"timestamp":{i}}}}}"#
+            ));
+        }
+        std::fs::write(&session, lines.join("\n") + "\n").unwrap();
+        let cwd = "/home/u/proj";
+        let paths = [
+            "@src/a.rs",
+            "~/notes.md",
+            "src/plain.rs",
+            "a\u{a0}b.txt",
+            "~x/y",
+        ];
+        let want = [
+            "/home/u/proj/src/a.rs",
+            "/home/u/notes.md",
+            "/home/u/proj/src/plain.rs",
+            "/home/u/proj/a b.txt",
+            "/home/u/proj/~x/y",
+        ];
+        for (p, w) in paths.iter().zip(want) {
+            assert_eq!(resolve(cwd, p), w, "{p}");
+        }
+        let store = Store::open(&path).unwrap();
+        assert!(store.import_file(&session).unwrap().error.is_none());
+        let digest = store.content_digest().unwrap();
+        let key = store
+            .snapshot()
+            .unwrap()
+            .session_by_path(&session)
+            .unwrap()
+            .unwrap()
+            .0;
+        // Back to what schema 13 wrote.
+        {
+            let tx = store.writer_db().unwrap().begin_write().unwrap();
+            {
+                let mut resolved = tx.open_table(FILE_RESOLVED).unwrap();
+                for p in paths {
+                    let (old, new) = (normalize(cwd, p), resolve(cwd, p));
+                    if new != p {
+                        assert!(
+                            resolved.remove((new.as_str(), key, p)).unwrap().is_some(),
+                            "{p}"
+                        );
+                    }
+                    if old != p {
+                        resolved.insert((old.as_str(), key, p), ()).unwrap();
+                    }
+                }
+                tx.open_table(META)
+                    .unwrap()
+                    .insert(META_SCHEMA, schema::UPGRADABLE_FROM)
+                    .unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        assert_ne!(store.content_digest().unwrap(), digest);
+        store.close().unwrap();
+        let mut store = Store::open_read_only(&path).unwrap();
+        assert!(store.is_writable(), "the upgrade needs a writable open");
+        assert_eq!(store.content_digest().unwrap(), digest);
+        let report = store.verify().unwrap();
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        let snap = store.snapshot().unwrap();
+        for w in want {
+            let hits = snap.files_exact(w, &Default::default()).unwrap();
+            assert_eq!(hits.len(), 1, "{w}");
+        }
+        drop(snap);
+        store.close().unwrap();
+        // Opened again, it is simply current.
+        assert!(!Store::open_read_only(&path).unwrap().is_writable());
     }
 
     #[test]

@@ -56,8 +56,10 @@ fn file_hits_equal_an_independent_scan() {
             session: Some(s),
             ..Default::default()
         };
+        for h in &got {
+            assert_eq!(h.resolved, crate::tool_scan::resolve_like_pi(&cwd, &h.path));
+        }
         for h in got.iter().take(50) {
-            assert_eq!(h.resolved, pisess_engine::files::normalize(&cwd, &h.path));
             for q in [&h.path, &h.resolved] {
                 let by_path = snap.files_exact(q, &only).unwrap();
                 assert!(by_path.contains(h), "{}: exact {q}", p.display());
@@ -363,6 +365,89 @@ fn a_worker_that_panics_does_not_strand_the_writer() {
         panicked, 1,
         "the calling thread took the second chunk every time"
     );
+}
+
+/// Paths written as pi's file tools accept them (`@src/a.rs`, `~/x`, Unicode spaces, `~` in
+/// a cwd outside any home) are resolved as those tools resolve them, and found by that path.
+#[test]
+fn paths_are_resolved_as_pi_tools_resolve_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store.redb")).unwrap();
+    let written = [
+        "@src/a.rs",
+        "~/notes.md",
+        "~",
+        "~x/y",
+        "@~/n.txt",
+        "@@twice",
+        "./src/../b.rs",
+        r"a\u00a0b\u3000c.txt",
+        "/abs/@x",
+    ];
+    let mut files = Vec::new();
+    for (n, cwd) in ["/home/u/proj", "/Users/ann/w/p", "/root", "/work/p", "/"]
+        .iter()
+        .enumerate()
+    {
+        let mut text = format!(
+            r#"{{"type":"session","version":3,"id":"s{n}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"{cwd}"}}"#
+        );
+        for (i, p) in written.iter().enumerate() {
+            let parent = if i == 0 {
+                "null".to_owned()
+            } else {
+                format!("\"e{}\"", i - 1)
+            };
+            text.push_str(&format!(
+                "\n{{\"type\":\"message\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"toolCall\",\"id\":\"c{i}\",\"name\":\"edit\",\"arguments\":{{\"path\":\"{p}\"}}}}],\"timestamp\":1}}}}"
+            ));
+        }
+        text.push('\n');
+        let f = dir.path().join(format!("s{n}.jsonl"));
+        std::fs::write(&f, text).unwrap();
+        files.push((f, cwd.to_string()));
+    }
+    for (f, _) in &files {
+        let r = store.import_file(f).unwrap();
+        assert!(r.error.is_none(), "{:?}", r.error);
+    }
+    let snap = store.snapshot().unwrap();
+    let mut expanded = 0;
+    for (f, cwd) in &files {
+        let s = snap.session_by_path(f).unwrap().unwrap();
+        let got = snap.files_of_session(s).unwrap();
+        let (want, _) = scan(f);
+        assert_eq!(got.iter().map(tuple).collect::<Vec<_>>(), want);
+        assert_eq!(got.len(), written.len());
+        let only = FileFilter {
+            session: Some(s),
+            ..Default::default()
+        };
+        for h in &got {
+            let r = crate::tool_scan::resolve_like_pi(cwd, &h.path);
+            assert_eq!(h.resolved, r, "{cwd} {}", h.path);
+            if (h.path == "~" || h.path.starts_with("~/")) && !r.starts_with('~') {
+                expanded += 1;
+            }
+            for q in [&h.path, &h.resolved] {
+                assert!(
+                    snap.files_exact(q, &only).unwrap().contains(h),
+                    "{cwd}: {q}"
+                );
+            }
+        }
+    }
+    // `~` and `~/notes.md` expanded in the three sessions whose cwd lies in a home folder.
+    assert_eq!(expanded, 6);
+    let h = snap
+        .files_exact("/Users/ann/notes.md", &Default::default())
+        .unwrap();
+    assert_eq!(h.len(), 1);
+    assert_eq!(h[0].path, "~/notes.md");
+    let h = snap
+        .files_exact("/home/u/proj/a b c.txt", &Default::default())
+        .unwrap();
+    assert_eq!(h.len(), 1);
 }
 
 #[test]

@@ -161,3 +161,60 @@ pub fn scan(path: &Path) -> (Vec<Hit>, String) {
     }
     (hits, cwd)
 }
+
+/// The path pi's file tools touch for `path` written in a session whose cwd is `cwd`, worked
+/// out here with `std::path` (the index's resolution is its own code): one leading `@`
+/// dropped, Unicode spaces made plain, `~` / `~/…` expanded to the home folder the cwd lies in
+/// (`/root`, `/home/NAME`, `/Users/NAME`; left as written when there is none), joined to the
+/// cwd when relative, then `.`, `..` and repeated separators folded.
+#[allow(dead_code)]
+pub fn resolve_like_pi(cwd: &str, path: &str) -> String {
+    use std::path::{Component, PathBuf};
+    let path = path.strip_prefix('@').unwrap_or(path);
+    let path: String = path
+        .chars()
+        .map(|c| match c {
+            '\u{a0}' | '\u{2000}'..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}' => ' ',
+            c => c,
+        })
+        .collect();
+    let cwd_parts: Vec<Component> = Path::new(cwd).components().collect();
+    let home: Option<PathBuf> = match cwd_parts.as_slice() {
+        [Component::RootDir, Component::Normal(r), ..] if *r == "root" => Some("/root".into()),
+        [
+            Component::RootDir,
+            Component::Normal(h),
+            Component::Normal(n),
+            ..,
+        ] if *h == "home" || *h == "Users" => Some(Path::new("/").join(h).join(n)),
+        _ => None,
+    };
+    let joined: PathBuf = if path == "~" || path.starts_with("~/") {
+        match &home {
+            Some(h) => h.join(path[1..].trim_start_matches('/')),
+            None => PathBuf::from(&path),
+        }
+    } else {
+        Path::new(cwd).join(&path)
+    };
+    let mut out: Vec<String> = Vec::new();
+    let absolute = joined.has_root();
+    for c in joined.components() {
+        match c {
+            Component::Normal(n) => out.push(n.to_string_lossy().into_owned()),
+            Component::ParentDir => match out.last().map(String::as_str) {
+                Some(l) if l != ".." => {
+                    out.pop();
+                }
+                _ if absolute => {}
+                _ => out.push("..".into()),
+            },
+            _ => {}
+        }
+    }
+    match (absolute, out.is_empty()) {
+        (true, _) => format!("/{}", out.join("/")),
+        (false, true) => ".".into(),
+        (false, false) => out.join("/"),
+    }
+}

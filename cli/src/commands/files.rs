@@ -1,8 +1,9 @@
 //! `pisess files PATH_OR_GLOB`: which tool calls read or changed a path.
 //!
 //! A query matches the path exactly and every path under it (as a folder), both as written
-//! and resolved against the current folder; one with glob characters is also a glob (the
-//! union: `app/[id]/page.tsx` finds that path, as git's pathspecs do).
+//! and resolved against the current folder; one with glob characters is also a glob, as
+//! written and resolved (the union: `app/[id]/page.tsx` finds that path, as git's pathspecs
+//! do; `src/**` run in the project finds `./src/a.rs` and `/…/project/src/b.rs`).
 //! An absolute query is normalised as a relative one is (`..`, `.`, `//`), as the index
 //! normalises the paths it resolves ([`pisess_engine::files::normalize`]); an empty one is
 //! refused. Exit 1 when nothing is found. With `-l` (`-c`), each session with a hit is listed
@@ -100,29 +101,8 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
             .map(super::util::parse_since)
             .transpose()?,
     };
-    let q = args.path.as_str();
-    let abs;
-    let mut queries = Vec::with_capacity(3);
-    if q.contains(['*', '?', '[', '{']) {
-        queries.push(FileQuery::Glob(q));
-    }
-    // Also as written, as git matches a pathspec literally as well as a glob: a path such as
-    // `app/[id]/page.tsx` is found though `[id]` is a character class to the glob.
-    {
-        queries.push(FileQuery::Under(q));
-        // Resolved and normalised as the index resolves the paths it records: a relative
-        // query against the current folder, an absolute one as it is (`a/../b`, `./`, `//`).
-        let cwd = match std::env::current_dir() {
-            Ok(cwd) if !q.starts_with('/') => Some(cwd.to_string_lossy().into_owned()),
-            _ => None,
-        };
-        if q.starts_with('/') || cwd.is_some() {
-            abs = pisess_engine::files::normalize(cwd.as_deref().unwrap_or(""), q);
-            if abs != q {
-                queries.push(FileQuery::Under(&abs));
-            }
-        }
-    }
+    let queries = queries_for(&args.path);
+    let queries: Vec<FileQuery<'_>> = queries.iter().map(Query::as_query).collect();
     let scan = snap.file_scan(&queries, &filter)?;
     if args.files_with_matches || args.count {
         return list_sessions(ui, snap, &scan, args.count);
@@ -153,6 +133,72 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
     } else {
         Outcome::Success
     })
+}
+
+/// One query the index is asked, owning its text.
+#[derive(Debug, PartialEq, Eq)]
+enum Query {
+    Under(String),
+    Glob(String),
+}
+
+impl Query {
+    fn as_query(&self) -> FileQuery<'_> {
+        match self {
+            Self::Under(p) => FileQuery::Under(p),
+            Self::Glob(g) => FileQuery::Glob(g),
+        }
+    }
+}
+
+/// What `pisess files Q` asks the index: `Q` as a folder (itself and everything under it) and,
+/// when it has glob characters, as a glob; each also resolved against the current folder (a
+/// relative query) or normalised (an absolute one) as the index resolves the paths it records
+/// (`a/../b`, `./`, `//`); and a path under `$HOME` also as `~/…`, the way a session whose cwd
+/// lies outside any home folder keeps such a path (see `pisess_engine::files::resolve`).
+fn queries_for(q: &str) -> Vec<Query> {
+    let cwd = std::env::current_dir()
+        .ok()
+        .map(|c| c.to_string_lossy().into_owned());
+    let home = std::env::var("HOME").ok().filter(|h| h.starts_with('/'));
+    queries_in(q, cwd.as_deref(), home.as_deref())
+}
+
+fn queries_in(q: &str, cwd: Option<&str>, home: Option<&str>) -> Vec<Query> {
+    let glob = q.contains(['*', '?', '[', '{']);
+    let mut forms = vec![q.to_owned()];
+    let resolved = if q.starts_with('/') {
+        Some(pisess_engine::files::normalize("", q))
+    } else {
+        cwd.map(|c| pisess_engine::files::normalize(c, q))
+    };
+    if let Some(r) = resolved {
+        if let Some(rest) = home
+            .map(|h| h.trim_end_matches('/'))
+            .filter(|h| !h.is_empty())
+            .and_then(|h| r.strip_prefix(h))
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+        {
+            forms.push(format!("~{rest}"));
+        }
+        forms.push(r);
+    }
+    let mut out = Vec::new();
+    for f in forms {
+        // As written too, as git matches a pathspec literally as well as a glob: a path such as
+        // `app/[id]/page.tsx` is found though `[id]` is a character class to the glob.
+        let under = Query::Under(f.clone());
+        if glob {
+            let g = Query::Glob(f);
+            if !out.contains(&g) {
+                out.push(g);
+            }
+        }
+        if !out.contains(&under) {
+            out.push(under);
+        }
+    }
+    out
 }
 
 /// `-l` / `-c`: the hits rendered as their session keys (8 bytes each, in hit order), then each
@@ -403,5 +449,30 @@ mod tests {
         }
         // Both ways of writing the strings were taken.
         assert_eq!(verdicts.len(), 2);
+    }
+
+    /// The forms a query is asked in, each once: as written, `~/…` under `$HOME`, resolved.
+    #[test]
+    fn a_query_is_asked_as_written_resolved_and_home_relative() {
+        let u = |s: &str| Query::Under(s.into());
+        let g = |s: &str| Query::Glob(s.into());
+        assert_eq!(
+            queries_in("src", Some("/h/u/p"), Some("/h/u")),
+            [u("src"), u("~/p/src"), u("/h/u/p/src")]
+        );
+        assert_eq!(
+            queries_in("src/**", Some("/w/p"), Some("/h/u")),
+            [g("src/**"), u("src/**"), g("/w/p/src/**"), u("/w/p/src/**")]
+        );
+        assert_eq!(
+            queries_in("/h/u/notes.md", None, Some("/h/u/")),
+            [u("/h/u/notes.md"), u("~/notes.md")]
+        );
+        assert_eq!(queries_in("/h/uv", None, Some("/h/u")), [u("/h/uv")]);
+        assert_eq!(
+            queries_in("/a//b/../c", None, None),
+            [u("/a//b/../c"), u("/a/c")]
+        );
+        assert_eq!(queries_in("x", None, None), [u("x")]);
     }
 }
