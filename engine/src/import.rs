@@ -2103,10 +2103,16 @@ fn catalogue_key(p: &Path) -> Option<&str> {
     p.to_str()
 }
 
-/// Whether a session's file has disappeared: its path is known not to exist. A path that
-/// cannot be looked at (a folder on the way that the user cannot search) has not vanished.
+/// Whether a session's file has disappeared from its path (a catalogue key, canonical when it
+/// was imported): nothing is there any more, or a symbolic link is (the file was replaced by a
+/// link: what the link leads to is imported under its own canonical path, so the session of
+/// the old file must not stay live beside it). A path that cannot be looked at (a folder on
+/// the way that the user cannot search) has not vanished.
 fn vanished(path: &Path) -> bool {
-    matches!(path.try_exists(), Ok(false))
+    match std::fs::symlink_metadata(path) {
+        Ok(md) => md.file_type().is_symlink(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
 }
 
 /// The report of a file that was not imported, and why.

@@ -97,6 +97,38 @@ fn unchanged_files_are_not_read_and_importing_twice_changes_nothing() {
         .unwrap();
     assert_eq!((r.gone, r.count(Outcome::Unchanged)), (0, 3));
     assert_eq!(store.content_digest().unwrap(), digest);
+
+    // A file replaced by a symbolic link to a copy elsewhere: the copy is imported under its
+    // own path, and the session of the replaced file is gone (not live twice).
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let target = elsewhere.join("03.jsonl");
+    std::fs::rename(&gone, &target).unwrap();
+    std::os::unix::fs::symlink(&target, &gone).unwrap();
+    let r = store
+        .import(&folder, &Default::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(
+        (r.gone, r.count(Outcome::New), r.count(Outcome::Unchanged)),
+        (1, 1, 2)
+    );
+    let snap = store.snapshot().unwrap();
+    let live: Vec<_> = snap
+        .sessions()
+        .unwrap()
+        .into_iter()
+        .filter(|(_, s)| !s.gone)
+        .map(|(_, s)| s.path)
+        .collect();
+    assert_eq!(live.len(), 3, "{live:?}");
+    let target = std::fs::canonicalize(&target).unwrap();
+    assert!(live.iter().any(|p| Path::new(p) == target), "{live:?}");
+    drop(snap);
+    // Nothing changed since: a no-op.
+    let r = store
+        .import(&folder, &Default::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!((r.gone, r.count(Outcome::Unchanged)), (0, 3));
 }
 
 /// The gone check of an unchanged import reads only the catalogue keys that can lie under the
