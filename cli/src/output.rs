@@ -17,7 +17,8 @@
 //! - a directory (or a link to one): an error naming it, before anything is written.
 //!
 //! A command that reads a session refuses an output that is that session's file (through a
-//! link, `./`, `..` or a hard link: [`refuse_the_source`]); nothing is written then.
+//! link, `./`, `..` or a hard link: [`refuse_the_source`]), and every output that is pisess's
+//! store or the copy of its catalogue (by the same rule, [`resolve`]); nothing is written then.
 //!
 //! Errors name the path as the user gave it and exit 2 (see [`crate::command_error`]).
 
@@ -75,8 +76,37 @@ impl Target {
 }
 
 /// Decides how an output path is written: follows symlinks to the file at the end of the
-/// chain, and refuses a directory and a path with no file name (`..`, `/`).
+/// chain, and refuses a directory, a path with no file name (`..`, `/`) and pisess's own store
+/// ([`refuse_the_store`]).
 pub fn resolve(path: &Path) -> Result<Target, CommandError> {
+    let target = follow(path)?;
+    refuse_the_store(path, target.path())?;
+    Ok(target)
+}
+
+/// Refuses an output that is the store (`$PISESS_STORE` or its default) or the copy of its
+/// catalogue beside it, by any name ([`same_file`]): the store may hold the only copy of
+/// sessions whose files are gone.
+fn refuse_the_store(given: &Path, target: &Path) -> Result<(), CommandError> {
+    let Ok(store) = pisess_engine::default_store_path() else {
+        return Ok(());
+    };
+    let copy = pisess_engine::source_copy::path_for(&store);
+    if same_file(target, &store) || same_file(target, &copy) {
+        return Err(CommandError::with_hint(
+            anyhow!(
+                "{} is pisess's store ({}); writing there would destroy it",
+                given.display(),
+                store.display()
+            ),
+            "give another file name",
+        ));
+    }
+    Ok(())
+}
+
+/// [`resolve`] without the store check.
+fn follow(path: &Path) -> Result<Target, CommandError> {
     let mut p = path.to_path_buf();
     for _ in 0..=MAX_LINKS {
         let meta = match fs::symlink_metadata(&p) {

@@ -428,3 +428,56 @@ fn export_onto_the_session_file_itself_is_refused() {
     assert_eq!(code, 0, "{err}");
     assert!(bytes(&other) == s_bytes);
 }
+
+/// An output that is pisess's own store or the copy of its catalogue beside it, by any name
+/// (the path, a symlink, a hard link), is refused by every command that writes one (`export
+/// -o`, `prune -o`, `migrate --out` naming the store's folder is a folder, so not here): exit
+/// 2, the store untouched and still answering.
+#[test]
+fn an_output_onto_the_store_is_refused() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("w");
+    fs::create_dir_all(&dir).unwrap();
+    let s = dir.join("s.jsonl");
+    fs::copy(fixture("sessions/02-small-branches.jsonl"), &s).unwrap();
+    let arg = |p: &Path| p.as_os_str().to_os_string();
+    let (code, _, err) = run(&env, &["import".into(), arg(&s)]);
+    assert_eq!(code, 0, "{err}");
+    let store = env.home.path().join("store.redb");
+    let copy = env.home.path().join("store.redb.sources");
+    // An import that changes nothing leaves the copy of the catalogue beside the store.
+    let (code, _, err) = run(&env, &["import".into(), arg(&s)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(copy.exists(), "no catalogue copy at {}", copy.display());
+    symlink(&store, dir.join("link.redb")).unwrap();
+    fs::hard_link(&store, dir.join("hard.redb")).unwrap();
+    let before = fs::read(&store).unwrap();
+    for out in [
+        store.clone(),
+        dir.join("link.redb"),
+        dir.join("hard.redb"),
+        copy.clone(),
+    ] {
+        for cmd in [
+            vec!["export".into(), arg(&s), "-o".into(), arg(&out)],
+            vec![
+                "prune".into(),
+                arg(&s),
+                "--keep-leaf".into(),
+                "-o".into(),
+                arg(&out),
+            ],
+        ] {
+            let (code, stdout, err) = run(&env, &cmd);
+            assert_eq!(code, 2, "{cmd:?}\n{stdout}\n{err}");
+            assert!(err.contains("is pisess's store"), "{cmd:?}: {err}");
+        }
+    }
+    assert!(fs::read(&store).unwrap() == before, "the store was written");
+    let (code, stdout, err) = run(&env, &["ls".into()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("s.jsonl") || stdout.contains("019"),
+        "{stdout}"
+    );
+}
