@@ -118,7 +118,7 @@ fn plain_import(argv: &[OsString]) -> Option<cli::Args> {
             color: cli::ColorChoice::Auto,
             wait: 0,
         },
-        command: commands::Command::Import(commands::import::ImportArgs { paths }),
+        command: commands::Command::Import(commands::import::ImportArgs { paths, full: false }),
     })
 }
 

@@ -809,3 +809,143 @@ fn prune_sessions_judges_each_session_by_its_file_as_it_is_now() {
         "this is no longer a session\n"
     );
 }
+
+/// An in-place prune writes the file from the store, so it must never act on a file that is
+/// not, byte for byte, the session it names: a file replaced by a link to another session's
+/// file is refused (whether the store saw the link or not), and a file edited without a change
+/// of size (here: a same-length redaction, then a line appended, which the import takes for
+/// an append) is read again in full first, so the pruned file keeps the edit. `import --full`
+/// reads such a file again too.
+#[test]
+fn an_in_place_prune_acts_only_on_the_bytes_in_the_file() {
+    let env = TestEnv::new();
+    let run = |args: &[&str]| crate::common::run(&env, args);
+    let dir = env.home.path().join("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("a.jsonl"), dir.join("b.jsonl"));
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), &a).unwrap();
+    std::fs::copy(fixture("sessions/03-compactions.jsonl"), &b).unwrap();
+    let d = dir.to_str().unwrap();
+    assert_eq!(run(&["import", d]).code, 0);
+    let a_id = entries_header_id(&a);
+    std::fs::remove_file(&a).unwrap();
+    std::os::unix::fs::symlink("b.jsonl", &a).unwrap();
+    let b_bytes = std::fs::read(&b).unwrap();
+    for reimport in [false, true] {
+        if reimport {
+            assert_eq!(run(&["import", d]).code, 0);
+        }
+        let r = run(&["prune", &a_id, "--keep-leaf", "--in-place", "--no-backup"]);
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("no longer holds session") || r.stderr.contains("is gone"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            std::fs::read(&b).unwrap() == b_bytes,
+            "another session was rewritten"
+        );
+    }
+
+    // A same-length edit inside the file, then an appended line.
+    let f = dir.join("c.jsonl");
+    // Larger than the import's two 64 KiB windows, edited between them.
+    std::fs::copy(crate::common::corpus().join("07-med-2000.jsonl"), &f).unwrap();
+    let fs_ = f.to_str().unwrap();
+    assert_eq!(run(&["import", fs_]).code, 0);
+    let text = std::fs::read_to_string(&f).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    // A line in the second half on the leaf's path (which the prune keeps).
+    let values: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_id: HashMap<&str, usize> = values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| Some((v["id"].as_str()?, i)))
+        .collect();
+    let mut on_path = HashSet::new();
+    let mut cur = values.last().and_then(|v| v["id"].as_str());
+    while let Some(id) = cur {
+        let i = by_id[id];
+        on_path.insert(i);
+        cur = values[i]["parentId"].as_str();
+    }
+    let (i, at) = lines
+        .iter()
+        .enumerate()
+        .skip(lines.len() / 2)
+        .filter(|(i, _)| on_path.contains(i))
+        .find_map(|(i, l)| l.find("\"text\":\"").map(|at| (i, at + 8)))
+        .unwrap();
+    lines[i].replace_range(at..at + 6, "XXXXXX");
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    lines.push(
+        serde_json::json!({"type": "message", "id": "feedbeef", "parentId": last["id"],
+            "timestamp": "2026-12-01T00:00:00.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": "hi"}],
+                "timestamp": 1}})
+        .to_string(),
+    );
+    let edited = lines.join("\n") + "\n";
+    std::fs::write(&f, &edited).unwrap();
+    let r = run(&["prune", fs_, "--keep-leaf", "--in-place"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("reading it again in full"),
+        "{}",
+        r.stderr
+    );
+    assert!(std::fs::read_to_string(dir.join("c.jsonl.bak")).unwrap() == edited);
+    let pruned = std::fs::read_to_string(&f).unwrap();
+    let old = text.lines().nth(i).unwrap();
+    assert!(
+        pruned.lines().any(|l| l == lines[i]),
+        "the edited line was not kept"
+    );
+    assert!(
+        !pruned.lines().any(|l| l == old),
+        "the pruned file has the line as it was before the edit"
+    );
+    assert_eq!(
+        run(&["export", fs_]).stdout,
+        pruned,
+        "the store holds the pruned file"
+    );
+
+    // `import --full` reads a same-size, same-time edit that a plain import cannot see.
+    let g = dir.join("g.jsonl");
+    std::fs::copy(fixture("sessions/02-small-branches.jsonl"), &g).unwrap();
+    let gs = g.to_str().unwrap();
+    assert_eq!(run(&["import", gs]).code, 0);
+    let mtime = std::fs::metadata(&g).unwrap().modified().unwrap();
+    let before = std::fs::read_to_string(&g).unwrap();
+    let at = before.rfind("\"text\":\"").unwrap() + 8;
+    let mut after = before.clone();
+    after.replace_range(at..at + 4, "ZZZZ");
+    std::fs::write(&g, &after).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&g)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(run(&["import", gs]).code, 0);
+    assert_eq!(
+        run(&["export", gs]).stdout,
+        before,
+        "a plain import saw the edit"
+    );
+    let r = run(&["import", "--full", gs]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(run(&["export", gs]).stdout, after);
+}
+
+/// The session id in a file's header.
+fn entries_header_id(file: &Path) -> String {
+    let first = std::fs::read_to_string(file).unwrap();
+    let v: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    v["id"].as_str().unwrap().to_owned()
+}

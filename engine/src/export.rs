@@ -60,6 +60,73 @@ impl Snapshot {
     }
 }
 
+impl Snapshot {
+    /// Where the bytes of `file` first differ from session `s` as stored (a byte offset), or
+    /// `None` when they are the same bytes: the file read once, beside the stored rows, and
+    /// never held whole. Meaningful for a v3 session (an older one is stored migrated).
+    pub fn first_difference(
+        &self,
+        s: SessionKey,
+        file: &mut dyn std::io::Read,
+    ) -> Result<Option<u64>, ExportError> {
+        let mut cmp = Compare {
+            file,
+            at: 0,
+            differs: None,
+            buf: Vec::new(),
+        };
+        self.export_session(s, &mut cmp)?;
+        if cmp.differs.is_none() {
+            // Bytes after the stored ones: the file is longer.
+            let mut one = [0u8; 1];
+            if cmp.file.read(&mut one)? > 0 {
+                cmp.differs = Some(cmp.at);
+            }
+        }
+        Ok(cmp.differs)
+    }
+}
+
+/// A writer that compares what it is given with the next bytes of a file.
+struct Compare<'a> {
+    file: &'a mut dyn std::io::Read,
+    /// Bytes compared so far.
+    at: u64,
+    /// The offset of the first difference.
+    differs: Option<u64>,
+    buf: Vec<u8>,
+}
+
+impl Write for Compare<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.differs.is_some() {
+            return Ok(data.len());
+        }
+        self.buf.resize(data.len(), 0);
+        let mut got = 0;
+        while got < data.len() {
+            match self.file.read(&mut self.buf[got..])? {
+                0 => break,
+                n => got += n,
+            }
+        }
+        let same = data
+            .iter()
+            .zip(&self.buf[..got])
+            .position(|(a, b)| a != b)
+            .or((got < data.len()).then_some(got));
+        match same {
+            Some(i) => self.differs = Some(self.at + i as u64),
+            None => self.at += data.len() as u64,
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// What [`Snapshot::export_branch`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BranchExport {

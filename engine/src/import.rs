@@ -157,12 +157,18 @@ pub enum ImportEvent<'a> {
 pub struct ImportOptions {
     /// Bytes read (and parsed in parallel) at a time.
     pub chunk_size: usize,
+    /// Read every known file again from its first byte, whatever its size and time say: the
+    /// usual checks (same size and mtime: unchanged; longer, with the same first and last
+    /// [`WINDOW`] bytes of the old part: grown) cannot see an edit that keeps the size and
+    /// time, or one inside the old part of a file that also grew.
+    pub full: bool,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
         Self {
             chunk_size: pisess_formats::reader::DEFAULT_CHUNK_SIZE,
+            full: false,
         }
     }
 }
@@ -269,7 +275,9 @@ impl Store {
         let (files, folders) = discover(paths);
         // The common case of a re-import: nothing changed. Decided in one read transaction,
         // so it also works on a store opened read-only and writes nothing.
-        if let Some(sessions) = self.unchanged(&files, &folders)? {
+        if !opts.full
+            && let Some(sessions) = self.unchanged(&files, &folders)?
+        {
             progress(ImportEvent::Start { files: files.len() });
             let report = unchanged_report(files, sessions);
             for r in &report.files {
@@ -400,7 +408,7 @@ impl Store {
         };
         let plan = match existing {
             None => Plan::Fresh(None),
-            Some((s, rec)) if rec.file_size == size && rec.mtime_ns == mtime => {
+            Some((s, rec)) if !opts.full && rec.file_size == size && rec.mtime_ns == mtime => {
                 report.outcome = Outcome::Unchanged;
                 report.session = Some(s);
                 if rec.gone {
@@ -411,7 +419,8 @@ impl Store {
                 return Ok(report);
             }
             Some((s, rec)) => {
-                let grown = size > rec.file_size
+                let grown = !opts.full
+                    && size > rec.file_size
                     && rec.ends_with_newline
                     && rec.version >= 3.0
                     && windows_match(&canon, &rec).unwrap_or(false);
@@ -2632,6 +2641,7 @@ mod tests {
         let bytes = fixture("03-compactions.jsonl");
         let opts = ImportOptions {
             chunk_size: CHUNK as usize,
+            ..Default::default()
         };
         let len = bytes.len() as u64;
         assert!(len > 4 * CHUNK);
@@ -2687,6 +2697,7 @@ mod tests {
         let (head, tail) = bytes.split_at(cut);
         let opts = ImportOptions {
             chunk_size: CHUNK as usize,
+            ..Default::default()
         };
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join("sessions");
@@ -2831,9 +2842,11 @@ mod tests {
         std::fs::write(&file, &text).unwrap();
         let small = ImportOptions {
             chunk_size: CHUNK as usize,
+            ..Default::default()
         };
         let whole = ImportOptions {
             chunk_size: 4 * text.len(),
+            ..Default::default()
         };
         let mut chunked = Store::open(dir.path().join("chunked.redb")).unwrap();
         let once = Store::open(dir.path().join("once.redb")).unwrap();

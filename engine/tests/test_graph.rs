@@ -220,7 +220,10 @@ fn odd_trees_read_in_small_chunks_link_as_the_whole_file_does() {
             let r = store
                 .import(
                     std::slice::from_ref(&folder),
-                    &ImportOptions { chunk_size },
+                    &ImportOptions {
+                        chunk_size,
+                        ..Default::default()
+                    },
                     &mut |_| {},
                 )
                 .unwrap();

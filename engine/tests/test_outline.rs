@@ -390,7 +390,10 @@ fn small_chunks_store_the_same_outline_blocks_as_large_ones() {
     let src = common::corpus().join("12-large-5000.jsonl");
     let import = |name: &str, chunk_size: usize| {
         let store = Store::open(dir.path().join(name)).unwrap();
-        let opts = ImportOptions { chunk_size };
+        let opts = ImportOptions {
+            chunk_size,
+            ..Default::default()
+        };
         let report = store
             .import(std::slice::from_ref(&src), &opts, &mut |_| {})
             .unwrap();

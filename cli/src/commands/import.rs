@@ -22,6 +22,11 @@ use crate::ui::{Ui, safe};
 pub struct ImportArgs {
     /// Files and folders to import (default: pi's session folder).
     pub paths: Vec<PathBuf>,
+    /// Read every file again from its first byte, even one whose size and time are unchanged
+    /// or that only seems to have grown (an edit that kept the size and time, or one before
+    /// lines appended since, is not seen otherwise).
+    #[arg(long)]
+    pub full: bool,
 }
 
 /// Runs `pisess import`.
@@ -40,11 +45,16 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
     // opening the store (pisess_engine::source_copy), when there is a valid copy.
     let (report, store) = match pisess_engine::default_store_path()
         .ok()
+        .filter(|_| !args.full)
         .and_then(|p| Store::unchanged_by_copy(&p, &inputs))
     {
         Some(report) => (report, None),
         None => {
-            let (report, store) = import_into_store(&inputs)?;
+            let opts = ImportOptions {
+                full: args.full,
+                ..ImportOptions::default()
+            };
+            let (report, store) = import_into_store(&inputs, &opts)?;
             (report, Some(store))
         }
     };
@@ -134,7 +144,10 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
 /// Imports `inputs` through the store, opened read-only first: re-importing unchanged files
 /// then writes nothing and takes no exclusive lock; the store is reopened for writing only when
 /// a file changed. Returns the report and the store, still open.
-fn import_into_store(inputs: &[PathBuf]) -> Result<(ImportReport, Store), CommandError> {
+fn import_into_store(
+    inputs: &[PathBuf],
+    opts: &ImportOptions,
+) -> Result<(ImportReport, Store), CommandError> {
     let mut store = open_store_read()?;
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(0);
@@ -152,11 +165,11 @@ fn import_into_store(inputs: &[PathBuf]) -> Result<(ImportReport, Store), Comman
             _ => {}
         }
     };
-    let report = match store.import(inputs, &ImportOptions::default(), &mut on_event) {
+    let report = match store.import(inputs, opts, &mut on_event) {
         Err(StoreError::ReadOnly { .. }) => {
             drop(store);
             store = open_store()?;
-            store.import(inputs, &ImportOptions::default(), &mut on_event)?
+            store.import(inputs, opts, &mut on_event)?
         }
         other => other?,
     };

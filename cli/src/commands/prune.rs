@@ -128,11 +128,8 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     } else {
         open_session_read(arg)?
     };
-    if rewrites && Path::new(arg) != Path::new(&session.record.path) {
-        // Refresh the store from the file about to be replaced.
-        let path = session.record.path.clone();
-        drop(session);
-        session = open_session(&path)?;
+    if rewrites {
+        session = check_in_place(session, arg)?;
     }
     let (targets, names) = keep_targets(&session, args)?;
     let plan = session.snap.prune_plan(session.key, &targets)?;
@@ -193,6 +190,86 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         }
     }
     Ok(Outcome::Success)
+}
+
+/// The session an in-place prune rewrites, as its file is now, or why its file is left alone:
+/// the named session's file must still exist and still hold that session (a file replaced by a
+/// link to another session's is not that session), and the store's copy must be the file's
+/// bytes exactly, since the new file is written from the store: a file changed in a way the
+/// import's size, time and prefix checks cannot see (an edit that kept the size and time, or
+/// one before lines appended since) is read again in full first.
+fn check_in_place(session: Session, arg: &str) -> Result<Session, CommandError> {
+    let named = session.record.session_id.clone();
+    let path = session.record.path.clone();
+    if session.record.gone {
+        return Err(CommandError::with_hint(
+            anyhow!(
+                "session {} has no file to replace: {} is gone",
+                safe(&named),
+                safe(&path)
+            ),
+            "-o FILE writes the pruned session to a new file",
+        ));
+    }
+    let mut session = session;
+    if Path::new(arg) != Path::new(&path) {
+        // Refresh the store from the file about to be replaced.
+        drop(session);
+        session = open_session(&path)?;
+        if session.record.session_id != named {
+            return Err(CommandError::with_hint(
+                anyhow!(
+                    "{} no longer holds session {} (it holds {} now); left alone",
+                    safe(&path),
+                    safe(&named),
+                    safe(&session.record.session_id)
+                ),
+                "name the file to prune it, or -o FILE to write the stored session elsewhere",
+            ));
+        }
+    }
+    if session.record.version < 3.0 {
+        return Ok(session);
+    }
+    let differs = |session: &Session| -> Result<Option<u64>, CommandError> {
+        let file = std::fs::File::open(&session.record.path)
+            .map_err(|e| anyhow!("cannot read {}: {e}", safe(&session.record.path)))?;
+        Ok(session
+            .snap
+            .first_difference(session.key, &mut std::io::BufReader::new(file))?)
+    };
+    let Some(at) = differs(&session)? else {
+        return Ok(session);
+    };
+    eprintln!(
+        "note: {} differs from the store's copy from byte {at} (a change the import could not \
+         see); reading it again in full",
+        safe(&session.record.path)
+    );
+    let path = session.record.path.clone();
+    drop(session);
+    {
+        let store = crate::session_arg::open_store()?;
+        let opts = pisess_engine::ImportOptions {
+            full: true,
+            ..Default::default()
+        };
+        let report = store.import(&[PathBuf::from(&path)], &opts, &mut |_| {})?;
+        if let Some(err) = report.files.first().and_then(|f| f.error.as_deref()) {
+            return Err(anyhow!("cannot read {} again: {}", safe(&path), safe(err)).into());
+        }
+    }
+    let session = open_session(&path)?;
+    if let Some(at) = differs(&session)? {
+        return Err(CommandError::with_hint(
+            anyhow!(
+                "{} still differs from the store's copy from byte {at}; left alone",
+                safe(&path)
+            ),
+            "is pi writing to it? run the prune again when it is idle",
+        ));
+    }
+    Ok(session)
 }
 
 /// The entries to keep and how they were named.
