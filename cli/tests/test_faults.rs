@@ -259,3 +259,41 @@ fn a_read_only_store_folder_gives_an_error_naming_the_path() {
     assert_eq!(listing(&fresh), Vec::<String>::new());
     assert_eq!(fs::read(&store).unwrap(), image, "the store changed");
 }
+
+/// An append (here `compact`'s) that the disk can only take part of leaves the session file
+/// as it was: the part written is cut again (pi would read it as a torn last line).
+#[test]
+fn a_full_disk_under_an_append_leaves_the_session_as_it_was() {
+    let Some(disk) = Tmpfs::mount("300k") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let session = disk.path().join("a.jsonl");
+    fs::copy(fixture("sessions/02-small-branches.jsonl"), &session).unwrap();
+    let before = fs::read(&session).unwrap();
+    // Fill every free page; the file's last page keeps its free bytes (tmpfs allocates pages),
+    // so the append is written in part before ENOSPC.
+    {
+        use std::io::Write;
+        let mut fill = fs::File::create(disk.path().join("fill")).unwrap();
+        let block = vec![0u8; 1024];
+        while fill.write_all(&block).is_ok() {}
+        let _ = fill.write_all(&[0u8]);
+    }
+    let (code, out, err) = run(
+        &env,
+        &store,
+        &[os("compact"), session.as_os_str(), os("--keep"), os("500")],
+    );
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(
+        fs::read(&session).unwrap() == before,
+        "the session file changed ({} bytes, was {})",
+        fs::metadata(&session).unwrap().len(),
+        before.len()
+    );
+    let (code, out, err) = run(&env, &store, &[os("check"), session.as_os_str()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+}

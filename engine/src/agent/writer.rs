@@ -1034,7 +1034,18 @@ fn append_repairing(path: &Path, bytes: &[u8]) -> Result<Undo, WriteError> {
         let at = last_line_start(&mut f, len).map_err(io_err(path))?;
         if at == len {
             // Nothing torn: one appending write, wherever the end is by then.
-            f.write_all(bytes).map_err(io_err(path))?;
+            if let Err(e) = f.write_all(bytes) {
+                // A part may have been written (a full disk): take it back, but only when the
+                // file ends with exactly that part, so a line pi appended is never cut.
+                return Err(match cut_partial_write(&mut f, len, bytes) {
+                    Ok(()) => io_err(path)(e),
+                    Err(source) => WriteError::RollbackFailed {
+                        path: path.to_path_buf(),
+                        cause: format!("cannot write {}: {e}", path.display()),
+                        source,
+                    },
+                });
+            }
             let end = f.stream_position().map_err(io_err(path))?;
             let undo = Undo {
                 path: path.to_path_buf(),
@@ -1083,6 +1094,32 @@ fn append_repairing(path: &Path, bytes: &[u8]) -> Result<Undo, WriteError> {
         "its last line has no newline and the file kept growing over {ATTEMPTS} attempts \
          (is pi writing it?); try again"
     ))))
+}
+
+/// After a failed appending write to `f`, which was `len` bytes long before it: cuts what the
+/// write left behind when the file now ends with a first part of `bytes` right after `len`
+/// (fsynced); leaves the file alone when nothing was written; errs, cutting nothing, when the
+/// bytes after `len` are not ours (another process appended).
+fn cut_partial_write(f: &mut File, len: u64, bytes: &[u8]) -> io::Result<()> {
+    let now = f.metadata()?.len();
+    if now <= len {
+        return Ok(());
+    }
+    let n = usize::try_from(now - len).unwrap_or(usize::MAX);
+    let ours = n <= bytes.len() && {
+        let mut got = vec![0u8; n];
+        f.seek(SeekFrom::Start(len))?;
+        f.read_exact(&mut got)?;
+        got == bytes[..n]
+    };
+    if !ours {
+        return Err(io::Error::other(format!(
+            "the file grew to {now} bytes during the failed write and its end is not what we \
+             wrote; it was left at that length"
+        )));
+    }
+    f.set_len(len)?;
+    f.sync_all()
 }
 
 /// The error of a failed write, after putting the file back (or saying that failed too).
