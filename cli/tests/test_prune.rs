@@ -949,3 +949,33 @@ fn entries_header_id(file: &Path) -> String {
     let v: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
     v["id"].as_str().unwrap().to_owned()
 }
+
+/// An in-place prune that would drop nothing leaves the file alone: no rewrite (same inode),
+/// no backup, and says so.
+#[test]
+fn an_in_place_prune_that_drops_nothing_leaves_the_file_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let env = TestEnv::new();
+    let f = env.home.path().join("tiny.jsonl");
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), &f).unwrap();
+    let before = std::fs::read(&f).unwrap();
+    let ino = std::fs::metadata(&f).unwrap().ino();
+    let fs_ = f.to_str().unwrap();
+    let r = crate::common::run(&env, &["prune", fs_, "--keep-leaf", "--in-place"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("nothing to drop"), "{}", r.stdout);
+    assert_eq!(
+        std::fs::metadata(&f).unwrap().ino(),
+        ino,
+        "the file was replaced"
+    );
+    assert!(std::fs::read(&f).unwrap() == before);
+    assert!(
+        !env.home.path().join("tiny.jsonl.bak").exists(),
+        "a backup was made"
+    );
+    let v = run_json(&env, &["prune", fs_, "--keep-leaf", "--in-place"]);
+    assert_eq!(v["droppedEntries"], 0);
+    assert_eq!(v["output"], Value::Null);
+    assert_eq!(v["backup"], Value::Null);
+}

@@ -147,8 +147,17 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     if let Some(o) = &args.output {
         output::refuse_the_source(o, &source, "use --in-place to replace it (with a backup)")?;
     }
+    // An in-place prune that drops nothing would write the same bytes (the store holds the
+    // file's bytes, checked above): the file is left as it is, and no backup is made.
+    let untouched = !dry
+        && args.in_place
+        && plan
+            .rows
+            .iter()
+            .all(|r| matches!(r.1, RowFate::Header | RowFate::Kept));
+    let target = if untouched { None } else { target };
     let mut backup = None;
-    let bytes_after = if dry {
+    let bytes_after = if dry || untouched {
         let mut counter = Counter(0);
         session.snap.write_pruned(&plan, &mut counter)?;
         counter.0
@@ -167,6 +176,7 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         bytes_after,
         target: target.as_deref(),
         backup: backup.as_deref(),
+        untouched: untouched.then_some(source.as_path()),
     };
     let key = session.key;
     let leaf_id = match plan.new_leaf {
@@ -179,7 +189,7 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         report.human(ui, leaf_id.as_deref())?;
     }
     drop(session);
-    if !dry && args.in_place {
+    if !dry && args.in_place && !untouched {
         // The file changed under the store: import it again.
         let reopened = open_session(&source.to_string_lossy())?;
         if reopened.key != key {
@@ -372,6 +382,8 @@ struct Report<'a> {
     bytes_after: u64,
     target: Option<&'a Path>,
     backup: Option<&'a Path>,
+    /// The file an in-place prune left as it was (nothing to drop).
+    untouched: Option<&'a Path>,
 }
 
 impl Report<'_> {
@@ -510,7 +522,15 @@ impl Report<'_> {
                     writeln!(out, "the original is kept as {}", b.display())?;
                 }
             }
-            (false, None) => {}
+            (false, None) => {
+                if let Some(f) = self.untouched {
+                    writeln!(
+                        out,
+                        "nothing to drop: {} left as it is (no backup made)",
+                        f.display()
+                    )?;
+                }
+            }
         }
         Ok(())
     }
