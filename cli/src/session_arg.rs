@@ -2,8 +2,9 @@
 //! entries shared by the inspection commands (`log`, `tree`, `show`, `diff`, `context`).
 //!
 //! SESSION is a file path (imported, or refreshed incrementally, first), a session id or unique
-//! id prefix, or `@latest` (the newest session whose header `cwd` is the current folder, as
-//! `pi -c` picks it).
+//! id prefix, or `@latest` (the file `pi -c` continues: the latest valid session file by mtime
+//! in pi's session folder for the current folder; when there is none, the imported session
+//! whose header `cwd` is the current folder with the latest message).
 //!
 //! ENTRY is an id or unique id prefix, `@leaf`, `@root` (the root of the active path),
 //! `label:NAME`, each optionally followed by `~N` (the N-th ancestor; chained as in git,
@@ -190,7 +191,8 @@ fn writable_if_needed(store: Store, args: &[&str]) -> Result<Store, CommandError
         return Ok(store);
     }
     for arg in args {
-        let path = Path::new(arg);
+        let latest = (*arg == "@latest").then(pi_latest_file).flatten();
+        let path = Path::new(latest.as_deref().unwrap_or(arg));
         if path.is_file() {
             match store.import_file(path) {
                 Err(StoreError::ReadOnly { .. }) => {
@@ -269,6 +271,8 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
             "give a session file, a session id (or a unique prefix) from `pisess ls`, or @latest",
         ));
     }
+    let latest = (arg == "@latest").then(pi_latest_file).flatten();
+    let arg = latest.as_deref().unwrap_or(arg);
     let path = Path::new(arg);
     let key = if arg == "@latest" {
         let snap = store.snapshot()?;
@@ -432,6 +436,56 @@ impl SeenFile {
     }
 }
 
+/// The file `pi -c` would continue in the current folder, as a SESSION argument: in pi's
+/// session folder for this cwd (`$PI_CODING_AGENT_SESSION_DIR` itself when set; else
+/// `--<cwd with / \\ : as ->--` under the sessions folder), the `*.jsonl` file with the latest
+/// mtime among those whose first line (within the first 512 bytes, as pi reads it) is a JSON
+/// object with `type` "session" and a string `id`. `None` when there is no such file (or its
+/// path is not UTF-8): then `@latest` is looked up in the store ([`latest_for_cwd`]).
+fn pi_latest_file() -> Option<String> {
+    use std::io::Read;
+    let root = pisess_engine::default_session_dir()?;
+    let flat = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").is_some_and(|v| !v.is_empty());
+    let dir = if flat {
+        root
+    } else {
+        let cwd = std::env::current_dir().ok()?;
+        let cwd = cwd.to_str()?;
+        let trimmed = cwd
+            .strip_prefix(['/', '\\'])
+            .unwrap_or(cwd)
+            .replace(['/', '\\', ':'], "-");
+        root.join(format!("--{trimmed}--"))
+    };
+    let mut best: Option<(std::time::SystemTime, std::path::PathBuf)> = None;
+    for e in std::fs::read_dir(&dir).ok()?.flatten() {
+        let path = e.path();
+        if !path.to_str().is_some_and(|p| p.ends_with(".jsonl")) {
+            continue;
+        }
+        let mut head = Vec::with_capacity(512);
+        let Ok(f) = std::fs::File::open(&path) else {
+            continue;
+        };
+        if f.take(512).read_to_end(&mut head).is_err() {
+            continue;
+        }
+        let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+        let valid =
+            serde_json::from_slice::<serde_json::Value>(String::from_utf8_lossy(first).as_bytes())
+                .is_ok_and(|v| v["type"] == "session" && v["id"].is_string());
+        let Ok(mtime) = std::fs::metadata(&path).and_then(|m| m.modified()) else {
+            continue;
+        };
+        if valid && best.as_ref().is_none_or(|(t, _)| mtime > *t) {
+            best = Some((mtime, path));
+        }
+    }
+    best.and_then(|(_, p)| p.to_str().map(str::to_owned))
+}
+
+/// The session a `@latest` that [`pi_latest_file`] does not answer names: among the imported
+/// sessions whose header `cwd` is the current folder, the one with the latest message.
 fn latest_for_cwd(snap: &Snapshot) -> Result<SessionKey, CommandError> {
     let cwd = std::env::current_dir()?;
     let cwd_s = cwd.to_string_lossy();

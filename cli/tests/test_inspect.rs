@@ -834,6 +834,44 @@ fn session_by_id_prefix_and_latest() {
     let r = run_in(&env, &["log", "@latest", "--json"], Some(&cwd));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.lines().count(), 10);
+
+    // As `pi -c`: the latest file by mtime in pi's folder for this cwd, though never imported
+    // (and a newer file there that is not a session is passed over).
+    let folder = env.home.path().join(".pi/agent/sessions").join(format!(
+        "--{}--",
+        cwd.to_str()
+            .unwrap()
+            .trim_start_matches('/')
+            .replace('/', "-")
+    ));
+    std::fs::create_dir_all(&folder).unwrap();
+    let older = folder.join("older.jsonl");
+    std::fs::copy(&copy, &older).unwrap();
+    let newer = folder.join("newer.jsonl");
+    std::fs::copy(session("02-small-branches"), &newer).unwrap();
+    let not_a_session = folder.join("zz.jsonl");
+    std::fs::write(&not_a_session, "{\"type\":\"message\"}\n").unwrap();
+    let set = |p: &Path, secs: u64| {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+            .unwrap();
+    };
+    set(&older, 1_000_000);
+    set(&newer, 2_000_000);
+    set(&not_a_session, 3_000_000);
+    let want = |file: &Path| {
+        let r = run(&env, &["--json", "log", file.to_str().unwrap(), "-n", "1"]);
+        r.stdout.lines().next().unwrap().to_owned()
+    };
+    let r = run_in(&env, &["--json", "log", "@latest", "-n", "1"], Some(&cwd));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.lines().next().unwrap(), want(&newer));
+    set(&older, 4_000_000);
+    let r = run_in(&env, &["--json", "log", "@latest", "-n", "1"], Some(&cwd));
+    assert_eq!(r.stdout.lines().next().unwrap(), want(&older));
 }
 
 /// A copy of 01-tiny whose first user message and a label carry terminal escapes.
