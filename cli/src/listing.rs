@@ -127,26 +127,32 @@ fn plain_tail(b: &[u8]) -> bool {
     b.iter().all(|&b| (0x20..0x7f).contains(&b) || b == b'\t')
 }
 
+/// The terminal columns of `s` once made safe ([`sa::columns`]): its length when it is
+/// printable ASCII.
 fn chars(s: &str) -> usize {
-    if s.is_ascii() {
+    if plain(s) {
         s.len()
     } else {
-        s.chars().count()
+        s.chars().map(sa::columns).sum()
     }
 }
 
-/// The first `n` characters of `s`.
+/// The longest start of `s` that takes at most `n` columns once made safe.
 fn take_chars(s: &str, n: usize) -> &str {
-    if s.len() <= n {
+    if s.len() <= n && plain(s) {
         return s;
     }
-    if s.as_bytes()[..n].is_ascii() {
+    if s.as_bytes().get(..n).is_some_and(plain_bytes) {
         return &s[..n];
     }
-    match s.char_indices().nth(n) {
-        Some((i, _)) => &s[..i],
-        None => s,
+    let mut used = 0;
+    for (i, c) in s.char_indices() {
+        used += sa::columns(c);
+        if used > n {
+            return &s[..i];
+        }
     }
+    s
 }
 
 /// Session text measured once: a line needs its length in characters, whether [`safe`] leaves
@@ -550,11 +556,15 @@ mod tests {
             (vec!["tool", " ", "abcdefgh\u{1b}ij"], 8),
             (vec!["tool", " ", "abcdefgh\u{1b}ij"], 12),
             (vec!["tööl", " ", "abcdefghij"], 9),
+            (vec!["user", " ", "汉字汉字汉字汉字"], 9),
+            (vec!["user", " ", "汉字汉字汉字汉字"], 10),
+            (vec!["汉字", " ", "a\u{1b}b汉字"], 12),
         ] {
             let whole: String = pieces.concat();
             let mut out = Vec::new();
             let measured: Vec<Measured<'_>> = pieces.iter().map(|p| Measured::new(p)).collect();
-            push_clipped(&mut out, &measured, whole.chars().count(), max);
+            let total = measured.iter().map(|m| m.chars).sum();
+            push_clipped(&mut out, &measured, total, max);
             assert_eq!(
                 String::from_utf8(out).unwrap(),
                 safe(&sa::clip(&whole, max)),

@@ -877,12 +877,37 @@ pub use pisess_engine::describe::{
     entry_type, first_line, kind, message_text, model, role, summary, tokens, tool_call_phrase,
 };
 
-/// Cuts a text to at most `max` characters, marking the cut with `…`.
+/// The terminal columns `c` takes once [`crate::ui::safe`] has escaped what it escapes: its
+/// display width (two for CJK and most emoji, none for a combining mark), or the length of its
+/// escape (`\u{1b}`: 6).
+pub fn columns(c: char) -> usize {
+    use unicode_width::UnicodeWidthChar;
+    if crate::ui::is_unsafe(c) {
+        c.escape_unicode().count()
+    } else {
+        c.width().unwrap_or(0)
+    }
+}
+
+/// Cuts a text to at most `max` terminal columns, marking the cut with `…`: a character counts
+/// as wide as it is shown (two for CJK and most emoji, none for a combining mark), and one that
+/// [`crate::ui::safe`] escapes as wide as its escape (`\u{1b}`: 6), so `safe(&clip(t, n))`
+/// fits in `n` columns.
 pub fn clip(t: &str, max: usize) -> String {
-    if t.chars().count() <= max {
+    let cols = columns;
+    if t.chars().map(cols).sum::<usize>() <= max {
         return t.to_owned();
     }
-    let mut out: String = t.chars().take(max.saturating_sub(1)).collect();
+    let room = max.saturating_sub(1);
+    let mut used = 0;
+    let mut out = String::new();
+    for c in t.chars() {
+        used += cols(c);
+        if used > room {
+            break;
+        }
+        out.push(c);
+    }
     out.push('…');
     out
 }
@@ -930,4 +955,40 @@ pub fn short_id(id: &str) -> &str {
 /// The entry's id, when it is a string.
 pub fn id_of(v: &Value) -> Option<&str> {
     v.get("id").and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use unicode_width::UnicodeWidthStr;
+
+    use super::clip;
+    use crate::ui::safe;
+
+    /// A clipped text, escaped for the terminal, fits its columns: CJK characters take two,
+    /// escapes as many as they print, and a text that fits is left whole.
+    #[test]
+    fn clip_counts_columns_as_the_terminal_shows_them() {
+        for (t, max) in [
+            ("plain ascii text that is long enough to cut", 20),
+            ("汉字汉字汉字汉字汉字汉字汉字汉字汉字汉字汉字", 21),
+            ("汉字汉字汉字汉字汉字汉字汉字汉字汉字汉字汉字", 20),
+            ("red \u{1b}[31mtext\u{7} and more text after it", 20),
+            (
+                "e\u{301}e\u{301}e\u{301}e\u{301}e\u{301}e\u{301}e\u{301}",
+                5,
+            ),
+            ("😀😀😀😀😀😀😀😀😀😀😀😀", 9),
+        ] {
+            let shown = safe(&clip(t, max)).into_owned();
+            assert!(
+                shown.width() <= max,
+                "{t:?} → {shown:?} is {} columns",
+                shown.width()
+            );
+            assert!(shown.width() + 2 >= max, "{t:?} → {shown:?} cut too short");
+            assert!(shown.ends_with('…'));
+        }
+        assert_eq!(clip("汉字", 4), "汉字");
+        assert_eq!(clip("short", 20), "short");
+    }
 }

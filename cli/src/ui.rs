@@ -209,7 +209,7 @@ impl<W: Write> Write for SafeWriter<W> {
     }
 }
 
-fn is_unsafe(c: char) -> bool {
+pub(crate) fn is_unsafe(c: char) -> bool {
     (c.is_control() && c != '\t')
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
