@@ -271,3 +271,20 @@ fn a_bad_field_is_placed_by_its_column_in_the_line() {
         "{line}"
     );
 }
+
+/// A file that starts with a byte order mark is one pi cannot load (its first line is not
+/// JSON to `JSON.parse`): `check` warns (exit 1), though pisess reads it.
+#[test]
+fn a_byte_order_mark_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bom.jsonl");
+    let mut bytes = b"\xef\xbb\xbf".to_vec();
+    bytes.extend(std::fs::read(fixture("sessions/01-tiny.jsonl")).unwrap());
+    std::fs::write(&f, bytes).unwrap();
+    let (out, err, code) = check(&[&f]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("warning: UTF-8 byte order mark") && out.contains("pi cannot load"),
+        "{out}"
+    );
+}

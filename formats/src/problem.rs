@@ -2,9 +2,9 @@
 //!
 //! A [`Problem`] never stops a read on its own: the reader reports it and goes on where that is
 //! safe (a bad line is skipped, a glued line is split). Whether a problem is worth a non-zero exit
-//! is its [`Severity`]: notes describe harmless oddities pi also accepts (CRLF, a BOM, blank
-//! lines); warnings are data pi would lose or misread; errors make the file unreadable as a
-//! session.
+//! is its [`Severity`]: notes describe harmless oddities pi also accepts (CRLF, blank lines);
+//! warnings are data pi would lose or misread (a byte order mark too: pi cannot load such a file
+//! at all, though pisess reads it); errors make the file unreadable as a session.
 
 use std::fmt;
 
@@ -167,8 +167,7 @@ impl ProblemKind {
     /// The severity of this kind of problem.
     pub fn severity(&self) -> Severity {
         match self {
-            Self::Bom
-            | Self::Crlf
+            Self::Crlf
             | Self::BlankLine
             | Self::MissingFinalNewline
             | Self::LoneSurrogate { .. }
@@ -215,7 +214,8 @@ impl fmt::Display for ProblemKind {
         match self {
             Self::Bom => write!(
                 f,
-                "UTF-8 byte order mark at the start of the file (ignored)"
+                "UTF-8 byte order mark at the start of the file: pi cannot load the file \
+                 (pisess reads it without the mark)"
             ),
             Self::Crlf => write!(f, "line ends in CRLF (the CR is ignored)"),
             Self::BlankLine => write!(f, "blank line (skipped)"),
