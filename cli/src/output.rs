@@ -258,6 +258,16 @@ impl Output {
                     .filter(|d| !d.as_os_str().is_empty())
                     .unwrap_or(Path::new("."));
                 let name = target.file_name().ok_or_else(|| no_file_name(path))?;
+                if !dir.is_dir() {
+                    return Err(CommandError::with_hint(
+                        anyhow!(
+                            "cannot write {}: the folder {} does not exist",
+                            path.display(),
+                            dir.display()
+                        ),
+                        "create the folder first, or give a file in a folder that exists",
+                    ));
+                }
                 // Temp files of a run that was killed (never those of a live pisess).
                 atomic::clean_stale(dir);
                 let tmp = atomic::TempFile::create(dir, name)

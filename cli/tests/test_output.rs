@@ -481,3 +481,21 @@ fn an_output_onto_the_store_is_refused() {
         "{stdout}"
     );
 }
+
+/// An output in a folder that does not exist says so, for every writer, and creates nothing.
+#[test]
+fn output_into_a_missing_folder_says_the_folder_does_not_exist() {
+    let env = TestEnv::new();
+    let s = session(&env);
+    let missing = env.home.path().join("no/such/dir");
+    let out = missing.join("x.jsonl");
+    for (name, args) in writers(&s, &out) {
+        let (code, stdout, err) = run(&env, &args);
+        assert_eq!(code, 2, "{name}: {stdout}\n{err}");
+        assert!(
+            err.contains(&format!("the folder {} does not exist", missing.display())),
+            "{name}: {err}"
+        );
+    }
+    assert!(!env.home.path().join("no").exists());
+}
