@@ -299,3 +299,23 @@ fn an_import_says_which_sessions_left_the_folder() {
     let out = env.pisess().args(["--json", "ls"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
 }
+
+/// `ls` on a store that holds no session (a first run, or a mistyped `$PISESS_STORE`) says
+/// which store it read and how to fill it, on stderr, and lists nothing.
+#[test]
+fn ls_of_an_empty_store_names_it() {
+    let env = TestEnv::new();
+    let r = crate::common::run(&env, &["ls"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let store = env.home.path().join("store.redb");
+    assert!(
+        r.stderr.contains(&format!(
+            "the store {} holds no sessions yet",
+            store.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    let r = crate::common::run(&env, &["--json", "ls"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""));
+}

@@ -50,8 +50,15 @@ pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
         .map(|c| std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
     let store = open_store_read()?;
     let snap = store.snapshot()?;
-    let mut rows: Vec<SessionRecord> = snap
-        .sessions()?
+    let all = snap.sessions()?;
+    if all.is_empty() {
+        // A mistyped $PISESS_STORE names a new, empty store: say where, rather than list nothing.
+        eprintln!(
+            "note: the store {} holds no sessions yet; `pisess import` indexes pi's session folder",
+            store.path().display()
+        );
+    }
+    let mut rows: Vec<SessionRecord> = all
         .into_iter()
         .map(|(_, r)| r)
         .filter(|r| !r.gone)
