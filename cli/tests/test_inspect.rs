@@ -1804,3 +1804,53 @@ fn a_header_only_session_is_said_to_have_no_entries() {
         r.stderr
     );
 }
+
+/// `show` of an assistant entry pairs each tool call with the result on the active path when
+/// the entry is on it (a result on an abandoned branch, earlier in the file, comes second),
+/// and otherwise with the first result below it.
+#[test]
+fn show_pairs_tool_calls_with_the_results_on_the_active_path() {
+    let env = TestEnv::new();
+    let f = env.home.path().join("pair.jsonl");
+    let result = |id: &str, parent: &str, call: &str, text: &str| {
+        serde_json::json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": "2026-03-01T10:00:02.000Z",
+            "message": {"role": "toolResult", "toolCallId": call, "toolName": "read",
+                "content": [{"type": "text", "text": text}], "isError": false, "timestamp": 2}})
+        .to_string()
+    };
+    let lines = [
+        r#"{"type":"session","version":3,"id":"00000000-0000-4000-8000-0000000000c1","timestamp":"2026-03-01T00:00:00.000Z","cwd":"/p"}"#.to_owned(),
+        r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-03-01T10:00:00.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"tc1","name":"read","arguments":{"path":"a"}},{"type":"toolCall","id":"tc2","name":"read","arguments":{"path":"b"}}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1}}"#.to_owned(),
+        result("r1", "a1", "tc1", "abandoned result"),
+        result("r1b", "a1", "tc1", "active result"),
+        result("r2", "r1b", "tc2", "second call's result"),
+    ];
+    std::fs::write(&f, lines.join("\n") + "\n").unwrap();
+    let fs_ = f.to_str().unwrap();
+    let texts = |entry: &str| -> Vec<(String, String)> {
+        let r = run(&env, &["--json", "show", fs_, entry]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        v["toolResults"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["toolCallId"].as_str().unwrap().to_owned(),
+                    m["content"][0]["text"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let mut got = texts("a1");
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("tc1".to_owned(), "active result".to_owned()),
+            ("tc2".to_owned(), "second call's result".to_owned())
+        ]
+    );
+}

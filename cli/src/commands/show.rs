@@ -233,7 +233,10 @@ fn write_content(ui: &mut Ui, content: Option<&Value>, results: &[Value]) -> std
     }
 }
 
-/// The result messages of an entry's tool calls, searched breadth-first among its descendants.
+/// The result messages of an entry's tool calls: first on the active path below the entry
+/// (when the entry is on it: the results pi's context pairs with the calls), then breadth-first
+/// among its other descendants; the first result found for each call, and at most
+/// [`RESULT_SEARCH`] entries looked at each way.
 fn tool_results(session: &Session, e: EntryKey, v: &Value) -> Result<Vec<Value>, CommandError> {
     let ids: Vec<&Value> = v
         .get("message")
@@ -248,13 +251,7 @@ fn tool_results(session: &Session, e: EntryKey, v: &Value) -> Result<Vec<Value>,
     if ids.is_empty() {
         return Ok(found);
     }
-    let mut queue: VecDeque<EntryKey> = session.snap.children(e)?.into();
-    let mut seen = 0;
-    while let Some(k) = queue.pop_front() {
-        seen += 1;
-        if seen > RESULT_SEARCH || found.len() == ids.len() {
-            break;
-        }
+    let take = |k: EntryKey, found: &mut Vec<Value>| -> Result<(), CommandError> {
         let c = session.value(k)?;
         if let Some(m) = c.get("message")
             && m.get("role").and_then(Value::as_str) == Some("toolResult")
@@ -265,7 +262,34 @@ fn tool_results(session: &Session, e: EntryKey, v: &Value) -> Result<Vec<Value>,
         {
             found.push(m.clone());
         }
-        queue.extend(session.snap.children(k)?);
+        Ok(())
+    };
+    // Down the active path, when the entry is on it.
+    let snap = &session.snap;
+    if let Ok(leaf) = session.leaf()
+        && leaf != e
+        && snap.is_ancestor(e, leaf)?
+        && let (Some(de), Some(dl)) = (snap.depth(e)?, snap.depth(leaf)?)
+    {
+        let last = dl.min(de.saturating_add(RESULT_SEARCH as u32));
+        for d in de + 1..=last {
+            if found.len() == ids.len() {
+                return Ok(found);
+            }
+            if let Some(k) = snap.ancestor_at_depth(leaf, d)? {
+                take(k, &mut found)?;
+            }
+        }
+    }
+    let mut queue: VecDeque<EntryKey> = snap.children(e)?.into();
+    let mut seen = 0;
+    while let Some(k) = queue.pop_front() {
+        seen += 1;
+        if seen > RESULT_SEARCH || found.len() == ids.len() {
+            break;
+        }
+        take(k, &mut found)?;
+        queue.extend(snap.children(k)?);
     }
     Ok(found)
 }
