@@ -1880,6 +1880,21 @@ fn stats_by_day_uses_the_utc_day_of_each_time() {
     assert_eq!(days, want);
 }
 
+/// Entry `a000000N` of a chain (its parent `a000000{N-1}`, none for 1), an assistant message
+/// whose one tool call `tN` reads `path`, at second N-1 of 2026-03-01T10:00.
+fn read_call(n: u32, path: &str) -> String {
+    let parent = if n == 1 {
+        "null".to_owned()
+    } else {
+        format!("\"a000000{}\"", n - 1)
+    };
+    let s = n - 1;
+    let ms = 1_772_359_200_000u64 + u64::from(s) * 1000;
+    format!(
+        r#"{{"type":"message","id":"a000000{n}","parentId":{parent},"timestamp":"2026-03-01T10:00:0{s}.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"t{n}","name":"read","arguments":{{"path":"{path}"}}}}],"provider":"p","model":"m","usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"toolUse","timestamp":{ms}}}}}"#
+    )
+}
+
 /// A path holding glob characters (`app/[id]/page.tsx`, a Next.js route) is found as written:
 /// the query is a glob and, as git's pathspecs, also the literal path (the glob's `[id]`
 /// alone is a character class and found nothing).
@@ -1889,8 +1904,8 @@ fn a_path_with_glob_characters_is_also_matched_as_written() {
     let file = env.home.path().join("g.jsonl");
     let lines = [
         r#"{"type":"session","version":3,"id":"00000000-0000-4000-8000-0000000000a7","timestamp":"2026-03-01T00:00:00.000Z","cwd":"/p"}"#,
-        r#"{"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-03-01T10:00:00.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"t1","name":"read","arguments":{"path":"app/[id]/page.tsx"}}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1772359200000}}"#,
-        r#"{"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"2026-03-01T10:00:01.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"t2","name":"read","arguments":{"path":"app/i/page.tsx"}}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1772359201000}}"#,
+        &read_call(1, "app/[id]/page.tsx"),
+        &read_call(2, "app/i/page.tsx"),
     ];
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
     let f = file.to_str().unwrap();
@@ -1918,26 +1933,16 @@ fn a_relative_glob_is_resolved_from_the_current_folder_as_a_path_is() {
     let project = env.home.path().join("work/proj");
     std::fs::create_dir_all(&project).unwrap();
     let proj = project.to_str().unwrap();
-    let call = |n: u32, path: &str| {
-        let parent = if n == 1 {
-            "null".to_owned()
-        } else {
-            format!("\"a000000{}\"", n - 1)
-        };
-        format!(
-            r#"{{"type":"message","id":"a000000{n}","parentId":{parent},"timestamp":"2026-03-01T10:00:0{n}.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"t{n}","name":"read","arguments":{{"path":"{path}"}}}}],"provider":"p","model":"m","usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"toolUse","timestamp":1772359200000}}}}"#
-        )
-    };
     let lines = [
         format!(
             r#"{{"type":"session","version":3,"id":"00000000-0000-4000-8000-0000000000b1","timestamp":"2026-03-01T00:00:00.000Z","cwd":"{proj}"}}"#
         ),
-        call(1, "./src/a.rs"),
-        call(2, &format!("{proj}/src/b.rs")),
-        call(3, "src/c.rs"),
-        call(4, "@src/d.rs"),
-        call(5, "docs/x.md"),
-        call(6, "~/notes.md"),
+        read_call(1, "./src/a.rs"),
+        read_call(2, &format!("{proj}/src/b.rs")),
+        read_call(3, "src/c.rs"),
+        read_call(4, "@src/d.rs"),
+        read_call(5, "docs/x.md"),
+        read_call(6, "~/notes.md"),
     ];
     let file = env.home.path().join("g.jsonl");
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
