@@ -979,3 +979,53 @@ fn an_in_place_prune_that_drops_nothing_leaves_the_file_alone() {
     assert_eq!(v["output"], Value::Null);
     assert_eq!(v["backup"], Value::Null);
 }
+
+#[test]
+fn prune_writes_a_cut_cycle_as_a_root_so_pi_can_open_the_output() {
+    // ca and cb are each other's parent (pi hangs on this file); cc hangs off cb, cd off ca.
+    // pisess cuts the cycle where a walk in file order closes it and shows cb as the root.
+    let env = TestEnv::new();
+    let src = env.home.path().join("cycle.jsonl");
+    let mut text = std::fs::read_to_string(fixture("edge/cycle-parent-CRASHES-context.jsonl"))
+        .expect("fixture");
+    text.push_str(concat!(
+        r#"{"type":"custom","customType":"m","id":"cc","parentId":"cb","timestamp":"2026-02-01T10:00:03.000Z"}"#,
+        "\n",
+        r#"{"type":"custom","customType":"m","id":"cd","parentId":"ca","timestamp":"2026-02-01T10:00:04.000Z"}"#,
+        "\n",
+    ));
+    std::fs::write(&src, &text).unwrap();
+    let out = env.home.path().join("out.jsonl");
+    let v = run_json(
+        &env,
+        &[
+            "prune",
+            src.to_str().unwrap(),
+            "--keep-leaf",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(v["rerooted"], serde_json::json!(["cb"]), "{v}");
+    assert_eq!(v["droppedEntries"], 1, "{v}");
+    let written = entries(&out);
+    let ids: Vec<&str> = written.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(ids, ["ca", "cb", "cd"]);
+    assert_eq!(written[1].1, None, "cb is written as a root");
+    // Every other line is the source's, byte for byte.
+    let src_lines: Vec<&str> = text.lines().collect();
+    let out_text = std::fs::read_to_string(&out).unwrap();
+    let out_lines: Vec<&str> = out_text.lines().collect();
+    assert_eq!(out_lines[0], src_lines[0]);
+    assert_eq!(out_lines[1], src_lines[1]);
+    assert_eq!(out_lines[3], src_lines[4]);
+    // pi opens the output (the oracle's load would hang on a cycle) and resumes at cd.
+    let load = oracle(&["context", out.to_str().unwrap()]);
+    assert!(load.get("messages").is_some(), "{load}");
+    let chk = crate::common::run(&env, &["check", out.to_str().unwrap()]);
+    assert_eq!(chk.code, 0, "{}{}", chk.stdout, chk.stderr);
+    // An orphan's parentId (naming no entry) is not a cycle: it stays as written.
+    let orphan = fixture("edge/orphan-parent.jsonl");
+    let v = run_json(&env, &["prune", orphan.to_str().unwrap(), "--keep-leaf"]);
+    assert_eq!(v["rerooted"], serde_json::json!([]), "{v}");
+}

@@ -10,7 +10,10 @@
 //!   branch. So for every kept entry, the last `label` entry targeting it is kept, and the
 //!   last `session_info` entry is kept; when such an entry lies on a dropped branch it is
 //!   re-attached (its `parentId` rewritten) to its nearest kept ancestor, or made a root when
-//!   it has none. Those are the only entries whose JSON changes;
+//!   it has none;
+//! - a kept entry where import cut a parent cycle (a root whose `parentId` names an entry of
+//!   the session) is written with `"parentId":null`: the source hangs pi, the output must not.
+//!   Those and the re-attached entries are the only entries whose JSON changes;
 //! - junk lines, id-less records and other non-tree rows are dropped (pi ignores or cannot
 //!   reach them);
 //! - walks are loops over parent links (no recursion), so a 1,000,000-deep chain is fine; the
@@ -64,6 +67,10 @@ pub enum RowFate {
     Header,
     /// On a kept path: written unchanged.
     Kept,
+    /// On a kept path, a root only because its `parentId` closed a parent cycle (import cut
+    /// the cycle there): written with `"parentId":null`, so the output has no cycle (pi hangs
+    /// on one) and its tree is the one pisess shows.
+    Rerooted,
     /// On a dropped branch but kept for the label map or the session name: written with a new
     /// `parentId`.
     Reattached,
@@ -203,16 +210,30 @@ impl Snapshot {
         let mut last_label: HashMap<String, EntryKey> = HashMap::new();
         let mut last_info: Option<EntryKey> = None;
         let mut kept_ids: HashSet<String> = HashSet::new();
+        let has_cuts = self.session(s)?.is_some_and(|r| r.cycle_cuts > 0);
         for e in runs.into_iter().flatten().map(EntryKey) {
             let info = self.row_info(e)?;
-            let node = info.kind == RowKind::Entry && self.link(e)?.is_some();
+            let link = match info.kind {
+                RowKind::Entry => self.link(e)?,
+                _ => None,
+            };
             let fate = match info.kind {
                 RowKind::Header => RowFate::Header,
-                _ if !node => RowFate::Other,
-                _ if kept.contains(&e) => RowFate::Kept,
+                _ if link.is_none() => RowFate::Other,
+                _ if kept.contains(&e) => {
+                    if has_cuts
+                        && link.is_some_and(|l| l.parent().is_none())
+                        && self.closed_cycle(s, e)?
+                    {
+                        RowFate::Rerooted
+                    } else {
+                        RowFate::Kept
+                    }
+                }
                 _ => RowFate::Dropped,
             };
-            if fate == RowFate::Kept
+            let node = link.is_some();
+            if matches!(fate, RowFate::Kept | RowFate::Rerooted)
                 && let Some(id) = &info.id
             {
                 kept_ids.insert(id.clone());
@@ -279,7 +300,7 @@ impl Snapshot {
             let (e, fate, len) = plan.rows[i];
             match fate {
                 RowFate::Header => continue,
-                RowFate::Kept => {
+                RowFate::Kept | RowFate::Rerooted => {
                     plan.kept_entries += 1;
                     plan.new_leaf = Some(e);
                     continue;
@@ -365,6 +386,28 @@ impl Snapshot {
         Ok(index)
     }
 
+    /// Whether root `e` of session `s` is a root because import cut a parent cycle there: its
+    /// `parentId` is a string naming an entry of the session (a `parentId` naming no entry
+    /// makes an orphan root, which pi reads as a root too and is left as written).
+    fn closed_cycle(&self, s: SessionKey, e: EntryKey) -> Result<bool, StoreError> {
+        #[derive(serde::Deserialize)]
+        struct Parent {
+            #[serde(rename = "parentId")]
+            parent_id: Option<serde_json::Value>,
+        }
+        let Some(text) = self.text(e)? else {
+            return Ok(false);
+        };
+        let parent = pisess_formats::value::parse_owned::<Parent>(&text)
+            .ok()
+            .and_then(|p| p.parent_id)
+            .and_then(|p| p.as_str().map(str::to_owned));
+        match parent {
+            Some(p) => Ok(self.entry_by_id(s, &p)?.is_some()),
+            None => Ok(false),
+        }
+    }
+
     fn label_target(&self, e: EntryKey) -> Result<Option<String>, StoreError> {
         #[derive(serde::Deserialize)]
         struct Label {
@@ -388,6 +431,10 @@ impl Snapshot {
             let line = match fate {
                 RowFate::Dropped | RowFate::Other => continue,
                 RowFate::Header | RowFate::Kept => self.text(e)?,
+                RowFate::Rerooted => match self.text(e)? {
+                    None => None,
+                    Some(t) => Some(reparent(e, &t, None)?),
+                },
                 RowFate::Reattached => match self.text(e)? {
                     None => None,
                     Some(t) => Some(reparent(e, &t, plan.reattached.get(&e).cloned().flatten())?),

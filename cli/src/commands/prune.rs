@@ -48,7 +48,9 @@ use crate::ui::{Ui, safe};
 /// other branch. The result is a valid pi session: the header and every kept entry unchanged,
 /// so pi builds the same context at every kept entry. Labels and the session name are resolved
 /// by pi over the whole file, so the last label of each kept entry and the last session_info
-/// are kept too, re-attached to their nearest kept ancestor if their branch goes.
+/// are kept too, re-attached to their nearest kept ancestor if their branch goes. An entry
+/// whose parentId closed a parent cycle (which hangs pi) is written as a root, as pisess shows
+/// it.
 ///
 /// Without -o or --in-place it is a dry run: it prints what would go (entries, bytes,
 /// branches) and changes nothing. -o FILE writes the pruned session to FILE (through a symlink,
@@ -396,6 +398,15 @@ impl Report<'_> {
             .map(|&(e, _, _)| e)
     }
 
+    /// The entries written as roots because their `parentId` closed a cycle, in file order.
+    fn rerooted(&self) -> impl Iterator<Item = EntryKey> + '_ {
+        self.plan
+            .rows
+            .iter()
+            .filter(|&&(_, fate, _)| fate == RowFate::Rerooted)
+            .map(|&(e, _, _)| e)
+    }
+
     /// The report as one JSON object, written as it is made: the lists (`reattached`,
     /// `branches`: one item per dropped branch, a fan of siblings has as many as entries) are
     /// printed an item at a time, never held.
@@ -409,6 +420,12 @@ impl Report<'_> {
         out.write_all(b",\"reattached\":[")?;
         let mut first = true;
         for e in self.reattached() {
+            item(out, &mut first, &self.session.id(e)?)?;
+        }
+        out.write_all(b"]")?;
+        out.write_all(b",\"rerooted\":[")?;
+        let mut first = true;
+        for e in self.rerooted() {
             item(out, &mut first, &self.session.id(e)?)?;
         }
         out.write_all(b"]")?;
@@ -504,6 +521,19 @@ impl Report<'_> {
                 n => format!(", and {n} line(s) that are not entries"),
             }
         )?;
+        let rerooted: Vec<String> = self
+            .rerooted()
+            .map(|e| self.session.id(e))
+            .collect::<Result<_, _>>()?;
+        if !rerooted.is_empty() {
+            writeln!(
+                out,
+                "{} as root{} (parentId null), where a parent cycle was cut (pi hangs on one): {}",
+                if self.dry { "would write" } else { "written" },
+                if rerooted.len() == 1 { "" } else { "s" },
+                safe(&rerooted.join(", "))
+            )?;
+        }
         if let Some(l) = leaf {
             writeln!(out, "pi resumes at: {}", safe(l))?;
         }
