@@ -520,6 +520,22 @@ fn commands_on_a_session_with_a_parent_cycle_say_it_was_cut() {
     let plain = session("01-tiny");
     let r = run(&env, &["log", plain.to_str().unwrap(), "-n", "1"]);
     assert!(!r.stderr.contains("cycle"), "{}", r.stderr);
+    // tree --json flags the root where the cycle was cut (its parentId stays as written, so a
+    // walk over parentId links needs to know where to stop); an orphan root is not flagged.
+    let t = json(&env, &["tree", cycle.to_str().unwrap(), "--json"], 0);
+    let flagged: Vec<&Value> = t["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n.get("cycleCut").is_some())
+        .collect();
+    assert_eq!(flagged.len(), 1, "{t}");
+    assert_eq!(flagged[0]["id"], t["roots"][0], "{t}");
+    assert_eq!(flagged[0]["cycleCut"], true, "{t}");
+    assert!(flagged[0]["parentId"].is_string(), "{t}");
+    let orphan = fixture("edge/orphan-parent.jsonl");
+    let t = json(&env, &["tree", orphan.to_str().unwrap(), "--json"], 0);
+    assert!(!t.to_string().contains("cycleCut"), "{t}");
 }
 
 #[test]

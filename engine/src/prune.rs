@@ -389,7 +389,7 @@ impl Snapshot {
     /// Whether root `e` of session `s` is a root because import cut a parent cycle there: its
     /// `parentId` is a string naming an entry of the session (a `parentId` naming no entry
     /// makes an orphan root, which pi reads as a root too and is left as written).
-    fn closed_cycle(&self, s: SessionKey, e: EntryKey) -> Result<bool, StoreError> {
+    pub fn closed_cycle(&self, s: SessionKey, e: EntryKey) -> Result<bool, StoreError> {
         #[derive(serde::Deserialize)]
         struct Parent {
             #[serde(rename = "parentId")]

@@ -32,7 +32,9 @@ use crate::ui::{Ui, safe};
 /// the screen's width is folded: `[+N]` at the start of a line stands for its N outermost levels.
 ///
 /// With --json: one object `{roots, leafId, nodes}` whose nodes `{id, parentId, type, children,
-/// label?}` are listed depth-first, children in pi's order (the shape of pi's `getTree`).
+/// label?}` are listed depth-first, children in pi's order (the shape of pi's `getTree`). A
+/// root where pisess cut a parent cycle (pi hangs on one) keeps its parentId as written and
+/// has `cycleCut: true`.
 /// --filter and --depth apply to the text output only.
 #[derive(Debug, clap::Args)]
 pub struct TreeArgs {
@@ -676,6 +678,16 @@ fn write_json(
     write!(ui.out(), ",\"leafId\":")?;
     pisess_formats::js::to_writer(ui.out(), &leaf_id)?;
     write!(ui.out(), ",\"nodes\":[")?;
+    // Roots where import cut a parent cycle keep their parentId as written; they are flagged,
+    // so a walk over parentId links knows to stop there.
+    let mut cut: Vec<usize> = Vec::new();
+    if session.record.cycle_cuts > 0 {
+        for &r in &tree.roots {
+            if session.snap.closed_cycle(session.key, reader.row(r)?.key)? {
+                cut.push(r);
+            }
+        }
+    }
     let mut first = true;
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
     let mut stack: Vec<usize> = tree.roots.iter().rev().copied().collect();
@@ -702,6 +714,9 @@ fn write_json(
                     ParentId::Null => buf.extend_from_slice(b",\"parentId\":null"),
                     ParentId::Missing => {}
                 }
+                if cut.contains(&nd) {
+                    buf.extend_from_slice(b",\"cycleCut\":true");
+                }
                 buf.extend_from_slice(b",\"type\":");
                 match f.entry_type {
                     Some(t) => pisess_formats::js::to_writer(&mut buf, t)?,
@@ -724,7 +739,7 @@ fn write_json(
             None => {
                 let (key, id) = (row.key, row.id.to_owned());
                 let ids = ids.into_iter().map(Value::String).collect();
-                let o = node_json(session, key, &id, ids, labels)?;
+                let o = node_json(session, key, &id, ids, labels, cut.contains(&nd))?;
                 pisess_formats::js::to_writer(&mut buf, &o)?;
             }
         }
@@ -743,6 +758,7 @@ fn node_json(
     id: &str,
     children: Vec<Value>,
     labels: &sa::LabelMap,
+    cycle_cut: bool,
 ) -> Result<Value, crate::command_error::CommandError> {
     let parent = session
         .snap
@@ -761,6 +777,14 @@ fn node_json(
                 o.insert("parentId".into(), p.clone());
             }
             o.insert("type".into(), v.get("type").cloned().unwrap_or(Value::Null));
+        }
+    }
+    if cycle_cut {
+        // Before `type`, as the streamed nodes write it (a root's type came from its line).
+        let t = o.shift_remove("type");
+        o.insert("cycleCut".into(), Value::Bool(true));
+        if let Some(t) = t {
+            o.insert("type".into(), t);
         }
     }
     if !o.contains_key("type") {
