@@ -834,3 +834,45 @@ fn every_command_on_4_gib_of_zeros_then_a_session() {
         }
     });
 }
+
+/// Two million one-byte junk lines (a 4 MB file) import within 512 MiB of address space: what
+/// import keeps per line (a row of a few hundred bytes) is bounded by the reader's lines per
+/// chunk, not only by its bytes per chunk (it took 2.7 GB and aborted under this limit).
+#[test]
+fn millions_of_tiny_junk_lines_import_in_bounded_memory() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("junk.jsonl");
+    let mut w = std::io::BufWriter::new(File::create(&file).unwrap());
+    writeln!(
+        w,
+        r#"{{"type":"session","version":3,"id":"junk","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}}"#
+    )
+    .unwrap();
+    writeln!(
+        w,
+        r#"{{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"hi","timestamp":1}}}}"#
+    )
+    .unwrap();
+    for _ in 0..2_000_000 {
+        w.write_all(b"1\n").unwrap();
+    }
+    w.into_inner().unwrap().sync_all().unwrap();
+    let f = file.to_str().unwrap();
+    let r = env
+        .pisess_limited(512 << 20)
+        .args(["--json", "import", f])
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let exported = env.pisess().args(["export", f]).output().unwrap();
+    assert!(exported.status.success());
+    assert!(
+        exported.stdout == fs::read(&file).unwrap(),
+        "export differs"
+    );
+}

@@ -10,6 +10,9 @@
 //! - a [`Line`]'s `bytes` exclude the `\n` and a `\r` right before it (`crlf` says it was there);
 //! - only the last line of the source can have `terminated == false`;
 //! - line numbers are 1-based and count every `\n`-separated line, blank ones included;
+//! - a chunk holds at most [`MAX_CHUNK_LINES`] lines, so what a consumer keeps per line (an
+//!   import keeps a row of a few hundred bytes each) is bounded too: a 4 MiB chunk of 2-byte
+//!   junk lines would otherwise be two million rows;
 //! - no line longer than [`MAX_LINE`] bytes is ever held: reading one is an
 //!   [`io::ErrorKind::InvalidData`] error naming its line number and offset, so memory stays
 //!   bounded by the chunk size plus [`MAX_LINE`].
@@ -18,6 +21,10 @@ use std::io::{self, Read};
 
 /// Default number of bytes read per chunk.
 pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
+
+/// The most lines in one chunk (a chunk of typical entries, a few hundred bytes to kilobytes
+/// each, ends at its byte size long before).
+pub const MAX_CHUNK_LINES: usize = 32 << 10;
 
 /// The longest line a reader holds (256 MiB). A session line is one JSON value that pi wrote as
 /// one JavaScript string, and V8 caps strings at about 512 Mi characters; a longer "line" (say
@@ -199,13 +206,24 @@ impl<R: Read> ChunkReader<R> {
                 return Ok(None);
             }
             if self.eof {
+                // The rest, but for MAX_CHUNK_LINES lines at most.
+                if let Some(n) = memchr::memchr_iter(b'\n', &buf).nth(MAX_CHUNK_LINES - 1)
+                    && n + 1 < buf.len()
+                {
+                    self.carry = buf[n + 1..].to_vec();
+                    buf.truncate(n + 1);
+                }
                 self.carry_offset = base + buf.len() as u64;
                 return Ok(Some(self.finish(buf, base)));
             }
-            // Split after the last newline; a line longer than the buffer makes it grow.
+            // Split after the last newline (or the MAX_CHUNK_LINES-th); a line longer than the
+            // buffer makes it grow.
             match memchr::memrchr(b'\n', &buf[scanned..]) {
                 Some(i) => {
-                    let cut = scanned + i + 1;
+                    let cut = match memchr::memchr_iter(b'\n', &buf).nth(MAX_CHUNK_LINES - 1) {
+                        Some(n) => (n + 1).min(scanned + i + 1),
+                        None => scanned + i + 1,
+                    };
                     self.carry = buf[cut..].to_vec();
                     buf.truncate(cut);
                     self.carry_offset = base + cut as u64;
@@ -313,6 +331,23 @@ mod tests {
         let c = r.next_chunk().unwrap().unwrap();
         assert_eq!(c.lines().next().unwrap().bytes.len(), 100_000);
         assert!(r.next_chunk().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_chunk_holds_at_most_max_chunk_lines_lines() {
+        let n = 3 * MAX_CHUNK_LINES + 5;
+        let src = "1\n".repeat(n);
+        let mut r = ChunkReader::with_chunk_size(src.as_bytes(), 1 << 20);
+        let mut counts = Vec::new();
+        let mut next = 1;
+        while let Some(c) = r.next_chunk().unwrap() {
+            assert_eq!(c.first_line(), next);
+            next += c.line_count();
+            counts.push(c.line_count());
+            assert_eq!(c.lines().count() as u64, c.line_count());
+        }
+        let max = MAX_CHUNK_LINES as u64;
+        assert_eq!(counts, [max, max, max, 5]);
     }
 
     #[test]
