@@ -233,10 +233,23 @@ struct Details {
     modified_files: Option<Vec<serde_json::Value>>,
 }
 
-/// Extracts the file operations of one parsed entry.
-pub(crate) fn extract(e: &pisess_formats::entry::Entry<'_>) -> EntryOps {
+/// Extracts the file operations of one parsed entry, whose JSON text is `json`.
+///
+/// An entry with a field the typed view cannot hold ([`Entry::bad_field`]: a `usage` count
+/// written as text, a text block whose `text` is an array) has only its tree fields in that
+/// view; its operations are read from its JSON as a plain value instead ([`extract_value`]),
+/// as pi reads them: pi looks only at the fields it needs.
+///
+/// [`Entry::bad_field`]: pisess_formats::entry::Entry::bad_field
+pub(crate) fn extract(e: &pisess_formats::entry::Entry<'_>, json: &str) -> EntryOps {
     use pisess_formats::entry::{Content, EntryType, Role};
     let mut out = EntryOps::default();
+    if e.bad_field.is_some() {
+        return match pisess_formats::value::parse_owned::<serde_json::Value>(json) {
+            Ok(v) => extract_value(&v),
+            Err(_) => out,
+        };
+    }
     match e.entry_type() {
         EntryType::Message => {
             let Some(m) = e.message.get() else {
@@ -293,6 +306,94 @@ pub(crate) fn extract(e: &pisess_formats::entry::Entry<'_>) -> EntryOps {
             ] {
                 for v in list.unwrap_or_default() {
                     if let Some(p) = v.as_str().filter(|p| !p.is_empty()) {
+                        out.ops.push(OpDraft {
+                            tool_call_id: None,
+                            tool_name: tool.to_owned(),
+                            op,
+                            path: p.to_owned(),
+                            status: None,
+                        });
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// [`extract`] from an entry read as a plain JSON value: the same fields, each taken only
+/// where it has the kind the typed view gives it (a `toolCall` block's `id` and `name` text,
+/// `arguments.path` non-empty text, `isError` true).
+fn extract_value(v: &serde_json::Value) -> EntryOps {
+    use serde_json::Value;
+    let mut out = EntryOps::default();
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+    let op_of = |call: &Value, status: Option<u8>| -> Option<OpDraft> {
+        let path = call.get("arguments")?.get("path")?.as_str()?;
+        if path.is_empty() {
+            return None;
+        }
+        let name = text(call, "name").unwrap_or_default();
+        Some(OpDraft {
+            tool_call_id: text(call, "id"),
+            op: FileOp::of_tool(&name),
+            tool_name: name,
+            path: path.to_owned(),
+            status,
+        })
+    };
+    match v.get("type").and_then(Value::as_str) {
+        Some("message") => {
+            let Some(m) = v.get("message") else {
+                return out;
+            };
+            match m.get("role").and_then(Value::as_str) {
+                Some("assistant") => {
+                    let blocks = m.get("content").and_then(Value::as_array);
+                    for b in blocks.into_iter().flatten() {
+                        if b.get("type").and_then(Value::as_str) == Some("toolCall") {
+                            out.ops.extend(op_of(b, None));
+                        }
+                    }
+                }
+                Some("toolResult") => {
+                    if let Some(id) = text(m, "toolCallId") {
+                        let err = m.get("isError").and_then(Value::as_bool).unwrap_or(false);
+                        out.result = Some((id, err));
+                    }
+                    let calls = m
+                        .get("nestedCalls")
+                        .and_then(|n| n.get("calls"))
+                        .and_then(Value::as_array);
+                    for c in calls.into_iter().flatten() {
+                        let status = match c.get("status").and_then(Value::as_str) {
+                            Some("ok") => RESULT_OK,
+                            Some("error") => RESULT_ERROR,
+                            _ => RESULT_NONE,
+                        };
+                        out.ops.extend(op_of(c, Some(status)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(t @ ("compaction" | "branch_summary")) => {
+            let Some(d) = v.get("details") else {
+                return out;
+            };
+            let tool = if t == "compaction" {
+                "compaction"
+            } else {
+                "branch_summary"
+            };
+            for (key, op) in [
+                ("readFiles", FileOp::Read),
+                ("modifiedFiles", FileOp::Modified),
+            ] {
+                let list = d.get(key).and_then(Value::as_array);
+                for p in list.into_iter().flatten().filter_map(Value::as_str) {
+                    if !p.is_empty() {
                         out.ops.push(OpDraft {
                             tool_call_id: None,
                             tool_name: tool.to_owned(),

@@ -1275,7 +1275,7 @@ fn draft_line(
         };
         let mut facts = Facts::default();
         if let Ok(e) = &piece.entry {
-            fill(&mut rec, &mut facts, e);
+            fill(&mut rec, &mut facts, e, piece.json);
             if rec.id.is_some() {
                 facts.node = Some(NodeFacts::of(piece.json, e));
             }
@@ -1309,8 +1309,8 @@ fn draft_line(
     (head, rest)
 }
 
-fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>) {
-    facts.ops = crate::files::extract(e);
+fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>, json: &str) {
+    facts.ops = crate::files::extract(e, json);
     rec.id = e.id().map(str::to_owned);
     rec.parent_id = e.parent_id().map(str::to_owned);
     rec.type_name = e.type_name.get().map(|t| t.as_str().to_owned());

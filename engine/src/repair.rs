@@ -73,7 +73,7 @@ impl Snapshot {
                     else {
                         continue;
                     };
-                    let ops = crate::files::extract(&entry);
+                    let ops = crate::files::extract(&entry, &json);
                     if !ops.ops.is_empty() || ops.result.is_some() {
                         w.write_ops(s, e.0, &rec.cwd, id.as_deref(), ts.as_deref(), ops)?;
                     }

@@ -599,3 +599,41 @@ fn a_result_appended_later_sets_the_status_of_its_call() {
     drop(f);
     check(Some(!status), Outcome::Grown);
 }
+
+/// An entry with a field the typed view cannot hold (a usage count written as text, a text
+/// block whose text is an array) keeps its tool calls in the index, as pi reads them; so do
+/// the result status of a tool result with such a field and a compaction's file lists.
+#[test]
+fn an_entry_with_an_odd_field_keeps_its_file_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path().join("store.redb")).unwrap();
+    let file = dir.path().join("odd.jsonl");
+    let lines = [
+        r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-02-01T10:00:00.000Z","cwd":"/w"}"#,
+        r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-02-01T10:00:01.000Z","message":{"role":"user","content":"go","timestamp":1}}"#,
+        r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-02-01T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"edit","arguments":{"path":"src/usage_str.rs"}}],"usage":{"input":1,"output":"5"},"timestamp":2}}"#,
+        r#"{"type":"message","id":"r1","parentId":"a1","timestamp":"2026-02-01T10:00:03.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"edit","content":[{"type":"text","text":["x"]}],"isError":true,"timestamp":3}}"#,
+        r#"{"type":"message","id":"a2","parentId":"r1","timestamp":"2026-02-01T10:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":["x"]},{"type":"toolCall","id":"c2","name":"write","arguments":{"path":"src/text_array.rs"}}],"timestamp":4}}"#,
+        r#"{"type":"compaction","id":"k1","parentId":"a2","timestamp":"2026-02-01T10:00:05.000Z","summary":"s","firstKeptEntryId":"a2","tokensBefore":"many","details":{"readFiles":["src/read.rs"],"modifiedFiles":[]}}"#,
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let r = store.import_file(&file).unwrap();
+    assert_eq!(r.outcome, Outcome::New, "{:?}", r.error);
+    let snap = store.snapshot().unwrap();
+    let s = snap.session_by_path(&file).unwrap().unwrap();
+    let got = snap.files_of_session(s).unwrap();
+    let (want, _) = scan(&file);
+    assert_eq!(got.iter().map(tuple).collect::<Vec<_>>(), want);
+    let paths: Vec<(&str, Option<bool>)> =
+        got.iter().map(|h| (h.path.as_str(), h.is_error)).collect();
+    assert!(
+        paths.contains(&("src/usage_str.rs", Some(true))),
+        "{paths:?}"
+    );
+    assert!(paths.contains(&("src/text_array.rs", None)), "{paths:?}");
+    assert!(paths.iter().any(|p| p.0 == "src/read.rs"), "{paths:?}");
+    // verify's rebuild of the index from the records agrees with what import wrote.
+    drop(snap);
+    let report = store.verify().unwrap();
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+}
