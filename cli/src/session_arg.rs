@@ -279,6 +279,14 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
         latest_for_cwd(&snap)?
     } else if path.is_file() {
         let report = store.import_file(path)?;
+        if let (Some(err), Some(s)) = (&report.error, report.session) {
+            // The file was not read over the stored session (it was cut short): use that.
+            eprintln!(
+                "warning: {}; using the copy in the store",
+                crate::ui::safe(err)
+            );
+            return Ok(s);
+        }
         if let Some(err) = report.error {
             return Err(CommandError::with_hint(
                 anyhow!("cannot import {}: {err}", path.display()),

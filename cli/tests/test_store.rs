@@ -319,3 +319,76 @@ fn ls_of_an_empty_store_names_it() {
     let r = crate::common::run(&env, &["--json", "ls"]);
     assert_eq!((r.code, r.stdout.as_str()), (0, ""));
 }
+
+/// A session file cut short (a byte prefix of what the store holds: a truncation, an old copy
+/// put back) is not read over the store's copy, which may be the only one of the lost entries:
+/// the import fails for that file and says so, commands use the stored session with a warning,
+/// and `import --full` takes the file as it is. An in-place prune whose output is a prefix of
+/// its source (every dropped entry after the last kept one) still updates the store.
+#[test]
+fn a_file_cut_short_does_not_replace_the_stored_session() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("b.jsonl");
+    let full = std::fs::read(fixture("sessions/02-small-branches.jsonl")).unwrap();
+    std::fs::write(&f, &full).unwrap();
+    let fs_ = f.to_str().unwrap();
+    let run = |args: &[&str]| crate::common::run(&env, args);
+    assert_eq!(run(&["import", dir.to_str().unwrap()]).code, 0);
+    let id = run(&["--json", "ls"]).stdout;
+    let id: serde_json::Value = serde_json::from_str(id.lines().next().unwrap()).unwrap();
+    let id = id["id"].as_str().unwrap().to_owned();
+
+    // Cut in the middle of a line.
+    let cut = full.len() / 2;
+    std::fs::write(&f, &full[..cut]).unwrap();
+    let r = run(&["import", dir.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("was cut short"), "{}", r.stderr);
+    for named in [id.as_str(), fs_] {
+        let out = env.pisess().args(["export", named]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout == full, "{named}: the store's copy was replaced");
+    }
+    let warned = run(&["export", &id]);
+    assert!(
+        warned.stderr.contains("using the copy in the store"),
+        "{}",
+        warned.stderr
+    );
+
+    // Taken as it is on request.
+    let r = run(&["import", "--full", fs_]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = env.pisess().args(["export", &id]).output().unwrap();
+    assert!(
+        out.stdout == full[..cut],
+        "import --full did not take the file"
+    );
+
+    // An in-place prune that keeps only an early entry writes a prefix of its source.
+    std::fs::write(&f, &full).unwrap();
+    assert_eq!(run(&["import", "--full", fs_]).code, 0);
+    let second = String::from_utf8_lossy(&full)
+        .lines()
+        .nth(2)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].clone())
+        .unwrap();
+    let second = second.as_str().unwrap();
+    let r = run(&["prune", fs_, "--keep", second, "--in-place", "--no-backup"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let pruned = std::fs::read(&f).unwrap();
+    assert!(full.starts_with(&pruned) && pruned.len() < full.len());
+    let out = env.pisess().args(["export", &id]).output().unwrap();
+    assert!(
+        out.stdout == pruned,
+        "the store did not take the pruned file"
+    );
+    let v = run(&["verify"]);
+    assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
+}

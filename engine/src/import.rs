@@ -83,7 +83,8 @@ pub struct FileReport {
     pub path: PathBuf,
     /// What happened.
     pub outcome: Outcome,
-    /// The session it is stored as.
+    /// The session it is stored as; on a failed import, set only for [`FileError::CutShort`]:
+    /// the stored session the file was not read over.
     pub session: Option<SessionKey>,
     /// Bytes read and parsed.
     pub bytes_read: u64,
@@ -217,6 +218,21 @@ pub enum FileError {
         /// Why.
         #[source]
         source: pisess_migrate::MigrateError,
+    },
+    /// The file is a strict prefix of the session's stored bytes: it was cut short (a
+    /// truncation, a restore of an old copy) and reading it would drop from the store the
+    /// entries only the store still holds. Left as it is unless the import is `full`.
+    #[error(
+        "{path} was cut short: its {size} bytes are the first {size} of the {stored} bytes the \
+         store holds for it; the store keeps its copy (import --full replaces it)"
+    )]
+    CutShort {
+        /// The file.
+        path: PathBuf,
+        /// Its size now.
+        size: u64,
+        /// The size of the stored copy.
+        stored: u64,
     },
 }
 
@@ -418,6 +434,22 @@ impl Store {
                 }
                 return Ok(report);
             }
+            Some((s, rec))
+                if !opts.full
+                    && size < rec.file_size
+                    && rec.version >= 3.0
+                    && self.is_cut_short(s, &canon, size)? =>
+            {
+                report.session = Some(s);
+                return fail(
+                    report,
+                    FileError::CutShort {
+                        path: canon,
+                        size,
+                        stored: rec.file_size,
+                    },
+                );
+            }
             Some((s, rec)) => {
                 let grown = !opts.full
                     && size > rec.file_size
@@ -460,6 +492,22 @@ impl Store {
         let mut r = result?;
         r.path = path.to_path_buf();
         Ok(r)
+    }
+
+    /// Whether the file at `path` (`size` bytes) is a strict prefix of session `s`'s stored
+    /// bytes (one streaming comparison; `false` when it cannot be read: the import that follows
+    /// says why).
+    fn is_cut_short(&self, s: SessionKey, path: &Path, size: u64) -> Result<bool, StoreError> {
+        let Ok(file) = open_regular(path) else {
+            return Ok(false);
+        };
+        let snap = self.snapshot()?;
+        let mut file = std::io::BufReader::with_capacity(1 << 16, file);
+        match snap.first_difference(s, &mut file) {
+            Ok(at) => Ok(at == Some(size)),
+            Err(crate::export::ExportError::Store(e)) => Err(e),
+            Err(_) => Ok(false),
+        }
     }
 
     fn session_record_by_source(

@@ -193,6 +193,9 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     drop(session);
     if !dry && args.in_place && !untouched {
         // The file changed under the store: import it again.
+        // In full: the pruned file may be a prefix of the source (every dropped entry after
+        // the last kept one), which an ordinary import keeps the store's copy of.
+        import_full(&source.to_string_lossy())?;
         let reopened = open_session(&source.to_string_lossy())?;
         if reopened.key != key {
             eprintln!(
@@ -260,17 +263,7 @@ fn check_in_place(session: Session, arg: &str) -> Result<Session, CommandError> 
     );
     let path = session.record.path.clone();
     drop(session);
-    {
-        let store = crate::session_arg::open_store()?;
-        let opts = pisess_engine::ImportOptions {
-            full: true,
-            ..Default::default()
-        };
-        let report = store.import(&[PathBuf::from(&path)], &opts, &mut |_| {})?;
-        if let Some(err) = report.files.first().and_then(|f| f.error.as_deref()) {
-            return Err(anyhow!("cannot read {} again: {}", safe(&path), safe(err)).into());
-        }
-    }
+    import_full(&path)?;
     let session = open_session(&path)?;
     if let Some(at) = differs(&session)? {
         return Err(CommandError::with_hint(
@@ -282,6 +275,20 @@ fn check_in_place(session: Session, arg: &str) -> Result<Session, CommandError> 
         ));
     }
     Ok(session)
+}
+
+/// Reads the file at `path` into the store again in full (`import --full`).
+fn import_full(path: &str) -> Result<(), CommandError> {
+    let store = crate::session_arg::open_store()?;
+    let opts = pisess_engine::ImportOptions {
+        full: true,
+        ..Default::default()
+    };
+    let report = store.import(&[PathBuf::from(path)], &opts, &mut |_| {})?;
+    if let Some(err) = report.files.first().and_then(|f| f.error.as_deref()) {
+        return Err(anyhow!("cannot read {} again: {}", safe(path), safe(err)).into());
+    }
+    Ok(())
 }
 
 /// The entries to keep and how they were named.
