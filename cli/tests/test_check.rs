@@ -60,6 +60,11 @@ fn every_edge_problem_is_located() {
             ":1: warning: session version 99 is newer than 3",
         ),
         ("edge/empty.jsonl", "error: no JSON value in the file"),
+        (
+            "edge/compaction-firstkept-missing.jsonl",
+            ":4: warning: compaction keeps entries from \"nope0000\", which no entry has: pi \
+             keeps no message from before this compaction",
+        ),
     ];
     for (file, want) in cases {
         let (out, _, code) = check(&[&fixture(file)]);

@@ -156,6 +156,20 @@ pub enum ProblemKind {
         /// Length of the loop.
         length: usize,
     },
+    /// A `label` entry whose `targetId` names no entry (pi keeps it in its label map, where
+    /// nothing shows it).
+    LabelTargetMissing {
+        /// The target.
+        target: String,
+    },
+    /// A compaction whose `firstKeptEntryId` is not on its path (names no entry, or one that
+    /// is not its ancestor): pi keeps no message from before the compaction.
+    FirstKeptNotOnPath {
+        /// The `firstKeptEntryId`.
+        first_kept: String,
+        /// Whether some entry has that id.
+        exists: bool,
+    },
     /// More than one entry has `parentId: null`.
     MultipleRoots {
         /// Number of roots.
@@ -205,6 +219,8 @@ impl ProblemKind {
             Self::Orphan { .. } => "orphan",
             Self::Cycle { .. } => "cycle",
             Self::MultipleRoots { .. } => "multiple-roots",
+            Self::LabelTargetMissing { .. } => "label-target-missing",
+            Self::FirstKeptNotOnPath { .. } => "first-kept-not-on-path",
         }
     }
 }
@@ -345,6 +361,20 @@ impl fmt::Display for ProblemKind {
                     "duplicate id {id:?} (first seen on line {first_line}; pi keeps this later one)"
                 )
             }
+            Self::LabelTargetMissing { target } => write!(
+                f,
+                "label for {target:?}, which no entry has (pi keeps it, but shows it nowhere)"
+            ),
+            Self::FirstKeptNotOnPath { first_kept, exists } => write!(
+                f,
+                "compaction keeps entries from {first_kept:?}, which {}: pi keeps no message \
+                 from before this compaction",
+                if *exists {
+                    "is not on its path"
+                } else {
+                    "no entry has"
+                }
+            ),
             Self::Orphan { id, parent_id } => {
                 write!(
                     f,

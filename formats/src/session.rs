@@ -315,6 +315,10 @@ pub struct TreeCheck {
     roots: usize,
     second_root: Option<(u64, u64)>,
     problems: Vec<Problem>,
+    /// `label` entries: target, line, offset.
+    labels: Vec<(String, u64, u64)>,
+    /// Compactions: node, `firstKeptEntryId`, line, offset.
+    compactions: Vec<(u32, String, u64, u64)>,
 }
 
 #[derive(Debug)]
@@ -370,6 +374,20 @@ impl TreeCheck {
                 },
             });
         }
+        match entry.entry_type() {
+            crate::entry::EntryType::Label => {
+                if let Some(t) = entry.target_id.get() {
+                    self.labels.push((t.as_str().to_owned(), line, offset));
+                }
+            }
+            crate::entry::EntryType::Compaction => {
+                if let Some(k) = entry.first_kept_entry_id.get() {
+                    self.compactions
+                        .push((n, k.as_str().to_owned(), line, offset));
+                }
+            }
+            _ => {}
+        }
         self.nodes.push(Node {
             id: id.to_owned(),
             parent: entry.parent_id().map(str::to_owned),
@@ -424,6 +442,37 @@ impl TreeCheck {
                 cur = parent[c];
             }
         }
+        for (target, line, offset) in std::mem::take(&mut self.labels) {
+            if !self.ids.contains_key(&target) {
+                self.problems.push(Problem {
+                    line,
+                    offset,
+                    kind: ProblemKind::LabelTargetMissing { target },
+                });
+            }
+        }
+        if !self.compactions.is_empty() {
+            let span = spans(&parent);
+            for (c, first_kept, line, offset) in std::mem::take(&mut self.compactions) {
+                let k = self.ids.get(&first_kept).copied();
+                let on_path = k.is_some_and(|k| {
+                    let (kin, kout) = span[k as usize];
+                    let (cin, cout) = span[c as usize];
+                    // An entry on a cycle has no span (never reached from a root): not judged.
+                    cin == u32::MAX || (kin < cin && cout <= kout)
+                });
+                if !on_path {
+                    self.problems.push(Problem {
+                        line,
+                        offset,
+                        kind: ProblemKind::FirstKeptNotOnPath {
+                            first_kept,
+                            exists: k.is_some(),
+                        },
+                    });
+                }
+            }
+        }
         if let Some((line, offset)) = self.second_root {
             self.problems.push(Problem {
                 line,
@@ -455,6 +504,51 @@ impl TreeCheck {
             kind: ProblemKind::Cycle { ids, length },
         });
     }
+}
+
+/// Each node's (entry, exit) number in a depth-first walk from the roots, so that `a` is an
+/// ancestor of `b` exactly when `a.0 < b.0 && b.1 <= a.1`; `(u32::MAX, u32::MAX)` for a node
+/// no root reaches (on a parent cycle). Loops, no recursion: a chain of a million is fine.
+fn spans(parent: &[Option<u32>]) -> Vec<(u32, u32)> {
+    let n = parent.len();
+    // Children in index order (compressed rows).
+    let mut start = vec![0u32; n + 1];
+    for p in parent.iter().flatten() {
+        start[*p as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut children = vec![0u32; start[n] as usize];
+    for (i, p) in parent.iter().enumerate() {
+        if let Some(p) = p {
+            let at = &mut fill[*p as usize];
+            children[*at as usize] = i as u32;
+            *at += 1;
+        }
+    }
+    let mut span = vec![(u32::MAX, u32::MAX); n];
+    let mut clock = 0u32;
+    let mut stack: Vec<(u32, u32)> = Vec::new();
+    for root in (0..n).filter(|&i| parent[i].is_none()) {
+        span[root].0 = clock;
+        clock += 1;
+        stack.push((root as u32, start[root]));
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if *next < start[node as usize + 1] {
+                let child = children[*next as usize];
+                *next += 1;
+                span[child as usize].0 = clock;
+                clock += 1;
+                stack.push((child, start[child as usize]));
+            } else {
+                span[node as usize].1 = clock;
+                stack.pop();
+            }
+        }
+    }
+    span
 }
 
 #[cfg(test)]
@@ -537,5 +631,45 @@ mod tests {
         assert!(codes[3].contains("cycle of length 2: d -> e"));
         assert!(codes[4].contains("cycle of length 1: f"));
         assert!(codes[5].contains("2 root entries"));
+    }
+
+    #[test]
+    fn tree_check_finds_labels_and_kept_entries_off_the_path() {
+        let lines = [
+            r#"{"type":"x","id":"a","parentId":null}"#,
+            r#"{"type":"x","id":"b","parentId":"a"}"#,
+            r#"{"type":"x","id":"s","parentId":"a"}"#,
+            // Kept from an ancestor: fine; from a sibling's branch or nowhere: not on the path.
+            r#"{"type":"compaction","id":"c1","parentId":"b","firstKeptEntryId":"a"}"#,
+            r#"{"type":"compaction","id":"c2","parentId":"c1","firstKeptEntryId":"s"}"#,
+            r#"{"type":"compaction","id":"c3","parentId":"c2","firstKeptEntryId":"nope"}"#,
+            r#"{"type":"compaction","id":"c4","parentId":"c3","firstKeptEntryId":"c4"}"#,
+            r#"{"type":"label","id":"l1","parentId":"c4","targetId":"b","label":"x"}"#,
+            r#"{"type":"label","id":"l2","parentId":"l1","targetId":"gone","label":"y"}"#,
+            // On a parent cycle: not judged.
+            r#"{"type":"x","id":"d","parentId":"e"}"#,
+            r#"{"type":"compaction","id":"e","parentId":"d","firstKeptEntryId":"a"}"#,
+        ];
+        let mut check = TreeCheck::new(3.0);
+        for (i, l) in lines.iter().enumerate() {
+            let e = Entry::parse(l).unwrap();
+            check.add_entry(&e, i as u64 + 2, 0);
+        }
+        let found: Vec<(u64, String)> = check
+            .finish()
+            .into_iter()
+            .map(|p| (p.line, p.kind.to_string()))
+            .collect();
+        let lines_of = |code: &str| -> Vec<u64> {
+            found
+                .iter()
+                .filter(|(_, t)| t.contains(code))
+                .map(|(l, _)| *l)
+                .collect()
+        };
+        assert_eq!(lines_of("not on its path"), [6, 8], "{found:#?}");
+        assert_eq!(lines_of("which no entry has:"), [7], "{found:#?}");
+        assert_eq!(lines_of("label for \"gone\""), [10], "{found:#?}");
+        assert_eq!(found.len(), 5, "{found:#?}");
     }
 }

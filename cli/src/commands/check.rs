@@ -18,7 +18,8 @@ use crate::ui::{Ui, safe};
 /// Problems are glued records (recovered), malformed or partial lines, invalid UTF-8,
 /// non-object lines, JSON nested deeper than pisess reads (4,096 levels), junk before the
 /// header, files that are not sessions, v4 headers, future versions, bad field types, missing
-/// and duplicate ids, orphans, parent cycles. Notes (CRLF, BOM, blank lines, several roots, no
+/// and duplicate ids, orphans, parent cycles, labels of entries that do not exist, compactions
+/// whose `firstKeptEntryId` is not on their path (pi keeps no message from before them). Notes (CRLF, BOM, blank lines, several roots, no
 /// final newline) are shown but do not count as problems.
 ///
 /// Exit status: 0 when every file is clean, 1 when problems were found, 2 when a file or a
