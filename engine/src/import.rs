@@ -257,6 +257,29 @@ fn migrate_hook(source: &Path, scratch: &Path) -> Result<(), FileError> {
     Ok(())
 }
 
+/// A writer that skips `skip` bytes and notes whether any later byte is not white space.
+struct Tail {
+    skip: u64,
+    meaningful: bool,
+}
+
+impl std::io::Write for Tail {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let skipped = usize::try_from(self.skip)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        self.skip -= skipped as u64;
+        if data[skipped..].iter().any(|b| !b.is_ascii_whitespace()) {
+            self.meaningful = true;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// What `write_file` reads: the source itself, or its migrated copy.
 struct Source<'p> {
     /// The file read.
@@ -495,8 +518,9 @@ impl Store {
     }
 
     /// Whether the file at `path` (`size` bytes) is a strict prefix of session `s`'s stored
-    /// bytes (one streaming comparison; `false` when it cannot be read: the import that follows
-    /// says why).
+    /// bytes and the rest of those holds more than white space (two streaming passes over the
+    /// stored rows, only for a file that shrank; `false` when it cannot be read: the import that
+    /// follows says why).
     fn is_cut_short(&self, s: SessionKey, path: &Path, size: u64) -> Result<bool, StoreError> {
         let Ok(file) = open_regular(path) else {
             return Ok(false);
@@ -504,7 +528,19 @@ impl Store {
         let snap = self.snapshot()?;
         let mut file = std::io::BufReader::with_capacity(1 << 16, file);
         match snap.first_difference(s, &mut file) {
-            Ok(at) => Ok(at == Some(size)),
+            Ok(at) if at == Some(size) => {}
+            Ok(_) => return Ok(false),
+            Err(crate::export::ExportError::Store(e)) => return Err(e),
+            Err(_) => return Ok(false),
+        }
+        // A prefix: cut short only when what is missing holds more than white space (a lost
+        // final newline loses no entry; the session writer puts it back before appending).
+        let mut tail = Tail {
+            skip: size,
+            meaningful: false,
+        };
+        match snap.export_session(s, &mut tail) {
+            Ok(_) => Ok(tail.meaningful),
             Err(crate::export::ExportError::Store(e)) => Err(e),
             Err(_) => Ok(false),
         }
@@ -1357,6 +1393,79 @@ fn draft_line(
     (head, rest)
 }
 
+/// `new Date(s).getTime()` in whole milliseconds, `None` where that is `NaN`.
+fn date_ms(s: &str) -> Option<i64> {
+    crate::agent::js::date_ms(Some(&serde_json::Value::String(s.to_owned())))
+        .as_f64()
+        .map(|ms| ms as i64)
+}
+
+/// A message entry's JSON reduced to what the catalogue reads of it: `type`, the message's
+/// `role`, its `content` (`null` when that does not fit the typed view either) and its
+/// `timestamp` when it is a number. `None` when there is no message object.
+fn plain_message(json: &str) -> Option<String> {
+    use serde_json::{Map, Value};
+    let v: Value = pisess_formats::value::parse_owned(json).ok()?;
+    let m = v.get("message")?.as_object()?;
+    let mut out = Map::new();
+    for key in ["role", "content"] {
+        if let Some(x) = m.get(key) {
+            out.insert(key.into(), x.clone());
+        }
+    }
+    if let Some(t) = m.get("timestamp").filter(|t| t.is_number()) {
+        out.insert("timestamp".into(), t.clone());
+    }
+    let wrap = |msg: Map<String, Value>| {
+        serde_json::json!({"type": "message", "message": Value::Object(msg)}).to_string()
+    };
+    let text = wrap(out.clone());
+    if Entry::parse(&text).is_ok() {
+        return Some(text);
+    }
+    if out.contains_key("content") {
+        out.insert("content".into(), Value::Null);
+    }
+    Some(wrap(out))
+}
+
+/// The catalogue facts of a message: its role, its time for pi's "modified", and a user
+/// message's text for the first-message preview.
+fn message_facts(rec: &mut EntryRecord, facts: &mut Facts, m: &pisess_formats::entry::Message<'_>) {
+    rec.role = m.role.get().map(|r| r.as_str().to_owned());
+    let role = m.role();
+    // pi's getLastActivityTime: user and assistant messages that have a `content` key; the
+    // message's numeric time, else the entry's as `new Date` reads it.
+    if matches!(role, Role::User | Role::Assistant) && m.content.is_present() {
+        facts.message_ms = m
+            .timestamp
+            .get()
+            .map(|t| *t as i64)
+            .or_else(|| rec.timestamp.as_deref().and_then(date_ms));
+    }
+    if role == Role::User {
+        // Only the catalogue's first-message preview needs it: at most
+        // FIRST_MESSAGE_MAX bytes, never a copy of a huge message.
+        let mut text = String::new();
+        match m.content.get() {
+            Some(Content::Text(t)) => push_capped(&mut text, t.as_str()),
+            _ => {
+                for (i, t) in m.texts().enumerate() {
+                    if i > 0 {
+                        push_capped(&mut text, " ");
+                    }
+                    push_capped(&mut text, &t);
+                }
+            }
+        }
+        // pi's listing skips a user message without text (an image alone, empty
+        // text): the preview is the first one that has some.
+        if !text.is_empty() {
+            facts.user_text = Some(text);
+        }
+    }
+}
+
 fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>, json: &str) {
     facts.ops = crate::files::extract(e, json);
     rec.id = e.id().map(str::to_owned);
@@ -1367,35 +1476,15 @@ fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>, json: &str) {
         EntryType::Message => {
             facts.message = true;
             if let Some(m) = e.message.get() {
-                rec.role = m.role.get().map(|r| r.as_str().to_owned());
-                let role = m.role();
-                if matches!(role, Role::User | Role::Assistant) {
-                    facts.message_ms = m
-                        .timestamp
-                        .get()
-                        .map(|t| *t as i64)
-                        .or_else(|| rec.timestamp.as_deref().and_then(iso_to_ms));
-                }
-                if role == Role::User {
-                    // Only the catalogue's first-message preview needs it: at most
-                    // FIRST_MESSAGE_MAX bytes, never a copy of a huge message.
-                    let mut text = String::new();
-                    match m.content.get() {
-                        Some(Content::Text(t)) => push_capped(&mut text, t.as_str()),
-                        _ => {
-                            for (i, t) in m.texts().enumerate() {
-                                if i > 0 {
-                                    push_capped(&mut text, " ");
-                                }
-                                push_capped(&mut text, &t);
-                            }
-                        }
-                    }
-                    // pi's listing skips a user message without text (an image alone, empty
-                    // text): the preview is the first one that has some.
-                    if !text.is_empty() {
-                        facts.user_text = Some(text);
-                    }
+                message_facts(rec, facts, m);
+            } else if e.bad_field.is_some() {
+                // A field the typed view cannot hold (a message time written as text): the
+                // message's role, content and numeric time alone, as pi's listing reads them.
+                if let Some(plain) = plain_message(json)
+                    && let Ok(p) = Entry::parse(&plain)
+                    && let Some(m) = p.message.get()
+                {
+                    message_facts(rec, facts, m);
                 }
             }
         }
