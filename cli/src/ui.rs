@@ -109,6 +109,11 @@ impl<W: Write> Write for UntilClosed<W> {
     }
 }
 
+/// `n` and the noun for it: `1 error`, `2 errors`, `0 errors`.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Text from a session made safe for a terminal: control characters (other than tab) and
 /// escape sequences are shown as visible `\u{…}` escapes, never sent raw.
 pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {

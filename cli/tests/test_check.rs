@@ -293,3 +293,13 @@ fn a_byte_order_mark_is_a_warning() {
         "{out}"
     );
 }
+
+#[test]
+fn the_summary_counts_in_the_singular_for_one() {
+    let (out, _, code) = check(&[&fixture("edge/cycle-parent-CRASHES-context.jsonl")]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("1 with problems, 0 unreadable (0 errors, 1 warning, 0 notes)"),
+        "{out}"
+    );
+}

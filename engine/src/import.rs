@@ -4,6 +4,10 @@
 //! - **unchanged** (same size and mtime as at the last import): nothing is read;
 //! - **grown** (larger, the old bytes ended with a newline, and the blake3 hashes of the first
 //!   and last [`WINDOW`] bytes of the old prefix still match): only the new lines are read;
+//! - **cut short** (smaller, a byte prefix of the stored v3 copy, and what is missing holds more
+//!   than white space): nothing is read or written, the import fails for that file
+//!   ([`FileError::CutShort`]): the store may hold the only copy of the lost entries
+//!   (`ImportOptions::full` reads it anyway);
 //! - **rewritten** (anything else): the session's rows are deleted and the file read again;
 //! - **new**: read in full.
 //!

@@ -146,6 +146,12 @@ struct Tally {
     totals: HashMap<Severity, usize>,
 }
 
+/// The number of problems of one severity, with its noun (`1 warning`, `2 warnings`).
+fn count(tally: &Tally, severity: Severity, one: &str, many: &str) -> String {
+    let n = tally.totals.get(&severity).copied().unwrap_or(0);
+    crate::ui::count(n as u64, one, many)
+}
+
 impl Tally {
     fn outcome(&self) -> Outcome {
         if self.failed > 0 || self.folders_failed > 0 {
@@ -262,14 +268,14 @@ fn report_all(
         writeln!(
             ui.out(),
             "checked {} file(s): {} clean, {} with problems, {} unreadable \
-             ({} errors, {} warnings, {} notes){folders}",
+             ({}, {}, {}){folders}",
             files.len(),
             tally.clean,
             tally.with_problems,
             tally.failed,
-            tally.totals.get(&Severity::Error).unwrap_or(&0),
-            tally.totals.get(&Severity::Warning).unwrap_or(&0),
-            tally.totals.get(&Severity::Note).unwrap_or(&0),
+            count(tally, Severity::Error, "error", "errors"),
+            count(tally, Severity::Warning, "warning", "warnings"),
+            count(tally, Severity::Note, "note", "notes"),
         )?;
     }
     Ok(())

@@ -527,9 +527,9 @@ fn write_human(
             .collect();
         writeln!(
             ui.out(),
-            "tool calls: {} ({} errors)",
+            "tool calls: {} ({})",
             list.join(", "),
-            total.tool_errors
+            crate::ui::count(total.tool_errors, "error", "errors")
         )?;
     }
     if !total.roles.is_empty() {
