@@ -355,6 +355,12 @@ fn a_file_cut_short_does_not_replace_the_stored_session() {
         );
         assert!(out.stdout == full, "{named}: the store's copy was replaced");
     }
+    // An in-place prune does not take the cut file either: it is left alone, the store too.
+    let r = run(&["prune", fs_, "--keep-leaf", "--in-place"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("was cut short"), "{}", r.stderr);
+    assert!(std::fs::read(&f).unwrap() == full[..cut]);
+    assert!(!dir.join("b.jsonl.bak").exists());
     let warned = run(&["export", &id]);
     assert!(
         warned.stderr.contains("using the copy in the store"),

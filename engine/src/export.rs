@@ -87,6 +87,59 @@ impl Snapshot {
     }
 }
 
+impl Snapshot {
+    /// Whether `file` (`size` bytes) was cut short: a strict prefix of session `s`'s stored
+    /// bytes whose missing part holds more than white space (a lost final newline loses no
+    /// entry). Two streaming passes over the stored rows; a file that cannot be read is not
+    /// judged (`false`). Reading such a file over the stored session would drop the entries
+    /// only the store still holds.
+    pub fn is_cut_short(
+        &self,
+        s: SessionKey,
+        file: &mut dyn std::io::Read,
+        size: u64,
+    ) -> Result<bool, StoreError> {
+        match self.first_difference(s, file) {
+            Ok(at) if at == Some(size) => {}
+            Ok(_) => return Ok(false),
+            Err(ExportError::Store(e)) => return Err(e),
+            Err(_) => return Ok(false),
+        }
+        let mut tail = Tail {
+            skip: size,
+            meaningful: false,
+        };
+        match self.export_session(s, &mut tail) {
+            Ok(_) => Ok(tail.meaningful),
+            Err(ExportError::Store(e)) => Err(e),
+            Err(_) => Ok(false),
+        }
+    }
+}
+
+/// A writer that skips `skip` bytes and notes whether any later byte is not white space.
+struct Tail {
+    skip: u64,
+    meaningful: bool,
+}
+
+impl std::io::Write for Tail {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let skipped = usize::try_from(self.skip)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        self.skip -= skipped as u64;
+        if data[skipped..].iter().any(|b| !b.is_ascii_whitespace()) {
+            self.meaningful = true;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A writer that compares what it is given with the next bytes of a file.
 struct Compare<'a> {
     file: &'a mut dyn std::io::Read,

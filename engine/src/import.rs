@@ -261,29 +261,6 @@ fn migrate_hook(source: &Path, scratch: &Path) -> Result<(), FileError> {
     Ok(())
 }
 
-/// A writer that skips `skip` bytes and notes whether any later byte is not white space.
-struct Tail {
-    skip: u64,
-    meaningful: bool,
-}
-
-impl std::io::Write for Tail {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let skipped = usize::try_from(self.skip)
-            .unwrap_or(usize::MAX)
-            .min(data.len());
-        self.skip -= skipped as u64;
-        if data[skipped..].iter().any(|b| !b.is_ascii_whitespace()) {
-            self.meaningful = true;
-        }
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// What `write_file` reads: the source itself, or its migrated copy.
 struct Source<'p> {
     /// The file read.
@@ -521,33 +498,14 @@ impl Store {
         Ok(r)
     }
 
-    /// Whether the file at `path` (`size` bytes) is a strict prefix of session `s`'s stored
-    /// bytes and the rest of those holds more than white space (two streaming passes over the
-    /// stored rows, only for a file that shrank; `false` when it cannot be read: the import that
-    /// follows says why).
+    /// [`Snapshot::is_cut_short`] of the file at `path` (`size` bytes); `false` when it cannot
+    /// be read (the import that follows says why).
     fn is_cut_short(&self, s: SessionKey, path: &Path, size: u64) -> Result<bool, StoreError> {
         let Ok(file) = open_regular(path) else {
             return Ok(false);
         };
-        let snap = self.snapshot()?;
         let mut file = std::io::BufReader::with_capacity(1 << 16, file);
-        match snap.first_difference(s, &mut file) {
-            Ok(at) if at == Some(size) => {}
-            Ok(_) => return Ok(false),
-            Err(crate::export::ExportError::Store(e)) => return Err(e),
-            Err(_) => return Ok(false),
-        }
-        // A prefix: cut short only when what is missing holds more than white space (a lost
-        // final newline loses no entry; the session writer puts it back before appending).
-        let mut tail = Tail {
-            skip: size,
-            meaningful: false,
-        };
-        match snap.export_session(s, &mut tail) {
-            Ok(_) => Ok(tail.meaningful),
-            Err(crate::export::ExportError::Store(e)) => Err(e),
-            Err(_) => Ok(false),
-        }
+        self.snapshot()?.is_cut_short(s, &mut file, size)
     }
 
     fn session_record_by_source(

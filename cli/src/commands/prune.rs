@@ -246,6 +246,32 @@ fn check_in_place(session: Session, arg: &str) -> Result<Session, CommandError> 
     if session.record.version < 3.0 {
         return Ok(session);
     }
+    // A file cut short is not read over the stored session (which may be the only copy of the
+    // lost entries), and so not pruned either.
+    let cut_short = {
+        let file = std::fs::File::open(&session.record.path)
+            .map_err(|e| anyhow!("cannot read {}: {e}", safe(&session.record.path)))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+        size < session.record.file_size
+            && session
+                .snap
+                .is_cut_short(session.key, &mut std::io::BufReader::new(file), size)?
+    };
+    if cut_short {
+        return Err(CommandError::with_hint(
+            anyhow!(
+                "{} was cut short (the store holds {} bytes of it, the file fewer, and they \
+                 begin alike); left alone",
+                safe(&session.record.path),
+                session.record.file_size
+            ),
+            format!(
+                "`pisess export {} -o FILE` writes the stored session out; `pisess import --full \
+                 FILE` takes the file as it is",
+                session.record.session_id
+            ),
+        ));
+    }
     let differs = |session: &Session| -> Result<Option<u64>, CommandError> {
         let file = std::fs::File::open(&session.record.path)
             .map_err(|e| anyhow!("cannot read {}: {e}", safe(&session.record.path)))?;
