@@ -304,22 +304,33 @@ pub(crate) fn extract(e: &pisess_formats::entry::Entry<'_>, json: &str) -> Entry
                 (d.read_files, FileOp::Read),
                 (d.modified_files, FileOp::Modified),
             ] {
-                for v in list.unwrap_or_default() {
-                    if let Some(p) = v.as_str().filter(|p| !p.is_empty()) {
-                        out.ops.push(OpDraft {
-                            tool_call_id: None,
-                            tool_name: tool.to_owned(),
-                            op,
-                            path: p.to_owned(),
-                            status: None,
-                        });
-                    }
-                }
+                push_listed(&mut out.ops, tool, op, list.iter().flatten());
             }
         }
         _ => {}
     }
     out
+}
+
+/// The operations of a compaction's or branch summary's `details.readFiles` /
+/// `modifiedFiles` list: one per item that is non-empty text.
+fn push_listed<'a>(
+    ops: &mut Vec<OpDraft>,
+    tool: &str,
+    op: FileOp,
+    list: impl IntoIterator<Item = &'a serde_json::Value>,
+) {
+    for p in list.into_iter().filter_map(serde_json::Value::as_str) {
+        if !p.is_empty() {
+            ops.push(OpDraft {
+                tool_call_id: None,
+                tool_name: tool.to_owned(),
+                op,
+                path: p.to_owned(),
+                status: None,
+            });
+        }
+    }
 }
 
 /// [`extract`] from an entry read as a plain JSON value: the same fields, each taken only
@@ -392,17 +403,7 @@ fn extract_value(v: &serde_json::Value) -> EntryOps {
                 ("modifiedFiles", FileOp::Modified),
             ] {
                 let list = d.get(key).and_then(Value::as_array);
-                for p in list.into_iter().flatten().filter_map(Value::as_str) {
-                    if !p.is_empty() {
-                        out.ops.push(OpDraft {
-                            tool_call_id: None,
-                            tool_name: tool.to_owned(),
-                            op,
-                            path: p.to_owned(),
-                            status: None,
-                        });
-                    }
-                }
+                push_listed(&mut out.ops, tool, op, list.into_iter().flatten());
             }
         }
         _ => {}

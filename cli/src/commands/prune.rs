@@ -422,22 +422,23 @@ struct Report<'a> {
 }
 
 impl Report<'_> {
-    /// The re-attached entries, in file order.
-    fn reattached(&self) -> impl Iterator<Item = EntryKey> + '_ {
+    /// The entries of one fate, in file order.
+    fn rows_with(&self, fate: RowFate) -> impl Iterator<Item = EntryKey> + '_ {
         self.plan
             .rows
             .iter()
-            .filter(|&&(_, fate, _)| fate == RowFate::Reattached)
+            .filter(move |&&(_, f, _)| f == fate)
             .map(|&(e, _, _)| e)
+    }
+
+    /// The re-attached entries, in file order.
+    fn reattached(&self) -> impl Iterator<Item = EntryKey> + '_ {
+        self.rows_with(RowFate::Reattached)
     }
 
     /// The entries written as roots because their `parentId` closed a cycle, in file order.
     fn rerooted(&self) -> impl Iterator<Item = EntryKey> + '_ {
-        self.plan
-            .rows
-            .iter()
-            .filter(|&&(_, fate, _)| fate == RowFate::Rerooted)
-            .map(|&(e, _, _)| e)
+        self.rows_with(RowFate::Rerooted)
     }
 
     /// The report as one JSON object, written as it is made: the lists (`reattached`,
