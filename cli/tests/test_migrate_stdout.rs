@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::common::{TestEnv, fixture, realdata, root};
 
+/// The migration of `path` (which holds no line that is left out: exit status 0).
 fn migrate(path: &std::path::Path) -> Vec<u8> {
     let out = TestEnv::new()
         .pisess()
@@ -122,4 +123,42 @@ fn v3_files_are_printed_unchanged() {
         let file = fixture(f);
         assert_eq!(migrate(&file), std::fs::read(&file).unwrap(), "{f}");
     }
+}
+
+#[test]
+fn lines_left_out_of_the_output_make_the_exit_status_two() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("v1-with-a-bad-line.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"type":"session","version":1,"id":"abc","timestamp":"2025-01-01T00:00:00Z","cwd":"/x"}"#,
+            "\nnot json\n",
+            r#"{"type":"message","timestamp":"2025-01-01T00:00:01Z","message":{"role":"user","content":"hi"}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let out = env
+        .pisess()
+        .args(["migrate", "--stdout"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(":2: warning: not valid JSON"), "{stderr}");
+    assert!(
+        stderr.contains(": 1 line left out of the output"),
+        "{stderr}"
+    );
+    // Everything else is printed: the header and the one message, migrated.
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0]["version"], 3);
+    assert_eq!(lines[1]["message"]["content"], "hi");
 }

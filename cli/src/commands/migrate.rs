@@ -35,7 +35,7 @@ use rayon::prelude::*;
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::util::{Source, default_inputs, session_files};
 use crate::output::{self, Target};
-use crate::ui::{SafeWriter, Ui, safe};
+use crate::ui::{self, SafeWriter, Ui, safe};
 
 use report::{FileReport, Found, Status, Summary};
 use verify::Probe;
@@ -60,7 +60,8 @@ run. A file with skipped lines or recovered glued records is not written unless 
 read-only file is not replaced. Running twice changes nothing the second time.
 
 `pisess migrate FILE --stdout` prints one migrated file as JSONL instead (the source is not \
-changed).
+changed); lines that hold no entry (malformed, cut short) are left out, named on stderr, and \
+make the exit status 2.
 
 Exit status: 0 when every file was migrated, current or skipped; 2 when any file failed (after \
 all files were tried).";
@@ -151,6 +152,18 @@ fn cmd_stdout(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
     }
     for n in &outcome.notes {
         eprintln!("{}: note: {}", path.display(), safe(&n.to_string()));
+    }
+    // The output is complete up to what pi itself drops; say so in the exit status, as the
+    // bulk modes refuse such a file without --force.
+    let lost = outcome.lines_skipped + outcome.falsy_dropped;
+    if lost > 0 {
+        eprintln!(
+            "{}: {} left out of the output (no entry in them: malformed, cut short or falsy; \
+             see above)",
+            path.display(),
+            ui::count(lost, "line", "lines")
+        );
+        return Ok(Outcome::PartialFailure);
     }
     Ok(Outcome::Success)
 }
