@@ -735,6 +735,9 @@ fn commit(p: Pending, opts: &Opts) -> FileReport {
         match tmp.persist_new(&target) {
             Ok(atomic::Placed::Written) => {}
             Ok(atomic::Placed::AlreadyThere) => {
+                // Nothing was written: the run counts it as current, not as migrated.
+                r.status = Status::Current;
+                r.bytes_written = 0;
                 r.reason = Some("already there, the same bytes; not rewritten".into());
             }
             Ok(atomic::Placed::Differs) => {

@@ -53,7 +53,8 @@ impl Found {
 pub enum Status {
     /// Written (or, in a dry run, would be).
     Migrated,
-    /// Already v3: left alone.
+    /// Already v3: left alone; or (`--out`) its migration is already in the output folder,
+    /// byte for byte: nothing written.
     Current,
     /// Left alone on purpose (not a session, v4, not fully parsed without `--force`, …).
     Skipped,
