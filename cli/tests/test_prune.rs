@@ -291,6 +291,8 @@ fn prune_dry_run_changes_nothing_and_in_place_keeps_a_backup() {
         vec!["prune", f, "--keep-leaf"],
         vec!["prune", f, "--keep-leaf", "--in-place", "--dry-run"],
         vec!["prune", f, "--keep-labeled", "--keep", "@leaf~3"],
+        // --keep takes one ENTRY (repeat it), so SESSION may come after it.
+        vec!["prune", "--keep", "@leaf~3", "--keep", "@leaf", f],
     ] {
         let r = run_json(&env, &args);
         assert_eq!(r["dryRun"], true, "{args:?}");

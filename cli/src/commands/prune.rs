@@ -43,7 +43,7 @@ use crate::ui::{Ui, safe};
 
 /// Drop the branches not on the kept paths, or move old sessions to a trash folder.
 ///
-/// `pisess prune SESSION (--keep-leaf | --keep ENTRY...) [--keep-labeled]` keeps the paths
+/// `pisess prune SESSION [--keep-leaf] [--keep ENTRY]... [--keep-labeled]` keeps the paths
 /// root → each kept entry (and, with --keep-labeled, root → each labelled entry) and drops every
 /// other branch. The result is a valid pi session: the header and every kept entry unchanged,
 /// so pi builds the same context at every kept entry. Labels and the session name are resolved
@@ -70,8 +70,9 @@ pub struct PruneArgs {
     /// Keep the path to the session's leaf (where pi resumes).
     #[arg(long)]
     pub keep_leaf: bool,
-    /// Keep the path to ENTRY (an id or prefix, @leaf, label:NAME, ENTRY~N); repeatable.
-    #[arg(long, value_name = "ENTRY", num_args = 1.., action = clap::ArgAction::Append)]
+    /// Keep the path to ENTRY (an id or prefix, @leaf, label:NAME, ENTRY~N); repeat the
+    /// option for more (`--keep A --keep B`).
+    #[arg(long, value_name = "ENTRY", action = clap::ArgAction::Append)]
     pub keep: Vec<String>,
     /// Also keep the path to every labelled entry.
     #[arg(long)]
@@ -119,7 +120,7 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     if !args.keep_leaf && args.keep.is_empty() && !args.keep_labeled {
         return Err(CommandError::with_hint(
             anyhow!("nothing to keep was given"),
-            "give --keep-leaf, --keep ENTRY… and/or --keep-labeled",
+            "give --keep-leaf, --keep ENTRY (repeatable) and/or --keep-labeled",
         ));
     }
     // Only an in-place prune writes the store (it re-imports the file it replaced); a dry run
