@@ -19,7 +19,8 @@
 //! - `pisess --json fork F E -o OUT` = `oracle fork F E OUT` by structure
 //!   ([`crate::common::fork_structure`]: the new session id, header time and `parentSession` aside,
 //!   re-created label ids renamed; for legacy files all ids); pisess's `parentSession` is F;
-//!   where pi would not write the file yet (no user or assistant message), pisess refuses.
+//!   where pi would not write the file yet (no user or assistant message), pisess writes nothing
+//!   either (exit 1, `"written": false`).
 //!
 //! **Sampled entries** (deterministic, all of them when a file has fewer than [`N`]): the leaf,
 //! the root, then round robin over entries inside compacted ranges (older than a compaction's
@@ -1034,7 +1035,11 @@ fn check_fork(c: &Ctx<'_>, o: &mut Oracle, id: &str, n: usize) -> (Vec<String>, 
         return (c.both_refuse(&got, &want), false);
     }
     if want["written"] != true {
-        let refused = got.code == 2 && got.stderr.contains("pi would not write this session yet");
+        let refused = got.code == 1
+            && got
+                .json
+                .as_ref()
+                .is_some_and(|j| j["written"] == false && j["reason"].is_string());
         let d = if refused && !mine.exists() {
             Vec::new()
         } else {

@@ -46,14 +46,24 @@ pub fn cmd_fork(ui: &mut Ui, args: &ForkArgs) -> CommandResult {
     let at = session.entry(&args.entry)?;
     let branched = branched_session(&session.snap, session.key, at)?;
     if !branched.has_conversation {
-        return Err(CommandError::with_hint(
-            anyhow!(
-                "the path to {} holds no user or assistant message: pi would not write this \
-                 session yet",
-                session.id(at)?
-            ),
-            "fork at a later entry",
-        ));
+        // pi writes a session file only once it holds a message: a negative answer, as
+        // `compact` and `navigate` give when they have nothing to write.
+        let id = session.id(at)?;
+        if ui.json {
+            ui.json_line(&json!({
+                "written": false,
+                "reason": "no user or assistant message",
+                "entryId": id,
+            }))?;
+        } else {
+            writeln!(
+                ui.out(),
+                "nothing written: the path to {} holds no user or assistant message (pi writes \
+                 a session file only once it has one); fork at a later entry",
+                safe(&id)
+            )?;
+        }
+        return Ok(Outcome::Negative);
     }
     let cwd = branched
         .header
