@@ -36,6 +36,7 @@ use serde_json::Value;
 use crate::command_error::{CommandResult, Outcome};
 use crate::commands::log::{LogArgs, boundary, entry_json, line_text};
 use crate::commands::tree::shown_levels;
+use crate::commands::util::kind_matches;
 use crate::listing;
 use crate::session_arg::{self as sa, Session};
 use crate::ui::{Ui, safe};
@@ -111,7 +112,7 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
             let wanted = args
                 .kind
                 .as_ref()
-                .is_none_or(|t| f.entry_type() == t || f.role == Some(t.as_str()));
+                .is_none_or(|t| kind_matches(t, f.entry_type(), f.role));
             if wanted && !ui.json {
                 // Only now is it known that a line follows the joins waiting to be drawn.
                 put_joins(&mut joins, &mut buf, shown)?;
@@ -158,7 +159,7 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
             let wanted = args
                 .kind
                 .as_ref()
-                .is_none_or(|t| sa::entry_type(&v) == t || sa::role(&v) == Some(t.as_str()));
+                .is_none_or(|t| kind_matches(t, sa::entry_type(&v), sa::role(&v)));
             if wanted {
                 if !ui.json {
                     put_joins(&mut joins, ui.out(), shown)?;

@@ -651,6 +651,14 @@ fn diff_of_a_fork_and_its_parent_finds_where_they_diverge() {
         // A session against itself: no difference.
         let same = json(&env, &["diff", p, p, "--json"], 0);
         assert_eq!(same["onlyA"].as_array().unwrap().len(), 0);
+        let text = out(&env, &["diff", p, p], 0);
+        assert!(
+            text.contains(&format!(
+                "the active paths are the same ({} entries)",
+                pp.len()
+            )),
+            "{text}"
+        );
 
         let sid = made["header"]["id"].as_str().unwrap();
         let text = out(&env, &["diff", p, k], 1);
@@ -1975,4 +1983,40 @@ fn a_relative_glob_is_resolved_from_the_current_folder_as_a_path_is() {
     let home_notes = env.home.path().join("notes.md");
     assert_eq!(ids(home_notes.to_str().unwrap(), &project), ["a0000006"]);
     assert_eq!(ids("~/notes.md", &project), ["a0000006"]);
+}
+
+/// The roles pi's context gives the summaries (`compactionSummary`, `branchSummary`) find the
+/// entries that carry them, as their entry types do, in `grep --role` and `log --type`.
+#[test]
+fn the_context_roles_of_summaries_find_their_entries() {
+    let env = TestEnv::new();
+    for (name, role, ty) in [
+        ("03-compactions", "compactionSummary", "compaction"),
+        ("02-small-branches", "branchSummary", "branch_summary"),
+    ] {
+        let f = session(name);
+        let f = f.to_str().unwrap();
+        let by_type = run(&env, &["log", f, "--type", ty, "--json"]);
+        assert_eq!(by_type.code, 0, "{}", by_type.stderr);
+        assert!(!by_type.stdout.is_empty(), "{name}: no {ty} entry to find");
+        let by_role = run(&env, &["log", f, "--type", role, "--json"]);
+        assert_eq!(by_role.stdout, by_type.stdout, "{name}");
+        assert!(by_role.stderr.is_empty(), "{}", by_role.stderr);
+        let all = |t: &str| run(&env, &["log", f, "--all", "--type", t, "--json"]).stdout;
+        assert_eq!(all(role), all(ty), "{name} --all");
+        let first = run(&env, &["log", f, "--type", role, "-n", "1", "--json"]);
+        assert_eq!(
+            first.stdout.lines().next(),
+            by_type.stdout.lines().next(),
+            "{name} -n 1"
+        );
+        let grep_type = run(&env, &["grep", "e", "--session", f, "--role", ty, "--json"]);
+        assert_eq!(grep_type.code, 0, "{name}: {}", grep_type.stderr);
+        let grep_role = run(
+            &env,
+            &["grep", "e", "--session", f, "--role", role, "--json"],
+        );
+        assert_eq!(grep_role.code, 0, "{name}: {}", grep_role.stderr);
+        assert_eq!(grep_role.stdout, grep_type.stdout, "{name}");
+    }
 }

@@ -506,6 +506,9 @@ fn diff_sessions(ui: &mut Ui, a_arg: &str, b_arg: &str) -> CommandResult {
             };
             writeln!(ui.out(), "{}", safe(&rel))?;
             let head = match &base {
+                Some(_) if only_a.is_empty() && only_b.is_empty() => {
+                    format!("the active paths are the same ({common} entries)")
+                }
                 Some(id) => format!("diverge after {} ({common} entries in common)", safe(id)),
                 None => "no entry in common".to_owned(),
             };

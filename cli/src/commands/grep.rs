@@ -349,8 +349,7 @@ fn search_row(
         Err(_) => return Ok(RowResult::NoMatch),
     };
     if let Some(r) = role
-        && sa::kind(&v) != r
-        && sa::entry_type(&v) != r
+        && !super::util::kind_matches(r, sa::entry_type(&v), Some(sa::kind(&v)))
     {
         return Ok(RowResult::NoMatch);
     }

@@ -14,6 +14,7 @@ use pisess_engine::EntryKey;
 use pisess_engine::outline::OutlineBlock;
 use rayon::prelude::*;
 
+use super::util::kind_matches;
 use crate::command_error::{CommandResult, Outcome};
 use crate::listing::{self, Item};
 use crate::session_arg::{self as sa, Session, open_session_read};
@@ -204,8 +205,7 @@ fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
                             from = upto;
                             let v = session.value_or_unreadable(EntryKey(k))?;
                             if let Some(t) = &args.kind
-                                && sa::entry_type(&v) != t
-                                && sa::role(&v) != Some(t.as_str())
+                                && !kind_matches(t, sa::entry_type(&v), sa::role(&v))
                             {
                                 continue;
                             }
@@ -261,10 +261,10 @@ fn nth_shown(
                         .and_then(|b| b.find(EntryKey(k)).map(|i| b.row(i)))
                         .and_then(|r| r.facts);
                     match facts {
-                        Some(f) => f.entry_type() == t || f.role == Some(t),
+                        Some(f) => kind_matches(t, f.entry_type(), f.role),
                         None => {
                             let v = session.value_or_unreadable(EntryKey(k))?;
-                            sa::entry_type(&v) == t || sa::role(&v) == Some(t)
+                            kind_matches(t, sa::entry_type(&v), sa::role(&v))
                         }
                     }
                 }
@@ -390,8 +390,7 @@ fn render_piece(
             continue;
         };
         if let Some(t) = style.kind
-            && f.entry_type() != t
-            && f.role != Some(t)
+            && !kind_matches(t, f.entry_type(), f.role)
         {
             out.items.push(Item::Left);
             continue;

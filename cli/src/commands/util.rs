@@ -223,6 +223,19 @@ pub fn warn_saved_tails(file: &str, saved: &[std::path::PathBuf]) {
     }
 }
 
+/// Whether an entry of type `entry_type` (a message: of role `role`) is of the kind a `--type` /
+/// `--role` filter names: its type, its role, or a role that no stored entry carries but pi's
+/// context shows the entry as (`compactionSummary` is a `compaction`, `branchSummary` a
+/// `branch_summary`).
+pub fn kind_matches(kind: &str, entry_type: &str, role: Option<&str>) -> bool {
+    let shown_as = match kind {
+        "compactionSummary" => Some("compaction"),
+        "branchSummary" => Some("branch_summary"),
+        _ => None,
+    };
+    entry_type == kind || role == Some(kind) || shown_as == Some(entry_type)
+}
+
 /// What to say when a `--type` / `--role` filter (`log`, `grep`) matched nothing and is none of
 /// pi's entry types or message roles: most likely a typo. pi tolerates unknown roles and types
 /// (an extension's custom messages), so such a value is still matched as written, never
