@@ -39,7 +39,8 @@ pub struct ContextArgs {
     /// The entry to look from (id or prefix, @leaf, @root, label:NAME, ENTRY~N). Default: the leaf.
     #[arg(long, value_name = "ENTRY")]
     pub at: Option<String>,
-    /// Also show the messages as the model receives them (pi's `convertToLlm`).
+    /// Show the messages as the model receives them (pi's `convertToLlm`) instead; with --json
+    /// they are added as `llmMessages`.
     #[arg(long)]
     pub llm: bool,
 }

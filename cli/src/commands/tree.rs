@@ -43,7 +43,8 @@ pub struct TreeArgs {
     /// Which entries to show (pi's /tree filter modes).
     #[arg(long, value_enum, default_value_t = Filter::Default)]
     pub filter: Filter,
-    /// Show at most N levels of branch nesting (0: the trunk only).
+    /// Show at most N levels of branch nesting (0: from the root to the first branch point;
+    /// the branches left out are counted).
     #[arg(long, value_name = "N")]
     pub depth: Option<usize>,
 }
