@@ -176,6 +176,15 @@ impl TestEnv {
         self.cleared(cmd)
     }
 
+    /// `pisess ARGS…` as [`Self::pisess_child`] makes it, run by `wrapper` (a program and its
+    /// arguments, e.g. `strace …`), the binary's path being the wrapper's last argument.
+    pub fn pisess_wrapped(&self, wrapper: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(wrapper[0]);
+        cmd.args(&wrapper[1..])
+            .arg(assert_cmd::cargo::cargo_bin("pisess"));
+        self.cleared(cmd)
+    }
+
     /// `cmd` with a cleared environment but for this test's home and store.
     fn cleared(&self, mut cmd: std::process::Command) -> std::process::Command {
         cmd.env_clear()

@@ -400,7 +400,10 @@ fn bad_session_ids_and_files_that_are_not_sessions_are_refused() {
     let before = std::fs::read(&file).unwrap();
     let err = SessionWriter::open(&store, &file).unwrap_err();
     assert!(
-        matches!(err, WriteError::Import { .. } | WriteError::NotASession(_)),
+        matches!(
+            err,
+            WriteError::Unreadable { .. } | WriteError::NotASession(_)
+        ),
         "{err}"
     );
     assert!(err.to_string().contains("garbage.jsonl"), "{err}");

@@ -62,6 +62,15 @@ pub enum WriteError {
         /// What the import said.
         message: String,
     },
+    /// The file to append to could not be read as a session (gone, unreadable, cut short):
+    /// nothing was written, the store did not change.
+    #[error("cannot append to {}: {message}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// What the import said.
+        message: String,
+    },
     /// An entry id that the session does not hold.
     #[error("entry {0} not found")]
     NotFound(String),
@@ -271,7 +280,7 @@ impl<'s> SessionWriter<'s> {
     pub fn open(store: &'s Store, file: &Path) -> Result<Self, WriteError> {
         let report = store.import_file(file)?;
         if let Some(message) = report.error {
-            return Err(WriteError::Import {
+            return Err(WriteError::Unreadable {
                 path: file.to_path_buf(),
                 message,
             });
@@ -917,7 +926,8 @@ pub fn create_new_file_with<E>(
 /// How to put a file back as it was before [`append_repairing`].
 ///
 /// Only ever shortens the file back to `at` when nothing was appended after our bytes (the file
-/// still ends at `end`): a line another process (pi) appended in the meantime is never cut.
+/// still ends at `end`, or — after a write that failed part way, a full disk — ends with a first
+/// part of `written`): a line another process (pi) appended in the meantime is never cut.
 #[derive(Debug)]
 struct Undo {
     path: PathBuf,
@@ -925,17 +935,22 @@ struct Undo {
     at: u64,
     /// Where our bytes ended.
     end: u64,
+    /// What was written at `at` (the repaired tail, then the new line).
+    written: Vec<u8>,
     /// The bytes that were there (the torn tail; empty when there was none).
     tail: Vec<u8>,
-    /// Where the torn line was saved before a fragment of it was cut.
+    /// Where the torn line was saved before the file was cut.
     saved: Option<PathBuf>,
 }
 
 impl Undo {
     fn restore(&self) -> io::Result<()> {
-        let mut f = OpenOptions::new().append(true).open(&self.path)?;
+        let mut f = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&self.path)?;
         let len = f.metadata()?.len();
-        if len != self.end {
+        if len != self.end && !self.holds_part_of_ours(&mut f, len)? {
             return Err(io::Error::other(format!(
                 "it changed after our write (now {len} bytes, we wrote up to {}); the new line \
                  stays at byte {}",
@@ -951,6 +966,18 @@ impl Undo {
             let _ = fs::remove_file(p);
         }
         Ok(())
+    }
+
+    /// Whether the file, `len` bytes long, ends at `at` plus a first part of what we wrote
+    /// (what a write that failed part way leaves).
+    fn holds_part_of_ours(&self, f: &mut File, len: u64) -> io::Result<bool> {
+        if len < self.at || len >= self.end {
+            return Ok(false);
+        }
+        let mut got = vec![0u8; usize::try_from(len - self.at).unwrap_or(usize::MAX)];
+        f.seek(SeekFrom::Start(self.at))?;
+        f.read_exact(&mut got)?;
+        Ok(self.written.starts_with(&got))
     }
 }
 
@@ -1017,10 +1044,14 @@ fn save_torn_line(path: &Path, tail: &[u8]) -> io::Result<PathBuf> {
 /// to undo it. On failure the file is put back as it was.
 ///
 /// pi appends to the same file without a lock (one `O_APPEND` write per line), so this never
-/// truncates past what it has read: the file is opened for appending, a file that ends with a
-/// newline gets one appending write (atomic against other appenders), and a torn tail is cut
-/// only after checking that the length is still the one the tail was read at (retried when pi
-/// wrote in between).
+/// truncates past what it has read: the file is opened for appending; a file that ends with a
+/// newline, or with one complete record that only lacks its newline, gets one appending write
+/// (atomic against other appenders; nothing is cut, so a kill at any moment loses nothing); any
+/// other tail (glued records, a torn fragment) is first saved beside the file (`FILE.torn…`),
+/// then cut, only after checking that the length is still the one the tail was read at
+/// (retried when pi wrote in between), and rewritten — so a kill between the cut and the write
+/// leaves the tail's bytes in that copy. The copy is removed again when the repair dropped none
+/// of the tail's bytes.
 fn append_repairing(path: &Path, bytes: &[u8]) -> Result<Undo, WriteError> {
     const ATTEMPTS: usize = 5;
     let err = io_err(path);
@@ -1034,30 +1065,7 @@ fn append_repairing(path: &Path, bytes: &[u8]) -> Result<Undo, WriteError> {
         let at = last_line_start(&mut f, len).map_err(io_err(path))?;
         if at == len {
             // Nothing torn: one appending write, wherever the end is by then.
-            if let Err(e) = f.write_all(bytes) {
-                // A part may have been written (a full disk): take it back, but only when the
-                // file ends with exactly that part, so a line pi appended is never cut.
-                return Err(match cut_partial_write(&mut f, len, bytes) {
-                    Ok(()) => io_err(path)(e),
-                    Err(source) => WriteError::RollbackFailed {
-                        path: path.to_path_buf(),
-                        cause: format!("cannot write {}: {e}", path.display()),
-                        source,
-                    },
-                });
-            }
-            let end = f.stream_position().map_err(io_err(path))?;
-            let undo = Undo {
-                path: path.to_path_buf(),
-                at: end.saturating_sub(bytes.len() as u64),
-                end,
-                tail: Vec::new(),
-                saved: None,
-            };
-            if let Err(e) = f.sync_data() {
-                return Err(rolled_back(path, &undo, e));
-            }
-            return Ok(undo);
+            return append_whole(&mut f, path, len, bytes.to_vec());
         }
         let mut tail = vec![0u8; usize::try_from(len - at).unwrap_or(0)];
         f.seek(SeekFrom::Start(at)).map_err(io_err(path))?;
@@ -1066,27 +1074,36 @@ fn append_repairing(path: &Path, bytes: &[u8]) -> Result<Undo, WriteError> {
             continue; // the torn line is being written right now: look again
         }
         let mut out = repaired_tail(&tail).unwrap_or_else(|| tail.clone());
-        // Cutting a fragment drops bytes: keep the whole torn line first.
-        let saved = if repair_drops_bytes(&tail) {
-            Some(save_torn_line(path, &tail).map_err(io_err(path))?)
-        } else {
-            None
-        };
+        if out.len() == tail.len() + 1 && out.starts_with(&tail) {
+            // One complete record without its newline: the newline and the entry go after it.
+            let mut whole = Vec::with_capacity(1 + bytes.len());
+            whole.push(b'\n');
+            whole.extend_from_slice(bytes);
+            return append_whole(&mut f, path, len, whole);
+        }
+        // The file is cut below: keep the whole tail first.
+        let drops = repair_drops_bytes(&tail);
+        let saved = save_torn_line(path, &tail).map_err(io_err(path))?;
         out.extend_from_slice(bytes);
-        let undo = Undo {
+        let mut undo = Undo {
             path: path.to_path_buf(),
             at,
             end: at + out.len() as u64,
+            written: out,
             tail,
-            saved,
+            saved: Some(saved),
         };
         let written = (|| {
             f.set_len(at)?;
-            f.write_all(&out)?;
+            f.write_all(&undo.written)?;
             f.sync_data()
         })();
         if let Err(e) = written {
             return Err(rolled_back(path, &undo, e));
+        }
+        if !drops && let Some(p) = undo.saved.take() {
+            // Every byte of the tail is in the file again (only newlines were added).
+            let _ = fs::remove_file(p);
         }
         return Ok(undo);
     }
@@ -1094,6 +1111,36 @@ fn append_repairing(path: &Path, bytes: &[u8]) -> Result<Undo, WriteError> {
         "its last line has no newline and the file kept growing over {ATTEMPTS} attempts \
          (is pi writing it?); try again"
     ))))
+}
+
+/// One appending write of `bytes` to `f` (`path`, `len` bytes long when looked at), fsynced;
+/// a write that fails part way is taken back (see [`cut_partial_write`]).
+fn append_whole(f: &mut File, path: &Path, len: u64, bytes: Vec<u8>) -> Result<Undo, WriteError> {
+    if let Err(e) = f.write_all(&bytes) {
+        // A part may have been written (a full disk): take it back, but only when the file
+        // ends with exactly that part, so a line pi appended is never cut.
+        return Err(match cut_partial_write(f, len, &bytes) {
+            Ok(()) => io_err(path)(e),
+            Err(source) => WriteError::RollbackFailed {
+                path: path.to_path_buf(),
+                cause: format!("cannot write {}: {e}", path.display()),
+                source,
+            },
+        });
+    }
+    let end = f.stream_position().map_err(io_err(path))?;
+    let undo = Undo {
+        path: path.to_path_buf(),
+        at: end.saturating_sub(bytes.len() as u64),
+        end,
+        written: bytes,
+        tail: Vec::new(),
+        saved: None,
+    };
+    if let Err(e) = f.sync_data() {
+        return Err(rolled_back(path, &undo, e));
+    }
+    Ok(undo)
 }
 
 /// After a failed appending write to `f`, which was `len` bytes long before it: cuts what the
@@ -1224,6 +1271,66 @@ mod tests {
             fs::read(&path).unwrap(),
             b"{\"a\":1}\n{\"b\":2}\n{\"ours\":2}\n"
         );
+    }
+
+    #[test]
+    fn a_tail_that_only_lacks_its_newline_is_appended_to_never_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let before = b"{\"a\":1}\n{\"b\":2}".to_vec();
+        fs::write(&path, &before).unwrap();
+        let undo = append_repairing(&path, b"{\"ours\":3}\n").unwrap();
+        // Everything was written after the old end (`at`): no byte of the file was cut, so a
+        // kill at any moment leaves at least the file as it was.
+        assert_eq!(undo.at, before.len() as u64);
+        assert_eq!(undo.tail, b"");
+        assert_eq!(undo.saved, None);
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            b"{\"a\":1}\n{\"b\":2}\n{\"ours\":3}\n"
+        );
+        undo.restore().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), before);
+        // Glued records are rewritten one per line: the tail is kept beside the file while the
+        // file is cut, and the copy removed once every byte of it is back.
+        let glued = b"{\"a\":1}\n{\"b\":2}{\"c\":3}".to_vec();
+        fs::write(&path, &glued).unwrap();
+        let undo = append_repairing(&path, b"{\"ours\":4}\n").unwrap();
+        assert_eq!(undo.saved, None);
+        assert!(!dir.path().join("s.jsonl.torn").exists());
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            b"{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n{\"ours\":4}\n"
+        );
+        undo.restore().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), glued);
+    }
+
+    #[test]
+    fn a_write_that_failed_part_way_is_taken_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let written = b"{\"c\":3}\n{\"ours\":4}\n".to_vec();
+        let undo = Undo {
+            path: path.clone(),
+            at: 8,
+            end: 8 + written.len() as u64,
+            written: written.clone(),
+            tail: b"{\"c\":3}{".to_vec(),
+            saved: None,
+        };
+        // A full disk left the cut file with the first 12 bytes of ours.
+        let mut now = b"{\"a\":1}\n".to_vec();
+        now.extend_from_slice(&written[..12]);
+        fs::write(&path, &now).unwrap();
+        undo.restore().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"{\"a\":1}\n{\"c\":3}{");
+        // Bytes that are not ours are never cut.
+        let mut other = b"{\"a\":1}\n".to_vec();
+        other.extend_from_slice(b"{\"pi\":5}\n");
+        fs::write(&path, &other).unwrap();
+        assert!(undo.restore().is_err());
+        assert_eq!(fs::read(&path).unwrap(), other);
     }
 
     #[test]
