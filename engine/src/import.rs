@@ -223,6 +223,17 @@ pub enum FileError {
         #[source]
         source: pisess_migrate::MigrateError,
     },
+    /// The file changed while it was being read (truncated, replaced): nothing of it was
+    /// stored; the next import reads it again.
+    #[error(
+        "{path} changed while it was being imported ({what}); nothing of it was stored, import it again"
+    )]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// What was seen.
+        what: String,
+    },
     /// The file is a strict prefix of the session's stored bytes: it was cut short (a
     /// truncation, a restore of an old copy) and reading it would drop from the store the
     /// entries only the store still holds. Left as it is unless the import is `full`.
@@ -442,7 +453,8 @@ impl Store {
                 if !opts.full
                     && size < rec.file_size
                     && rec.version >= 3.0
-                    && self.is_cut_short(s, &canon, size)? =>
+                    && self.is_cut_short(s, &canon, size)?
+                    && !backup_holds(&canon, &rec) =>
             {
                 report.session = Some(s);
                 return fail(
@@ -614,8 +626,14 @@ impl Store {
             other => return Ok(other),
         };
         // One writer holds the store, so one scratch file beside it is enough; a copy left by a
-        // crash is simply overwritten.
-        let scratch = self.path().with_extension("migrating.jsonl");
+        // crash is simply overwritten. Its name is the store's with `.migrating` added: two
+        // stores in one folder (`s.redb`, `s.old`) never share it, and it never ends in
+        // `.jsonl` (pi would list it as a session when the store sits in a session folder).
+        let scratch = {
+            let mut name = self.path().as_os_str().to_owned();
+            name.push(".migrating");
+            PathBuf::from(name)
+        };
         if let Err(e) = migrate_hook(canon, &scratch) {
             let _ = std::fs::remove_file(&scratch);
             return Ok(Err(e));
@@ -663,6 +681,27 @@ impl Store {
             Ok(f) => f,
             Err(e) => return Ok(Err(io(e))),
         };
+        // The source read directly: its window hashes (and, for an append, the check of the old
+        // prefix) are taken from this very file, not from the path again, which may name
+        // another file by then (a file replaced by rename while it was read was stored as the
+        // old file's bytes under the new one's hashes, and later "grew" into a mix of both).
+        let direct = content.migrated_from.is_none();
+        let hashed = if direct {
+            match file.try_clone() {
+                Ok(f) => Some(f),
+                Err(e) => return Ok(Err(io(e))),
+            }
+        } else {
+            None
+        };
+        if let (Some(f), Plan::Append(_, old)) = (&hashed, &plan) {
+            match window_hashes_of(f, old.file_size) {
+                Ok((h, t)) if h == old.head_hash && t == old.tail_hash => {}
+                // Not the file the plan looked at: read it all again.
+                Ok(_) => return Ok(Ok(Err(Conflict))),
+                Err(e) => return Ok(Err(changed_or_io(canon, e))),
+            }
+        }
         let mut w = Writer::new(&tx)?;
         let (s, rec, outcome, start) = match plan {
             Plan::Fresh(None) => {
@@ -834,9 +873,13 @@ impl Store {
             w.add_run(s, run)?;
         }
         // Finish the session record.
-        let (head, tail) = match window_hashes(canon, size) {
+        let hashes = match &hashed {
+            Some(f) => window_hashes_of(f, size),
+            None => window_hashes(canon, size),
+        };
+        let (head, tail) = match hashes {
             Ok(h) => h,
-            Err(e) => return Ok(Err(io(e))),
+            Err(e) => return Ok(Err(changed_or_io(canon, e))),
         };
         let mut rec = st.rec;
         rec.path = key.to_owned();
@@ -2135,15 +2178,52 @@ fn keys_under(folder: &Path) -> Option<(String, String)> {
 
 /// blake3 of the first and last [`WINDOW`] bytes of the first `len` bytes of a file.
 fn window_hashes(path: &Path, len: u64) -> std::io::Result<([u8; 32], [u8; 32])> {
-    let mut f = open_regular(path)?;
+    window_hashes_of(&open_regular(path)?, len)
+}
+
+/// Whether `FILE.bak` beside the source holds the bytes the store holds for it (its size and
+/// window hashes): then a source cut short loses nothing that only the store holds, and is
+/// read as it is. That is what `prune --in-place` leaves when it is interrupted after putting
+/// the pruned file in place (a prefix of the source when it kept an early entry) and before it
+/// imported it: the next import finishes the job instead of refusing the file.
+fn backup_holds(source: &Path, rec: &SessionRecord) -> bool {
+    let mut name = source.as_os_str().to_owned();
+    name.push(".bak");
+    let bak = PathBuf::from(name);
+    let Ok(f) = open_regular(&bak) else {
+        return false;
+    };
+    f.metadata().is_ok_and(|m| m.len() == rec.file_size)
+        && window_hashes_of(&f, rec.file_size)
+            .is_ok_and(|(h, t)| h == rec.head_hash && t == rec.tail_hash)
+}
+
+/// [`window_hashes`] of an open file (positioned reads: its offset does not move).
+fn window_hashes_of(f: &File, len: u64) -> std::io::Result<([u8; 32], [u8; 32])> {
+    use std::os::unix::fs::FileExt;
     let w = WINDOW.min(len);
     let mut buf = vec![0u8; w as usize];
-    f.read_exact(&mut buf)?;
+    f.read_exact_at(&mut buf, 0)?;
     let head = *blake3::hash(&buf).as_bytes();
-    f.seek(SeekFrom::Start(len - w))?;
-    f.read_exact(&mut buf)?;
+    f.read_exact_at(&mut buf, len - w)?;
     let tail = *blake3::hash(&buf).as_bytes();
     Ok((head, tail))
+}
+
+/// The error for a failed read of the window hashes: a file now shorter than the size it was
+/// read at changed during the import ([`FileError::Changed`]); anything else is an I/O error.
+fn changed_or_io(path: &Path, e: std::io::Error) -> FileError {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        FileError::Changed {
+            path: path.to_path_buf(),
+            what: "it became shorter".into(),
+        }
+    } else {
+        FileError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }
+    }
 }
 
 fn windows_match(path: &Path, rec: &SessionRecord) -> std::io::Result<bool> {

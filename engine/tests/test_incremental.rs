@@ -551,3 +551,136 @@ fn the_copy_of_the_catalogue_answers_as_the_store_until_anything_changes() {
     assert!(SourceCopy::load(&path).is_none());
     assert!(Store::unchanged_by_copy(&path, &folder).is_none());
 }
+
+/// A file replaced by rename while it is being imported (an editor's save, a sync tool, `git
+/// checkout`): the import stores the file it opened, with that file's own window hashes, so
+/// the next import sees a rewritten file and reads it in full. (The hashes used to be read from
+/// the path again after the import: the new file's, under the old file's size; the next import
+/// then took the larger new file for the old one grown and stored a mix of the two.)
+#[test]
+fn a_file_replaced_while_it_is_imported_is_read_in_full_next_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a.jsonl");
+    let old =
+        std::fs::read(common::root().join("fixtures/sessions/02-small-branches.jsonl")).unwrap();
+    let new =
+        std::fs::read(common::root().join("fixtures/sessions/04-many-branches.jsonl")).unwrap();
+    assert!(new.len() > old.len());
+    std::fs::write(&file, &old).unwrap();
+    let replacement = dir.join("a.jsonl.tmp");
+    std::fs::write(&replacement, &new).unwrap();
+    let canon = file.canonicalize().unwrap();
+    let mut store = Store::open(tmp.path().join("store.redb")).unwrap();
+    let first = store
+        .import(std::slice::from_ref(&dir), &Default::default(), &mut |ev| {
+            if let pisess_engine::ImportEvent::FileStart { path, .. } = ev
+                && path == canon
+                && replacement.exists()
+            {
+                // The import has the old file open: replace it under its name.
+                std::fs::rename(&replacement, &file).unwrap();
+            }
+        })
+        .unwrap();
+    assert_eq!(first.count(Outcome::New), 1);
+    assert!(!replacement.exists(), "the replacement never happened");
+    assert_eq!(
+        export(&store, &canon),
+        old,
+        "the file read was not the one stored"
+    );
+    let second = store
+        .import(std::slice::from_ref(&dir), &Default::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(second.count(Outcome::Rewritten), 1, "{:?}", second.files);
+    assert_eq!(export(&store, &canon), new);
+    assert!(store.verify().unwrap().findings.is_empty());
+}
+
+/// A file cut shorter while it is being imported fails with "changed while it was being
+/// imported", stores nothing of it, and is imported as it is by the next run.
+#[test]
+fn a_file_cut_while_it_is_imported_fails_and_stores_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a.jsonl");
+    let bytes =
+        std::fs::read(common::root().join("fixtures/sessions/04-many-branches.jsonl")).unwrap();
+    std::fs::write(&file, &bytes).unwrap();
+    let canon = file.canonicalize().unwrap();
+    let half = split_after_lines(&bytes, 40).0.len();
+    let mut store = Store::open(tmp.path().join("store.redb")).unwrap();
+    let first = store
+        .import(std::slice::from_ref(&dir), &Default::default(), &mut |ev| {
+            if let pisess_engine::ImportEvent::FileStart { path, .. } = ev
+                && path == canon
+            {
+                let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+                f.set_len(half as u64).unwrap();
+            }
+        })
+        .unwrap();
+    assert_eq!(first.count(Outcome::Failed), 1);
+    let error = first.files[0].error.clone().unwrap();
+    assert!(
+        error.contains("changed while it was being imported (it became shorter)"),
+        "{error}"
+    );
+    assert!(
+        store
+            .snapshot()
+            .unwrap()
+            .session_by_path(&canon)
+            .unwrap()
+            .is_none()
+    );
+    let second = store
+        .import(std::slice::from_ref(&dir), &Default::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(second.count(Outcome::New), 1, "{:?}", second.files);
+    assert_eq!(export(&store, &canon), &bytes[..half]);
+    assert!(store.verify().unwrap().findings.is_empty());
+}
+
+/// The migrated copy of a v1/v2 file is written beside the store under the store's own name
+/// plus `.migrating`: two stores in one folder (`s.redb`, `s.old`) never share it, and it never
+/// ends in `.jsonl` (pi would list it as a session when the store sits in a session folder).
+#[test]
+fn the_migration_scratch_file_is_named_for_its_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        common::root().join("fixtures/sessions/07-v1.jsonl"),
+        dir.join("v1.jsonl"),
+    )
+    .unwrap();
+    let store = Store::open(tmp.path().join("s.old")).unwrap();
+    let mut seen = Vec::new();
+    store
+        .import(std::slice::from_ref(&dir), &Default::default(), &mut |ev| {
+            if let pisess_engine::ImportEvent::FileStart { .. } = ev {
+                let mut names: Vec<String> = std::fs::read_dir(tmp.path())
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
+                names.sort();
+                seen.push(names);
+            }
+        })
+        .unwrap();
+    // The first read stops at the v1 header; the second reads the migrated copy.
+    assert!(
+        seen.iter()
+            .any(|n| n.contains(&"s.old.migrating".to_owned())),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().flatten().all(|n| !n.ends_with(".jsonl")),
+        "{seen:?}"
+    );
+    assert!(!tmp.path().join("s.old.migrating").exists());
+}
