@@ -21,6 +21,15 @@ pub enum StoreError {
         /// Who holds it: `pid N (command line)` when the system says, else "another process".
         holder: String,
     },
+    /// The store's path names something other than a file (a folder, a FIFO — opening which
+    /// would wait for a writer forever —, a device).
+    #[error("the store {path} is {what}")]
+    NotAFile {
+        /// The store path.
+        path: PathBuf,
+        /// What it is instead.
+        what: String,
+    },
     /// A write was asked of a store opened read-only ([`crate::Store::open_read_only`]); the
     /// caller reopens it with [`crate::Store::into_writable`] and retries.
     #[error("the store {path} was opened read-only and this needs to write to it")]

@@ -126,6 +126,18 @@ fn open_db_read_only(path: &Path) -> Result<Option<ReadOnlyDatabase>, StoreError
     }
 }
 
+/// Refuses a store path that names something other than a regular file (followed through
+/// links): redb would wait forever opening a FIFO, and fail obscurely on a folder.
+fn regular_or_missing(path: &Path) -> Result<(), StoreError> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(StoreError::NotAFile {
+            path: path.to_path_buf(),
+            what: pisess_formats::open::not_regular(m.file_type()).to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 impl Store {
     /// Opens the store at `path` for reading and writing, creating it (and its folder) if needed.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
@@ -137,6 +149,7 @@ impl Store {
     }
 
     fn open_at(path: PathBuf) -> Result<Self, StoreError> {
+        regular_or_missing(&path)?;
         if !path.exists() {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
@@ -164,6 +177,7 @@ impl Store {
     /// creates, initialises or repairs it), so the result may be writable.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
+        regular_or_missing(&path)?;
         if !path.exists() {
             return Self::open(path);
         }
