@@ -57,14 +57,25 @@ pub fn set_store_wait(d: std::time::Duration) {
 /// that, or without `--wait`, the error names the holder. A command that writes also waits,
 /// quietly, up to [`WRITER_GRACE`] for readers to let go.
 pub fn open_store() -> Result<Store, CommandError> {
-    open_store_as(false)
+    open_store_as(false, std::time::Duration::ZERO)
+}
+
+/// How long `compact` and `navigate --summarize` wait for the store, at least, once their
+/// summarizer has answered: the summary cost a model's time and money, and giving up on a
+/// busy store after the usual grace would throw it away.
+const AFTER_SUMMARY: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// [`open_store`] for writing a summary already made: waits up to [`AFTER_SUMMARY`] (or
+/// `--wait`, when longer) for a store others hold, saying so after the usual grace.
+pub fn open_store_after_summary() -> Result<Store, CommandError> {
+    open_store_as(false, AFTER_SUMMARY)
 }
 
 /// [`open_store`] for a command that only reads: redb's read-only mode (a shared lock, nothing
 /// written, no fsync), so such commands run side by side. A store that needs a repair is opened
 /// for writing instead.
 pub fn open_store_read() -> Result<Store, CommandError> {
-    open_store_as(true)
+    open_store_as(true, std::time::Duration::ZERO)
 }
 
 /// How long a command that writes keeps trying, without a word, to open a store that others
@@ -72,7 +83,9 @@ pub fn open_store_read() -> Result<Store, CommandError> {
 /// otherwise fail whenever it starts beside one.
 const WRITER_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
-fn open_store_as(read_only: bool) -> Result<Store, CommandError> {
+/// Opens the store, waiting for one that others hold: up to `--wait`, the writer's quiet
+/// grace, or `floor`, whichever is longest.
+fn open_store_as(read_only: bool, floor: std::time::Duration) -> Result<Store, CommandError> {
     use std::time::{Duration, Instant};
     let wait = WAIT.get().copied().unwrap_or_default();
     let quiet = if read_only {
@@ -80,7 +93,16 @@ fn open_store_as(read_only: bool) -> Result<Store, CommandError> {
     } else {
         WRITER_GRACE
     };
-    let limit = wait.max(quiet);
+    let limit = wait.max(quiet).max(floor);
+    // When to say that it waits: at once with --wait (or after the writer's grace), never
+    // when the wait is only that grace.
+    let announce_at = if !wait.is_zero() {
+        Some(quiet.min(wait))
+    } else if floor > quiet {
+        Some(quiet)
+    } else {
+        None
+    };
     let max_pause = Duration::from_millis(if read_only { 1000 } else { 100 });
     let mut pause = Duration::from_millis(if read_only { 50 } else { 5 });
     let start = Instant::now();
@@ -93,7 +115,7 @@ fn open_store_as(read_only: bool) -> Result<Store, CommandError> {
         };
         match opened {
             Err(StoreError::Busy { holder, .. }) if start.elapsed() < limit => {
-                if !told && !wait.is_zero() && start.elapsed() >= quiet.min(wait) {
+                if !told && announce_at.is_some_and(|at| start.elapsed() >= at) {
                     eprintln!(
                         "pisess: the store is busy: {}; waiting up to {} s",
                         crate::ui::safe(&holder),
@@ -114,8 +136,9 @@ fn store_error(e: StoreError) -> CommandError {
     match e {
         StoreError::Busy { .. } => CommandError::with_hint(
             e,
-            "another process (an import, usually) has the store open; retry with \
-             `pisess --wait SECONDS ...`, or point PISESS_STORE at another store",
+            "the process named above has the store open (a writer needs it alone, and readers \
+             share it only with readers); retry with `pisess --wait SECONDS ...`, or point \
+             PISESS_STORE at another store",
         ),
         StoreError::NoLocation => CommandError::with_hint(e, "set PISESS_STORE=/path/store.redb"),
         other => other.into(),
@@ -142,19 +165,29 @@ pub fn open_session_read(arg: &str) -> Result<Session, CommandError> {
 /// session id, a prefix or `@latest` names a file as surely as a path does, and pi may have
 /// appended to it since the last import. The file is imported incrementally (a `stat` when it
 /// is unchanged); a read-only store is reopened for writing only when it changed. A session
-/// whose file is gone is answered from the store; one whose file can no longer be read is too,
-/// with a warning naming the file (the commands that write refuse it when they open it).
+/// whose file is gone, or can no longer be read, is answered from the store with a warning
+/// naming the file (the commands that write refuse it when they open it).
 fn resolve_fresh(store: Store, arg: &str) -> Result<(Store, SessionKey), CommandError> {
     let key = resolve_session(&store, arg)?;
     if arg != "@latest" && Path::new(arg).is_file() {
         // Imported or refreshed by `resolve_session` itself.
         return Ok((store, key));
     }
-    let Some(record) = store.snapshot()?.session(key)?.filter(|r| !r.gone) else {
+    let Some(record) = store.snapshot()?.session(key)? else {
         return Ok((store, key));
     };
     let file = std::path::PathBuf::from(&record.path);
+    // (A file marked gone by a folder import and back since is imported again below.)
     if !file.is_file() {
+        let why = match std::fs::metadata(&file) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "is gone".to_string(),
+            Err(e) => format!("cannot be read ({e})"),
+            Ok(md) => format!("is {}", pisess_formats::open::not_regular(md.file_type())),
+        };
+        eprintln!(
+            "warning: {}, the session's file, {why}; answering from the copy in the store",
+            crate::ui::safe(&record.path),
+        );
         return Ok((store, key));
     }
     let (store, report) = match store.import_file(&file) {

@@ -410,3 +410,58 @@ fn the_writer_and_pi_like_appends_share_a_file_without_losing_a_line() {
         );
     }
 }
+
+/// Once its summarizer has answered, `compact` waits for a store another process holds (here
+/// the test, for 8 s: longer than the 5 s grace after which it used to fail "the store is
+/// busy", throwing away a summary a model was paid for), says so, and then appends.
+#[test]
+fn compact_waits_for_the_store_once_its_summary_is_made() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    let f = file.to_str().unwrap();
+    let imported = env.pisess().args(["import", f]).output().unwrap();
+    assert!(imported.status.success());
+    let flag = env.home.path().join("summarizing");
+    let summarizer = format!(
+        "cat >/dev/null; touch '{}'; sleep 1; printf '## Goal\\nstand-in\\n'",
+        flag.display()
+    );
+    let child = env
+        .pisess_child()
+        .args(["compact", f, "--keep", "1000", "--summarizer", &summarizer])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !flag.exists() {
+        assert!(start.elapsed().as_secs() < 120, "the summarizer never ran");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // The summarizer is running: compact has let the store go. Hold it for 8 s.
+    let held = pisess_engine::Store::open(env.home.path().join("store.redb")).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    drop(held);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the store is busy") && stderr.contains("waiting up to 600 s"),
+        "{stderr}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("compacted at "),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let tail = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        tail.lines()
+            .last()
+            .unwrap()
+            .contains("\"type\":\"compaction\"")
+    );
+}

@@ -404,3 +404,179 @@ fn a_file_cut_short_does_not_replace_the_stored_session() {
     let v = run(&["verify"]);
     assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
 }
+
+/// A session named by id whose file is gone (deleted, or replaced by a folder) is answered
+/// from the store, with a warning naming the file; writing to it is refused, naming the file;
+/// once the file is back it is read again, without a warning.
+#[test]
+fn a_session_whose_file_is_gone_is_answered_from_the_store_with_a_warning() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("b.jsonl");
+    let full = std::fs::read(fixture("sessions/02-small-branches.jsonl")).unwrap();
+    std::fs::write(&f, &full).unwrap();
+    let run = |args: &[&str]| crate::common::run(&env, args);
+    assert_eq!(run(&["import", dir.to_str().unwrap()]).code, 0);
+    let id: serde_json::Value =
+        serde_json::from_str(run(&["--json", "ls"]).stdout.lines().next().unwrap()).unwrap();
+    let id = id["id"].as_str().unwrap().to_owned();
+    let leaf = run(&["show", &id, "@leaf", "--json"]).stdout;
+    let warning = format!("warning: {}, the session's file, ", f.display());
+
+    std::fs::remove_file(&f).unwrap();
+    for args in [vec!["show", &id, "@leaf", "--json"], vec!["log", &id]] {
+        let r = run(&args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!(
+                "{warning}is gone; answering from the copy in the store"
+            )),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    assert_eq!(run(&["show", &id, "@leaf", "--json"]).stdout, leaf);
+    let out = env.pisess().args(["export", &id]).output().unwrap();
+    assert!(out.stdout == full, "the stored bytes were not exported");
+    // Writing needs the file: refused, naming it, and nothing is created.
+    let r = run(&[
+        "navigate",
+        &id,
+        "@root",
+        "--summarize",
+        "--summarizer",
+        "echo S",
+    ]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("cannot append to {}: ", f.display())),
+        "{}",
+        r.stderr
+    );
+    assert!(!f.exists());
+
+    // Something else in its place.
+    std::fs::create_dir(&f).unwrap();
+    let r = run(&["log", &id]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("{warning}is not a regular file")),
+        "{}",
+        r.stderr
+    );
+    std::fs::remove_dir(&f).unwrap();
+
+    // A folder import marks it gone; once back, it is read again without a warning.
+    assert_eq!(run(&["import", dir.to_str().unwrap()]).code, 0);
+    assert!(run(&["log", &id]).stderr.contains(&warning));
+    std::fs::write(&f, &full).unwrap();
+    let r = run(&["log", &id]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    assert!(
+        run(&["--json", "ls"]).stdout.contains(&id),
+        "not listed again"
+    );
+    let v = run(&["verify"]);
+    assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
+}
+
+/// `prune --in-place` interrupted after it put the pruned file in place (a prefix of the
+/// source when it kept an early entry) and before it imported it: FILE.bak holds the bytes the
+/// store holds, so the file cut short loses nothing and the next import takes it (before, every
+/// import refused it as cut short until `import --full`). A FILE.bak with other bytes does not
+/// count.
+#[test]
+fn a_file_cut_short_whose_backup_holds_the_stored_bytes_is_taken() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("b.jsonl");
+    let bak = dir.join("b.jsonl.bak");
+    let full = std::fs::read(fixture("sessions/02-small-branches.jsonl")).unwrap();
+    std::fs::write(&f, &full).unwrap();
+    let run = |args: &[&str]| crate::common::run(&env, args);
+    let d = dir.to_str().unwrap();
+    assert_eq!(run(&["import", d]).code, 0);
+    // A prefix of whole lines, as a prune that kept an early entry writes.
+    let cut = full
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(5)
+        .unwrap()
+        .0
+        + 1;
+    std::fs::write(&f, &full[..cut]).unwrap();
+    // A backup with other bytes (the same size) does not count.
+    let mut other = full.clone();
+    let last = other.len() - 2;
+    other[last] = b' ';
+    std::fs::write(&bak, &other).unwrap();
+    let r = run(&["import", d]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("was cut short"), "{}", r.stderr);
+    // The backup of what the store holds: the file is taken as it is.
+    std::fs::write(&bak, &full).unwrap();
+    let r = run(&["--json", "import", d]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("\"rewritten\":1"), "{}", r.stdout);
+    let out = env
+        .pisess()
+        .args(["export", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.stdout == full[..cut], "the file was not taken");
+    assert_eq!(std::fs::read(&bak).unwrap(), full, "the backup changed");
+}
+
+/// A store path that names a FIFO or a folder is refused at once, naming it (opening a FIFO
+/// used to wait for a writer forever: `ls` and `import` hung).
+#[test]
+fn a_store_path_that_is_not_a_file_is_refused_at_once() {
+    let env = TestEnv::new();
+    let fifo = env.home.path().join("fifo.redb");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let folder = env.home.path().join("folder.redb");
+    std::fs::create_dir(&folder).unwrap();
+    for (store, what) in [
+        (&fifo, "not a regular file (a FIFO)"),
+        (&folder, "not a regular file (a folder)"),
+    ] {
+        for args in [&["ls"][..], &["import", "--full"][..]] {
+            let mut child = env
+                .pisess_child()
+                .env("PISESS_STORE", store)
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let start = std::time::Instant::now();
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break s;
+                }
+                if start.elapsed().as_secs() > 60 {
+                    child.kill().unwrap();
+                    panic!("{args:?} on {}: still running after 60 s", store.display());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            assert_eq!(status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("the store {} is {what}", store.display())),
+                "{args:?}: {err}"
+            );
+        }
+    }
+}

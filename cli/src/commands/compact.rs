@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::summarizer::summarize;
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::json_stream::{field, item};
-use crate::session_arg::{StoredPath, open_session, open_session_read, open_store};
+use crate::session_arg::{StoredPath, open_session, open_session_read, open_store_after_summary};
 use crate::ui::{Ui, safe};
 
 /// Compact a session's context as pi would: cut, summarise, append a compaction.
@@ -269,7 +269,7 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
     drop(session);
     let (summary, details) =
         summarize(args.summarizer.as_deref(), |s| compaction_summary(&prep, s))?;
-    let store = open_store()?;
+    let store = open_store_after_summary()?;
     let mut writer = seen.open_writer(&store)?;
     if writer.leaf_id() != Some(at_id.as_str()) {
         writer.branch(&at_id)?;

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::summarizer::summarize;
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::json_stream::{field, item};
-use crate::session_arg::{StoredPath, open_session, open_session_read, open_store};
+use crate::session_arg::{StoredPath, open_session, open_session_read, open_store_after_summary};
 use crate::ui::{Ui, safe};
 
 /// Navigate to another entry as pi's /tree does, summarising the branch left behind.
@@ -182,7 +182,7 @@ fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
     drop(session);
     let prep = prepare_branch_entries(&collected.entries, args.budget);
     let (summary, details) = summarize(args.summarizer.as_deref(), |s| branch_summary(&prep, s))?;
-    let store = open_store()?;
+    let store = open_store_after_summary()?;
     let mut writer = seen.open_writer(&store)?;
     if writer.leaf_id() != Some(from_id.as_str()) {
         writer.branch(&from_id)?;
