@@ -2020,3 +2020,41 @@ fn the_context_roles_of_summaries_find_their_entries() {
         assert_eq!(grep_role.stdout, grep_type.stdout, "{name}");
     }
 }
+
+/// `diff --context` fits its message lines to `COLUMNS`: the text gets what the line's head
+/// (mark, id, role, tokens) leaves; a long role (`branchSummary`) used to push the line two
+/// columns past the width.
+#[test]
+fn diff_context_lines_fit_the_width() {
+    let env = TestEnv::new();
+    let f = session("02-small-branches");
+    for cols in [80usize, 100, 140] {
+        let out = env
+            .pisess()
+            .env("COLUMNS", cols.to_string())
+            .args([
+                "diff",
+                f.to_str().unwrap(),
+                "@leaf",
+                "0c83b3b2",
+                "--context",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("branchSummary ~"), "{text}");
+        // The message lines (`< ID ROLE ~Nt: TEXT`), not each side's heading.
+        let messages = text.lines().filter(|l| {
+            (l.starts_with("< ") || l.starts_with("> "))
+                && l.split(' ').nth(3).is_some_and(|t| t.starts_with('~'))
+        });
+        for line in messages {
+            assert!(
+                line.chars().count() <= cols,
+                "{cols}: {} columns: {line}",
+                line.chars().count()
+            );
+        }
+    }
+}

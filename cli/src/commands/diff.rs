@@ -362,12 +362,15 @@ fn diff_context(ui: &mut Ui, session: &Session, a: EntryKey, b: EntryKey) -> Com
                         for m in messages.iter().skip(from) {
                             let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
                             let text = message_line(m);
-                            let line = format!(
-                                "{mark} {} {role} ~{}t: {}",
+                            let head = format!(
+                                "{mark} {} {role} ~{}t: ",
                                 sa::short_id(id),
                                 estimate_tokens(m),
-                                sa::clip(&text, width.saturating_sub(30).max(20))
                             );
+                            // The text gets what the line's head leaves of the width.
+                            let used: usize = head.chars().map(sa::columns).sum();
+                            let room = width.saturating_sub(used).max(20);
+                            let line = format!("{head}{}", sa::clip(&text, room));
                             let painted = ui.paint(color, &safe(&line));
                             writeln!(ui.out(), "{painted}")?;
                         }
