@@ -14,11 +14,13 @@
 //!   writer's state (leaf, pending entries) is unchanged: the file and the store are either
 //!   both updated or both left alone;
 //! - before the first append to a file whose last line has no newline (a torn write), the tail
-//!   is repaired as pi's issue #8345 asks: a complete record gets its newline, the complete
-//!   records of a line with a torn fragment are kept one per line and the fragment is cut from
-//!   the file (pi would glue the next entry onto the fragment and lose both) — but never lost:
-//!   before the cut, the whole torn line is saved beside the file as `FILE.torn` (`.torn.1`, …:
-//!   a new name each time; temp file, fsync, link), and [`SessionWriter::saved_tails`] names it;
+//!   is repaired as pi's issue #8345 asks: a complete record gets its newline (in the same
+//!   appending write as the entry: the file is not cut, so a kill at any moment loses
+//!   nothing), the complete records of a glued line or of one with a torn fragment are kept
+//!   one per line and the fragment is cut from the file (pi would glue the next entry onto the
+//!   fragment and lose both) — but never lost: before the cut, the whole line is saved beside
+//!   the file as `FILE.torn` (`.torn.1`, …: a new name each time; temp file, fsync, link; removed
+//!   again when the repair dropped no byte), and [`SessionWriter::saved_tails`] names it;
 //! - the leaf lives in the writer, as in pi: [`SessionWriter::branch`] moves it without writing
 //!   anything; a reopened file resumes at its last entry.
 //!
