@@ -328,17 +328,9 @@ fn ls_of_an_empty_store_names_it() {
 #[test]
 fn a_file_cut_short_does_not_replace_the_stored_session() {
     let env = TestEnv::new();
-    let dir = env.home.path().join("s");
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("b.jsonl");
-    let full = std::fs::read(fixture("sessions/02-small-branches.jsonl")).unwrap();
-    std::fs::write(&f, &full).unwrap();
+    let (dir, f, full, id) = imported_copy(&env);
     let fs_ = f.to_str().unwrap();
     let run = |args: &[&str]| crate::common::run(&env, args);
-    assert_eq!(run(&["import", dir.to_str().unwrap()]).code, 0);
-    let id = run(&["--json", "ls"]).stdout;
-    let id: serde_json::Value = serde_json::from_str(id.lines().next().unwrap()).unwrap();
-    let id = id["id"].as_str().unwrap().to_owned();
 
     // Cut in the middle of a line.
     let cut = full.len() / 2;
@@ -405,22 +397,31 @@ fn a_file_cut_short_does_not_replace_the_stored_session() {
     assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
 }
 
+/// A folder `s` in the test's home holding `b.jsonl`, a copy of 02-small-branches, imported:
+/// (the folder, the file, its bytes, its session id).
+fn imported_copy(env: &TestEnv) -> (std::path::PathBuf, std::path::PathBuf, Vec<u8>, String) {
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("b.jsonl");
+    let full = std::fs::read(fixture("sessions/02-small-branches.jsonl")).unwrap();
+    std::fs::write(&f, &full).unwrap();
+    let run = |args: &[&str]| crate::common::run(env, args);
+    let r = run(&["import", dir.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let listed: serde_json::Value =
+        serde_json::from_str(run(&["--json", "ls"]).stdout.lines().next().unwrap()).unwrap();
+    let id = listed["id"].as_str().unwrap().to_owned();
+    (dir, f, full, id)
+}
+
 /// A session named by id whose file is gone (deleted, or replaced by a folder) is answered
 /// from the store, with a warning naming the file; writing to it is refused, naming the file;
 /// once the file is back it is read again, without a warning.
 #[test]
 fn a_session_whose_file_is_gone_is_answered_from_the_store_with_a_warning() {
     let env = TestEnv::new();
-    let dir = env.home.path().join("s");
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("b.jsonl");
-    let full = std::fs::read(fixture("sessions/02-small-branches.jsonl")).unwrap();
-    std::fs::write(&f, &full).unwrap();
+    let (dir, f, full, id) = imported_copy(&env);
     let run = |args: &[&str]| crate::common::run(&env, args);
-    assert_eq!(run(&["import", dir.to_str().unwrap()]).code, 0);
-    let id: serde_json::Value =
-        serde_json::from_str(run(&["--json", "ls"]).stdout.lines().next().unwrap()).unwrap();
-    let id = id["id"].as_str().unwrap().to_owned();
     let leaf = run(&["show", &id, "@leaf", "--json"]).stdout;
     let warning = format!("warning: {}, the session's file, ", f.display());
 
@@ -492,15 +493,10 @@ fn a_session_whose_file_is_gone_is_answered_from_the_store_with_a_warning() {
 #[test]
 fn a_file_cut_short_whose_backup_holds_the_stored_bytes_is_taken() {
     let env = TestEnv::new();
-    let dir = env.home.path().join("s");
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("b.jsonl");
+    let (dir, f, full, _) = imported_copy(&env);
     let bak = dir.join("b.jsonl.bak");
-    let full = std::fs::read(fixture("sessions/02-small-branches.jsonl")).unwrap();
-    std::fs::write(&f, &full).unwrap();
     let run = |args: &[&str]| crate::common::run(&env, args);
     let d = dir.to_str().unwrap();
-    assert_eq!(run(&["import", d]).code, 0);
     // A prefix of whole lines, as a prune that kept an early entry writes.
     let cut = full
         .iter()
