@@ -260,16 +260,66 @@ pub enum FileError {
 /// see v3 entries and exporting the session gives exactly the migrated file. The session record
 /// keeps the source's size, mtime and window hashes (so an unchanged source is skipped) and the
 /// source's version (so a grown v1/v2 file is re-imported in full rather than appended to).
-fn migrate_hook(source: &Path, scratch: &Path) -> Result<(), FileError> {
+///
+/// The source is the descriptor the import opened (its first `size` bytes, read with
+/// positioned reads), never the path again: a file replaced by rename meanwhile would be
+/// migrated and stored under the hashes of the file the import looked at.
+fn migrate_hook(path: &Path, source: &File, size: u64, scratch: &Path) -> Result<(), FileError> {
     let fail = |source_err| FileError::Migrate {
-        path: source.to_path_buf(),
+        path: path.to_path_buf(),
         source: source_err,
     };
     let out = File::create(scratch).map_err(|e| fail(pisess_migrate::MigrateError::Write(e)))?;
     let mut out = std::io::BufWriter::new(out);
-    pisess_migrate::migrate_file(source, &mut out).map_err(fail)?;
+    let window = Window {
+        file: source,
+        len: size,
+        pos: 0,
+    };
+    pisess_migrate::migrate_seekable(window, &mut out).map_err(fail)?;
     std::io::Write::flush(&mut out).map_err(|e| fail(pisess_migrate::MigrateError::Write(e)))?;
     Ok(())
+}
+
+/// The first `len` bytes of an open file as a reader of its own, read with positioned reads
+/// (the descriptor's offset never moves); a file shorter than `len` ends early, and the window
+/// hashes taken after it then report the file changed.
+struct Window<'f> {
+    file: &'f File,
+    len: u64,
+    pos: u64,
+}
+
+impl Read for Window<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let left = self.len.saturating_sub(self.pos);
+        let want = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..want], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for Window<'_> {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => self.len.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        let Some(target) = target else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "seek before the start of the file",
+            ));
+        };
+        self.pos = target;
+        Ok(target)
+    }
 }
 
 /// What `write_file` reads: the source itself, or its migrated copy.
@@ -280,6 +330,9 @@ struct Source<'p> {
     size: u64,
     /// The source's version when `path` is a migrated copy.
     migrated_from: Option<f64>,
+    /// The source, as opened once by [`Store::write_source`]: read when `path` is the source,
+    /// and always the file whose window hashes are stored.
+    origin: &'p File,
 }
 
 #[derive(Clone)]
@@ -607,10 +660,21 @@ impl Store {
         opts: &ImportOptions,
         progress: &mut dyn FnMut(ImportEvent<'_>),
     ) -> Result<Result<Result<FileReport, Conflict>, FileError>, StoreError> {
+        // Opened once: both reads below and the stored hashes are of this very file.
+        let origin = match open_regular(canon) {
+            Ok(f) => f,
+            Err(source) => {
+                return Ok(Err(FileError::Io {
+                    path: canon.to_path_buf(),
+                    source,
+                }));
+            }
+        };
         let content = Source {
             path: canon,
             size,
             migrated_from: None,
+            origin: &origin,
         };
         let version = match self.write_file(
             canon,
@@ -634,7 +698,7 @@ impl Store {
             name.push(".migrating");
             PathBuf::from(name)
         };
-        if let Err(e) = migrate_hook(canon, &scratch) {
+        if let Err(e) = migrate_hook(canon, &origin, size, &scratch) {
             let _ = std::fs::remove_file(&scratch);
             return Ok(Err(e));
         }
@@ -644,6 +708,7 @@ impl Store {
                     path: &scratch,
                     size: md.len(),
                     migrated_from: Some(version),
+                    origin: &origin,
                 };
                 self.write_file(canon, &content, key, size, mtime, plan, opts, progress)
             }
@@ -677,25 +742,22 @@ impl Store {
             path: canon.to_path_buf(),
             source,
         };
-        let mut file = match open_regular(content.path) {
-            Ok(f) => f,
-            Err(e) => return Ok(Err(io(e))),
-        };
-        // The source read directly: its window hashes (and, for an append, the check of the old
+        // The source (read directly, or through its migrated copy) is the descriptor
+        // `write_source` opened: its window hashes (and, for an append, the check of the old
         // prefix) are taken from this very file, not from the path again, which may name
         // another file by then (a file replaced by rename while it was read was stored as the
         // old file's bytes under the new one's hashes, and later "grew" into a mix of both).
-        let direct = content.migrated_from.is_none();
-        let hashed = if direct {
-            match file.try_clone() {
-                Ok(f) => Some(f),
-                Err(e) => return Ok(Err(io(e))),
-            }
-        } else {
-            None
+        let hashed = content.origin;
+        let opened = match content.migrated_from {
+            None => hashed.try_clone(),
+            Some(_) => open_regular(content.path),
         };
-        if let (Some(f), Plan::Append(_, old)) = (&hashed, &plan) {
-            match window_hashes_of(f, old.file_size) {
+        let mut file = match opened {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(io(e))),
+        };
+        if let Plan::Append(_, old) = &plan {
+            match window_hashes_of(hashed, old.file_size) {
                 Ok((h, t)) if h == old.head_hash && t == old.tail_hash => {}
                 // Not the file the plan looked at: read it all again.
                 Ok(_) => return Ok(Ok(Err(Conflict))),
@@ -873,11 +935,7 @@ impl Store {
             w.add_run(s, run)?;
         }
         // Finish the session record.
-        let hashes = match &hashed {
-            Some(f) => window_hashes_of(f, size),
-            None => window_hashes(canon, size),
-        };
-        let (head, tail) = match hashes {
+        let (head, tail) = match window_hashes_of(hashed, size) {
             Ok(h) => h,
             Err(e) => return Ok(Err(changed_or_io(canon, e))),
         };

@@ -599,6 +599,55 @@ fn a_file_replaced_while_it_is_imported_is_read_in_full_next_time() {
     assert!(store.verify().unwrap().findings.is_empty());
 }
 
+/// The same for a v1/v2 file, which the import migrates into a scratch copy: the migration
+/// reads the file the import opened (the first `size` bytes it looked at), not the path again,
+/// so the session stored is the old file's, under the old file's hashes. (The migration used to
+/// open the path again and store the replacement's entries, under the old file's size and
+/// mtime.)
+#[test]
+fn a_v1_file_replaced_while_it_is_imported_is_migrated_from_the_file_opened() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a.jsonl");
+    let old = std::fs::read(common::root().join("fixtures/sessions/07-v1.jsonl")).unwrap();
+    let new = std::fs::read(common::root().join("fixtures/sessions/08-v2.jsonl")).unwrap();
+    let migrated = |bytes: &[u8]| {
+        let mut out = Vec::new();
+        pisess_migrate::migrate_seekable(std::io::Cursor::new(bytes), &mut out).unwrap();
+        out
+    };
+    assert_ne!(migrated(&old), migrated(&new));
+    std::fs::write(&file, &old).unwrap();
+    let replacement = dir.join("a.jsonl.tmp");
+    std::fs::write(&replacement, &new).unwrap();
+    let canon = file.canonicalize().unwrap();
+    let mut store = Store::open(tmp.path().join("store.redb")).unwrap();
+    let first = store
+        .import(std::slice::from_ref(&dir), &Default::default(), &mut |ev| {
+            if let pisess_engine::ImportEvent::FileStart { path, .. } = ev
+                && path == canon
+                && replacement.exists()
+            {
+                std::fs::rename(&replacement, &file).unwrap();
+            }
+        })
+        .unwrap();
+    assert_eq!(first.count(Outcome::New), 1, "{:?}", first.files);
+    assert!(!replacement.exists(), "the replacement never happened");
+    assert_eq!(
+        export(&store, &canon),
+        migrated(&old),
+        "the file migrated was not the one the import opened"
+    );
+    let second = store
+        .import(std::slice::from_ref(&dir), &Default::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(second.count(Outcome::Rewritten), 1, "{:?}", second.files);
+    assert_eq!(export(&store, &canon), migrated(&new));
+    assert!(store.verify().unwrap().findings.is_empty());
+}
+
 /// A file cut shorter while it is being imported fails with "changed while it was being
 /// imported", stores nothing of it, and is imported as it is by the next run.
 #[test]
