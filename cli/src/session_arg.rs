@@ -85,7 +85,13 @@ const WRITER_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Opens the store, waiting for one that others hold: up to `--wait`, the writer's quiet
 /// grace, or `floor`, whichever is longest.
+///
+/// The store's gate ([`pisess_engine::gate`]) keeps readers from starving a writer: a writer
+/// takes it first and holds it across its retries until it has the store; a reader takes it
+/// only while it opens the store, and while a writer holds it waits, quietly, up to the
+/// writer's grace (or `--wait`), for the writer to get the store or give up.
 fn open_store_as(read_only: bool, floor: std::time::Duration) -> Result<Store, CommandError> {
+    use pisess_engine::gate::Gate;
     use std::time::{Duration, Instant};
     let wait = WAIT.get().copied().unwrap_or_default();
     let quiet = if read_only {
@@ -94,6 +100,8 @@ fn open_store_as(read_only: bool, floor: std::time::Duration) -> Result<Store, C
         WRITER_GRACE
     };
     let limit = wait.max(quiet).max(floor);
+    // A reader kept out by a waiting writer waits at least the writer's grace.
+    let gate_limit = limit.max(WRITER_GRACE);
     // When to say that it waits: at once with --wait (or after the writer's grace), never
     // when the wait is only that grace.
     let announce_at = if !wait.is_zero() {
@@ -105,16 +113,51 @@ fn open_store_as(read_only: bool, floor: std::time::Duration) -> Result<Store, C
     };
     let max_pause = Duration::from_millis(if read_only { 1000 } else { 100 });
     let mut pause = Duration::from_millis(if read_only { 50 } else { 5 });
+    let path = pisess_engine::default_store_path().map_err(store_error)?;
     let start = Instant::now();
     let mut told = false;
+    // The writer's gate, held from when it is taken until the store is open.
+    let mut gate: Option<Gate> = None;
     loop {
         let opened = if read_only {
-            pisess_engine::default_store_path().and_then(Store::open_read_only)
+            match Gate::try_reader(&path) {
+                // Let go as soon as the store is open (or the open failed).
+                Ok(_gate) => Store::open_read_only(&path),
+                Err(taken) => Err(StoreError::WriterWaiting {
+                    path: path.clone(),
+                    holder: taken.holder.unwrap_or_else(|| "another process".into()),
+                }),
+            }
         } else {
-            Store::open_default()
+            if gate.is_none() {
+                match Gate::try_writer(&path) {
+                    Ok(g) => gate = Some(g),
+                    Err(taken) if start.elapsed() < limit => {
+                        // Readers hold it for a moment only; another writer holds it while it
+                        // waits for the store.
+                        let _ = taken;
+                        std::thread::sleep(pause.min(limit.saturating_sub(start.elapsed())));
+                        pause = (pause * 2).min(max_pause);
+                        continue;
+                    }
+                    Err(taken) => {
+                        return Err(store_error(StoreError::WriterWaiting {
+                            path: path.clone(),
+                            holder: taken.holder.unwrap_or_else(|| "another process".into()),
+                        }));
+                    }
+                }
+            }
+            Store::open(&path)
+        };
+        let limit = match &opened {
+            Err(StoreError::WriterWaiting { .. }) => gate_limit,
+            _ => limit,
         };
         match opened {
-            Err(StoreError::Busy { holder, .. }) if start.elapsed() < limit => {
+            Err(StoreError::Busy { holder, .. } | StoreError::WriterWaiting { holder, .. })
+                if start.elapsed() < limit =>
+            {
                 if !told && announce_at.is_some_and(|at| start.elapsed() >= at) {
                     eprintln!(
                         "pisess: the store is busy: {}; waiting up to {} s",
@@ -134,6 +177,12 @@ fn open_store_as(read_only: bool, floor: std::time::Duration) -> Result<Store, C
 
 fn store_error(e: StoreError) -> CommandError {
     match e {
+        StoreError::WriterWaiting { .. } => CommandError::with_hint(
+            e,
+            "the process named above waits to write to the store, and commands that only read \
+             let it go first; retry with `pisess --wait SECONDS ...`, or point PISESS_STORE at \
+             another store",
+        ),
         StoreError::Busy { .. } => CommandError::with_hint(
             e,
             "the process named above has the store open (a writer needs it alone, and readers \

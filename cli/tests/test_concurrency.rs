@@ -465,3 +465,74 @@ fn compact_waits_for_the_store_once_its_summary_is_made() {
             .contains("\"type\":\"compaction\"")
     );
 }
+
+/// Readers that overlap without a gap no longer keep a writer out. Each reader here is a real
+/// `pisess export` whose output nobody reads, so it holds the store's shared lock for as long
+/// as the test likes: R1 holds it, an import starts (and must wait), R2 starts while R1 still
+/// holds it. R2 used to open the store beside R1 (readers share), so when R1 let go the store
+/// was still held and the import ran out its `--wait`. Now the waiting import holds the
+/// store's gate, R2 waits for the import, and the import finishes while R2 is still waiting.
+#[test]
+fn a_waiting_writer_is_not_starved_by_overlapping_readers() {
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let dir = env.home.path().join("s");
+    fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.jsonl");
+    fs::copy(corpus().join("12-large-5000.jsonl"), &big).unwrap();
+    ok(&env, &store, &["import", big.to_str().unwrap()]);
+    let id = session_id(&big);
+    let expected = ok(&env, &store, &["export", &id]);
+    assert!(expected.len() > 1 << 20);
+    let other = env.home.path().join("other.jsonl");
+    fs::copy(fixture("sessions/04-many-branches.jsonl"), &other).unwrap();
+
+    // R1: has the store open and is stuck writing its output.
+    let mut r1 = spawn(&env, &store, &["export", &id]);
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(r1.stdout.as_mut().unwrap(), &mut first).unwrap();
+
+    // The writer, which must wait for R1.
+    let w = spawn(
+        &env,
+        &store,
+        &["--wait", "20", "import", other.to_str().unwrap()],
+    );
+    // Wait until it holds the gate (the test's probe takes it shared for an instant only), or
+    // 10 s (a writer without a gate never takes it; the import's exit below says the rest).
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        match pisess_engine::gate::Gate::try_reader(&store) {
+            Err(taken) => {
+                assert!(taken.holder.is_some_and(|h| h.contains("import")));
+                break;
+            }
+            Ok(g) => {
+                assert!(g.is_held(), "no gate beside {}", store.display());
+                drop(g);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+
+    // R2, started while R1 still holds the store.
+    let r2 = spawn(&env, &store, &["--wait", "120", "export", &id]);
+    std::thread::sleep(Duration::from_millis(500));
+    // R1 lets go (its pipe closes; it exits on the broken pipe).
+    drop(r1.stdout.take());
+    let _ = r1.wait_with_output().unwrap();
+
+    let (code, out, err) = finish(w, "the import");
+    assert_eq!(
+        code, 0,
+        "the import was kept out by the readers: {out}\n{err}"
+    );
+    assert!(
+        ok(&env, &store, &["ls", "--json"]).contains("other.jsonl"),
+        "the import did not store its file"
+    );
+    // R2 got its answer after the import, intact.
+    let (code, out, err) = finish(r2, "R2");
+    assert_eq!(code, 0, "{err}");
+    assert!(out == expected, "R2's export differs from the idle store's");
+}

@@ -13,12 +13,21 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// Another process holds the store (an import, usually).
+    /// Another process holds the store.
     #[error("the store is busy: {holder} holds {path}")]
     Busy {
         /// The store file.
         path: PathBuf,
         /// Who holds it: `pid N (command line)` when the system says, else "another process".
+        holder: String,
+    },
+    /// Another process waits to write to the store and holds its gate ([`crate::gate`]): readers
+    /// let it in first.
+    #[error("the store is busy: {holder} is waiting to write to {path}")]
+    WriterWaiting {
+        /// The store file.
+        path: PathBuf,
+        /// Who waits: `pid N (command line)` when the system says, else "another process".
         holder: String,
     },
     /// The store's path names something other than a file (a folder, a FIFO — opening which

@@ -21,6 +21,7 @@ pub mod describe;
 pub mod error;
 pub mod export;
 pub mod files;
+pub mod gate;
 pub mod graph;
 pub mod holder;
 pub mod ids;
