@@ -504,10 +504,9 @@ impl Store {
             }
             Some((s, rec))
                 if !opts.full
-                    && size < rec.file_size
-                    && rec.version >= 3.0
-                    && self.is_cut_short(s, &canon, size)?
-                    && !backup_holds(&canon, &rec) =>
+                    && self
+                        .snapshot()?
+                        .refuses_as_cut_short(s, &rec, &canon, size)? =>
             {
                 report.session = Some(s);
                 return fail(
@@ -561,16 +560,6 @@ impl Store {
         let mut r = result?;
         r.path = path.to_path_buf();
         Ok(r)
-    }
-
-    /// [`Snapshot::is_cut_short`] of the file at `path` (`size` bytes); `false` when it cannot
-    /// be read (the import that follows says why).
-    fn is_cut_short(&self, s: SessionKey, path: &Path, size: u64) -> Result<bool, StoreError> {
-        let Ok(file) = open_regular(path) else {
-            return Ok(false);
-        };
-        let mut file = std::io::BufReader::with_capacity(1 << 16, file);
-        self.snapshot()?.is_cut_short(s, &mut file, size)
     }
 
     fn session_record_by_source(
@@ -2237,6 +2226,30 @@ fn keys_under(folder: &Path) -> Option<(String, String)> {
 /// blake3 of the first and last [`WINDOW`] bytes of the first `len` bytes of a file.
 fn window_hashes(path: &Path, len: u64) -> std::io::Result<([u8; 32], [u8; 32])> {
     window_hashes_of(&open_regular(path)?, len)
+}
+
+impl crate::graph::Snapshot {
+    /// Whether the file at `path`, `size` bytes long, must not be read over session `s`
+    /// (`rec`): a v3 file cut short ([`Snapshot::is_cut_short`](crate::graph::Snapshot::is_cut_short):
+    /// the store may hold the only copy of the lost entries) that no `FILE.bak` vouches for
+    /// ([`backup_holds`]). The one rule for every command that reads a file over its stored
+    /// session (import, prune); `false` when the file cannot be read (the reader says why).
+    pub fn refuses_as_cut_short(
+        &self,
+        s: SessionKey,
+        rec: &SessionRecord,
+        path: &Path,
+        size: u64,
+    ) -> Result<bool, StoreError> {
+        if size >= rec.file_size || rec.version < 3.0 {
+            return Ok(false);
+        }
+        let Ok(file) = open_regular(path) else {
+            return Ok(false);
+        };
+        let mut file = std::io::BufReader::with_capacity(1 << 16, file);
+        Ok(self.is_cut_short(s, &mut file, size)? && !backup_holds(path, rec))
+    }
 }
 
 /// Whether `FILE.bak` beside the source holds the bytes the store holds for it (its size and

@@ -248,15 +248,17 @@ fn check_in_place(session: Session, arg: &str) -> Result<Session, CommandError> 
         return Ok(session);
     }
     // A file cut short is not read over the stored session (which may be the only copy of the
-    // lost entries), and so not pruned either.
+    // lost entries), and so not pruned either: the import's own rule.
     let cut_short = {
-        let file = std::fs::File::open(&session.record.path)
-            .map_err(|e| anyhow!("cannot read {}: {e}", safe(&session.record.path)))?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
-        size < session.record.file_size
-            && session
-                .snap
-                .is_cut_short(session.key, &mut std::io::BufReader::new(file), size)?
+        let size = std::fs::metadata(&session.record.path)
+            .map_err(|e| anyhow!("cannot read {}: {e}", safe(&session.record.path)))?
+            .len();
+        session.snap.refuses_as_cut_short(
+            session.key,
+            &session.record,
+            Path::new(&session.record.path),
+            size,
+        )?
     };
     if cut_short {
         return Err(CommandError::with_hint(

@@ -952,7 +952,8 @@ impl Undo {
             .append(true)
             .open(&self.path)?;
         let len = f.metadata()?.len();
-        if len != self.end && !self.holds_part_of_ours(&mut f, len)? {
+        // A write that failed part way (a full disk) leaves a first part of ours.
+        if len != self.end && !ends_with_part_of(&mut f, self.at, len, &self.written)? {
             return Err(io::Error::other(format!(
                 "it changed after our write (now {len} bytes, we wrote up to {}); the new line \
                  stays at byte {}",
@@ -969,18 +970,23 @@ impl Undo {
         }
         Ok(())
     }
+}
 
-    /// Whether the file, `len` bytes long, ends at `at` plus a first part of what we wrote
-    /// (what a write that failed part way leaves).
-    fn holds_part_of_ours(&self, f: &mut File, len: u64) -> io::Result<bool> {
-        if len < self.at || len >= self.end {
-            return Ok(false);
-        }
-        let mut got = vec![0u8; usize::try_from(len - self.at).unwrap_or(usize::MAX)];
-        f.seek(SeekFrom::Start(self.at))?;
-        f.read_exact(&mut got)?;
-        Ok(self.written.starts_with(&got))
-    }
+/// Whether `f`, `len` bytes long, holds from `at` to its end a first part of `bytes` (possibly
+/// none, or all of it): what an appending write of `bytes` at `at` leaves when it stops part
+/// way. Anything else after `at` (a line another process appended) is not ours.
+fn ends_with_part_of(f: &mut File, at: u64, len: u64, bytes: &[u8]) -> io::Result<bool> {
+    let Some(n) = len
+        .checked_sub(at)
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n <= bytes.len())
+    else {
+        return Ok(false);
+    };
+    let mut got = vec![0u8; n];
+    f.seek(SeekFrom::Start(at))?;
+    f.read_exact(&mut got)?;
+    Ok(got == bytes[..n])
 }
 
 /// What to write in place of a last line that has no newline (spec: pi issue #8345).
@@ -1154,14 +1160,7 @@ fn cut_partial_write(f: &mut File, len: u64, bytes: &[u8]) -> io::Result<()> {
     if now <= len {
         return Ok(());
     }
-    let n = usize::try_from(now - len).unwrap_or(usize::MAX);
-    let ours = n <= bytes.len() && {
-        let mut got = vec![0u8; n];
-        f.seek(SeekFrom::Start(len))?;
-        f.read_exact(&mut got)?;
-        got == bytes[..n]
-    };
-    if !ours {
+    if !ends_with_part_of(f, len, now, bytes)? {
         return Err(io::Error::other(format!(
             "the file grew to {now} bytes during the failed write and its end is not what we \
              wrote; it was left at that length"
