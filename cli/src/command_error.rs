@@ -78,6 +78,14 @@ impl CommandError {
         })
     }
 
+    /// Whether the store failed because its disk is full (see [`pisess_engine::StoreError::is_disk_full`]).
+    fn is_store_disk_full(&self) -> bool {
+        self.error.chain().any(|c| {
+            c.downcast_ref::<pisess_engine::StoreError>()
+                .is_some_and(pisess_engine::StoreError::is_disk_full)
+        })
+    }
+
     /// Prints the error, its causes and the hint to stderr.
     pub fn print(&self) {
         eprintln!("error: {}", self.error);
@@ -86,6 +94,14 @@ impl CommandError {
         }
         if let Some(h) = &self.hint {
             eprintln!("hint: {h}");
+        } else if self.is_store_disk_full() {
+            let store = pisess_engine::default_store_path()
+                .map_or_else(|_| "the store".to_owned(), |p| p.display().to_string());
+            eprintln!(
+                "hint: the disk (or quota) that holds the store {store} is full; the store keeps \
+                 what was stored before the failed write (`pisess verify` checks it). Free some \
+                 space there, or point PISESS_STORE at a store on another disk"
+            );
         } else if self.error.chain().any(|c| {
             c.downcast_ref::<pisess_engine::StoreError>()
                 .is_some_and(pisess_engine::StoreError::is_damage)

@@ -11,7 +11,8 @@
 //!
 //! Invariants: everything else Rust's start does that pisess relies on is done here, in the same
 //! way: SIGPIPE ignored (a closed pipe is an `EPIPE` error, which pisess reports as a quiet
-//! exit), the standard streams open (a closed one is reopened on `/dev/null`), a panic turned
+//! exit), and SIGXFSZ too (a write past `ulimit -f` is an `EFBIG` error with a message, where
+//! the signal killed the process without a word), the standard streams open (a closed one is reopened on `/dev/null`), a panic turned
 //! into exit status 101 after the panic hook has printed it, and standard output flushed at exit
 //! (`std::process::exit` runs Rust's clean-up, as a return from Rust's `main` does). The command-line
 //! arguments are read by std from glibc's `.init_array` call, as they are without `no_main`.
@@ -44,6 +45,8 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
     // values given, and `open` a NUL-terminated path.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        // A file over `ulimit -f` is then an `EFBIG` error naming the file, not a silent kill.
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
         let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
             fd,
             events: 0,

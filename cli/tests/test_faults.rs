@@ -113,9 +113,20 @@ fn a_full_disk_during_import_fails_clearly_and_keeps_the_store_consistent() {
         text.contains("No space left on device"),
         "the error does not say the disk is full: {text}"
     );
+    // It names the store and the file it was importing, and says what to do.
+    assert!(
+        text.contains(&format!("into the store {}", store.display()))
+            && text.contains("cannot import ")
+            && text.contains(&format!(
+                "hint: the disk (or quota) that holds the store {} is full",
+                store.display()
+            )),
+        "the error does not name the store: {text}"
+    );
+    // The store and its gate (an empty lock file), nothing else.
     assert_eq!(
         listing(disk.path()),
-        ["store.redb"],
+        ["store.redb", "store.redb.lock"],
         "a temporary file was left"
     );
     verifies(&env, &store);
@@ -377,4 +388,48 @@ fn compact_killed_while_it_repairs_a_last_line_loses_no_record() {
             );
         }
     }
+}
+
+/// A file size limit (`ulimit -f`, here `prlimit --fsize`): a write past it is an error with a
+/// message naming the file, exit 2, and nothing half-written is left, where SIGXFSZ used to kill
+/// the process without a word (exit by signal, a temporary file left behind).
+#[test]
+fn a_file_size_limit_is_an_error_with_a_message_not_a_silent_kill() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.jsonl");
+    fs::copy(corpus().join("12-large-5000.jsonl"), &big).unwrap();
+    let limited = |args: &[&std::ffi::OsStr]| {
+        let out = env
+            .pisess_wrapped(&["prlimit", "--fsize=1000000", "--"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), err)
+    };
+    let store = env.home.path().join("store.redb");
+    let (code, err) = limited(&[os("import"), big.as_os_str()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("File too large")
+            && err.contains(&format!("into the store {}", store.display())),
+        "{err}"
+    );
+    verifies(&env, &store);
+    // Without the limit the import completes.
+    let (code, out, err) = run(&env, &store, &[os("import"), big.as_os_str()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    // An export over the limit.
+    let out_dir = env.home.path().join("out");
+    fs::create_dir_all(&out_dir).unwrap();
+    let target = out_dir.join("copy.jsonl");
+    let (code, err) = limited(&[os("export"), big.as_os_str(), os("-o"), target.as_os_str()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("File too large") && err.contains(&target.display().to_string()),
+        "{err}"
+    );
+    assert!(listing(&out_dir).is_empty(), "{:?}", listing(&out_dir));
 }

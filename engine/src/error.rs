@@ -205,6 +205,24 @@ impl StoreError {
         }
     }
 
+    /// Whether the store's disk (or the user's quota on it) is full: `ENOSPC` or `EDQUOT` from
+    /// redb's writes. redb's errors name no cause chain, so callers cannot find it themselves.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            Self::Redb(redb::Error::Io(e))
+            | Self::Open {
+                source: redb::Error::Io(e),
+                ..
+            } => {
+                matches!(
+                    e.kind(),
+                    std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+                )
+            }
+            _ => false,
+        }
+    }
+
     pub(crate) fn from_open(e: redb::DatabaseError, path: &std::path::Path) -> Self {
         match e {
             redb::DatabaseError::DatabaseAlreadyOpen => Self::Busy {

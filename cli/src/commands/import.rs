@@ -157,7 +157,12 @@ fn import_into_store(
         );
         b
     });
+    // The file being imported, named when the store fails (a full disk under it).
+    let current = std::cell::RefCell::new(None::<PathBuf>);
     let mut on_event = |ev: ImportEvent<'_>| {
+        if let ImportEvent::FileStart { path, .. } = ev {
+            *current.borrow_mut() = Some(path.to_path_buf());
+        }
         let Some(b) = &bar else { return };
         match ev {
             ImportEvent::Start { files } => b.set_length(files as u64),
@@ -165,14 +170,25 @@ fn import_into_store(
             _ => {}
         }
     };
-    let report = match store.import(inputs, opts, &mut on_event) {
+    let imported = match store.import(inputs, opts, &mut on_event) {
         Err(StoreError::ReadOnly { .. }) => {
             drop(store);
             store = open_store()?;
-            store.import(inputs, opts, &mut on_event)?
+            store.import(inputs, opts, &mut on_event)
         }
-        other => other?,
+        other => other,
     };
+    let report = imported.map_err(|e| {
+        let what = match current.borrow().as_deref() {
+            Some(f) => format!(
+                "cannot import {} into the store {}",
+                safe(&f.to_string_lossy()),
+                store.path().display()
+            ),
+            None => format!("cannot import into the store {}", store.path().display()),
+        };
+        CommandError::from(anyhow::Error::from(e).context(what))
+    })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
