@@ -343,6 +343,7 @@ fn compact_killed_while_it_repairs_a_last_line_loses_no_record() {
     let mut glued = base.clone();
     glued.extend_from_slice(record("cu000001", "5ddf36d3").as_bytes());
     glued.extend_from_slice(record("cu000002", "cu000001").as_bytes());
+    let (mut cut_between, mut killed) = (0, 0);
     for (name, start) in [("complete", complete), ("glued", glued)] {
         let want = record_ids(&start);
         for when in 1..=4 {
@@ -351,7 +352,7 @@ fn compact_killed_while_it_repairs_a_last_line_loses_no_record() {
             fs::create_dir_all(&dir).unwrap();
             let file = dir.join("s.jsonl");
             fs::write(&file, &start).unwrap();
-            let inject = format!("write:signal=KILL:when={when}");
+            let inject = format!("inject=write:signal=KILL:when={when}");
             let status = env
                 .pisess_wrapped(&[
                     "strace",
@@ -370,6 +371,18 @@ fn compact_killed_while_it_repairs_a_last_line_loses_no_record() {
                 .stderr(std::process::Stdio::null())
                 .status()
                 .unwrap();
+            // strace dies of the command's SIGKILL (or exits 137) when the command was killed,
+            // exits 0 when it ended first. Anything else (strace refusing its arguments) means
+            // nothing ran.
+            let was_killed = {
+                use std::os::unix::process::ExitStatusExt;
+                status.signal() == Some(9) || status.code() == Some(137)
+            };
+            assert!(
+                was_killed || status.success(),
+                "{name}, write {when}: the command did not run under strace ({status})"
+            );
+            killed += usize::from(was_killed);
             let mut have = record_ids(&fs::read(&file).unwrap());
             for e in fs::read_dir(&dir).unwrap() {
                 let p = e.unwrap().path();
@@ -386,8 +399,40 @@ fn compact_killed_while_it_repairs_a_last_line_loses_no_record() {
                 lost.is_empty(),
                 "{name}, killed at write {when} ({status}): lost {lost:?}"
             );
+            // Killed between its cut and its write: the file is its start cut short, the
+            // import refuses it and says where the missing line is and how to put it back,
+            // which then restores the file exactly.
+            let now = fs::read(&file).unwrap();
+            if now.len() < start.len() && start.starts_with(&now) {
+                cut_between += 1;
+                let torn = dir.join("s.jsonl.torn");
+                let out = env.pisess().arg("import").arg(&file).output().unwrap();
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(2), "{err}");
+                let put_back = format!(
+                    "`cat {} >> {}` puts it back",
+                    torn.display(),
+                    file.display()
+                );
+                assert!(err.contains(&put_back), "{name}, write {when}: {err}");
+                let mut f = fs::OpenOptions::new().append(true).open(&file).unwrap();
+                std::io::Write::write_all(&mut f, &fs::read(&torn).unwrap()).unwrap();
+                drop(f);
+                assert!(fs::read(&file).unwrap() == start, "{name}, write {when}");
+                let out = env.pisess().arg("import").arg(&file).output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
         }
     }
+    assert!(killed >= 4, "only {killed} of the runs were killed");
+    assert!(
+        cut_between > 0,
+        "no kill fell between the cut and the write"
+    );
 }
 
 /// A file size limit (`ulimit -f`, here `prlimit --fsize`): a write past it is an error with a

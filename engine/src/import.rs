@@ -239,7 +239,8 @@ pub enum FileError {
     /// entries only the store still holds. Left as it is unless the import is `full`.
     #[error(
         "{path} was cut short: its {size} bytes are the first {size} of the {stored} bytes the \
-         store holds for it; the store keeps its copy (import --full replaces it)"
+         store holds for it; the store keeps its copy (import --full replaces it){}",
+        torn_note(.torn.as_deref(), path)
     )]
     CutShort {
         /// The file.
@@ -248,7 +249,24 @@ pub enum FileError {
         size: u64,
         /// The size of the stored copy.
         stored: u64,
+        /// A last line pisess's session writer saved and cut, exactly the missing bytes
+        /// ([`crate::agent::writer::saved_torn_line`]).
+        torn: Option<PathBuf>,
     },
+}
+
+/// The end of the "cut short" message when the missing bytes are a line the session writer
+/// saved before it cut them (a write killed in between).
+pub fn torn_note(torn: Option<&Path>, path: &Path) -> String {
+    torn.map_or_else(String::new, |t| {
+        format!(
+            "; {} holds the missing bytes, a last line pisess saved before a write that did not \
+             finish cut it: `cat {} >> {}` puts it back",
+            t.display(),
+            t.display(),
+            path.display()
+        )
+    })
 }
 
 /// Hook for v1/v2 files: they are migrated to v3 (by `pisess-migrate`) before import.
@@ -512,6 +530,7 @@ impl Store {
                 return fail(
                     report,
                     FileError::CutShort {
+                        torn: crate::agent::writer::saved_torn_line(&canon, rec.file_size - size),
                         path: canon,
                         size,
                         stored: rec.file_size,

@@ -261,12 +261,18 @@ fn check_in_place(session: Session, arg: &str) -> Result<Session, CommandError> 
         )?
     };
     if cut_short {
+        let file = Path::new(&session.record.path);
+        let torn = std::fs::metadata(file).ok().and_then(|m| {
+            let missing = session.record.file_size.checked_sub(m.len())?;
+            pisess_engine::agent::writer::saved_torn_line(file, missing)
+        });
         return Err(CommandError::with_hint(
             anyhow!(
                 "{} was cut short (the store holds {} bytes of it, the file fewer, and they \
-                 begin alike); left alone",
+                 begin alike); left alone{}",
                 safe(&session.record.path),
-                session.record.file_size
+                session.record.file_size,
+                safe(&pisess_engine::import::torn_note(torn.as_deref(), file))
             ),
             format!(
                 "`pisess export {} -o FILE` writes the stored session out; `pisess import --full \

@@ -1026,6 +1026,29 @@ fn repair_drops_bytes(tail: &[u8]) -> bool {
         .is_empty()
 }
 
+/// The copy of a last line that this writer saved (`FILE.torn`, `FILE.torn.1`, …) and then cut
+/// from `path`, when one of exactly `missing` bytes is there (the newest such): what a write
+/// killed between its cut and its write leaves, the file then being `missing` bytes short of
+/// the stored copy. Named in the "cut short" errors so the line can be put back.
+pub fn saved_torn_line(path: &Path, missing: u64) -> Option<PathBuf> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".torn");
+    let mut found = None;
+    for n in 0..1000 {
+        let mut candidate = name.clone();
+        if n > 0 {
+            candidate.push(format!(".{n}"));
+        }
+        let candidate = PathBuf::from(candidate);
+        match fs::symlink_metadata(&candidate) {
+            Ok(m) if m.is_file() && m.len() == missing => found = Some(candidate),
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    found
+}
+
 /// Saves a torn last line beside the session file, under a name no file has yet
 /// (`FILE.torn`, then `FILE.torn.1`, …), and returns that name.
 fn save_torn_line(path: &Path, tail: &[u8]) -> io::Result<PathBuf> {
