@@ -486,6 +486,9 @@ fn stdout_mode_is_unchanged() {
     assert!(out.stdout == lib_migrate(&src));
     let out = env.pisess().args(["migrate", "--stdout"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--stdout takes exactly one FILE (0 given)")
+    );
     let out = env
         .pisess()
         .args(["migrate", "--stdout", "--in-place"])
@@ -493,6 +496,10 @@ fn stdout_mode_is_unchanged() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "flags conflict");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("the argument '--stdout' cannot be used with '--in-place'")
+    );
 }
 
 #[test]
@@ -927,4 +934,34 @@ fn an_output_folder_that_holds_the_inputs_is_said_to_leave_them_out() {
     );
     assert!(dir.join("x.jsonl").exists());
     assert_eq!(std::fs::read(&v1).unwrap(), before);
+}
+
+/// A backup suffix ending in `.jsonl` is refused before anything is written: pi lists every
+/// `*.jsonl` of a session folder as a session (and `pisess import` takes it), so each backup
+/// would show up as a second copy of its session.
+#[test]
+fn a_backup_suffix_ending_in_jsonl_is_refused() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    put(&corpus().join("16-v1-60.jsonl"), &d.join("a.jsonl"));
+    let before = fs::read(d.join("a.jsonl")).unwrap();
+    let out = env
+        .pisess()
+        .args(["migrate", "--in-place", "--backup-suffix", ".old.jsonl"])
+        .arg(d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the backup suffix .old.jsonl ends in .jsonl"),
+        "{err}"
+    );
+    assert!(fs::read(d.join("a.jsonl")).unwrap() == before);
+    let names: Vec<_> = fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["a.jsonl"]);
 }

@@ -219,8 +219,15 @@ fn log_all_flags_that_make_no_sense_together_are_refused() {
     let env = TestEnv::new();
     let f = session("02-small-branches");
     let f = f.to_str().unwrap();
-    assert_eq!(run(&env, &["log", f, "--all", "--reverse"]).code, 2);
-    assert_eq!(run(&env, &["log", f, "--all", "--at", "@root"]).code, 2);
+    for (args, other) in [
+        (&["log", f, "--all", "--reverse"][..], "'--reverse'"),
+        (&["log", f, "--all", "--at", "@root"][..], "'--at <ENTRY>'"),
+    ] {
+        let r = run(&env, args);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        let refused = format!("the argument '--all' cannot be used with {other}");
+        assert!(r.stderr.contains(&refused), "{}", r.stderr);
+    }
 }
 
 #[test]
@@ -1089,7 +1096,13 @@ fn grep_lists_counts_and_stops_like_ripgrep() {
 
     // -m 0 finds nothing; -l with -c is refused.
     assert_eq!(out(&env, &["grep", "-m", "0", pat], 1), "");
-    assert_eq!(run(&env, &["grep", "-l", "-c", pat]).code, 2);
+    let r = run(&env, &["grep", "-l", "-c", pat]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("cannot be used with '--count'"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -1207,6 +1220,37 @@ fn completions_and_man_pages() {
     assert!(r.stderr.contains("commands: "), "{}", r.stderr);
 }
 
+/// A byte copy of a session file (a backup, a synced duplicate) is a second session, but its
+/// entries are the first's: they are counted once, as a fork's shared entries are, so totals
+/// do not double when a session folder holds a copy.
+#[test]
+fn stats_count_a_copied_session_once() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.jsonl");
+    std::fs::copy(session("04-many-branches"), &a).unwrap();
+    out(&env, &["import", dir.path().to_str().unwrap()], 0);
+    let alone = json_lines(&env, &["stats", "--json"], 0);
+    let alone = alone.last().unwrap().clone();
+    std::fs::copy(&a, dir.path().join("copy.jsonl")).unwrap();
+    out(&env, &["import", dir.path().to_str().unwrap()], 0);
+    let both = json_lines(&env, &["stats", "--json"], 0);
+    let both = both.last().unwrap();
+    let entries = file_entries(&a).len();
+    assert_eq!(both["sharedEntries"], entries, "{both}");
+    for key in [
+        "entries",
+        "messages",
+        "roles",
+        "toolCalls",
+        "toolErrors",
+        "tokens",
+        "cost",
+    ] {
+        assert_eq!(both[key], alone[key], "{key}: {both} vs {alone}");
+    }
+}
+
 /// Two files with the same session id (pi's edge cases share one) are two sessions.
 #[test]
 fn stats_tell_apart_files_that_share_a_session_id() {
@@ -1299,6 +1343,11 @@ fn diff_with_one_entry_says_it_needs_two() {
     assert!(r.stderr.contains("diff needs two"), "{}", r.stderr);
     let r = run(&env, &["diff", f.to_str().unwrap(), "@leaf", "--context"]);
     assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("required arguments were not provided") && r.stderr.contains("<B>"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// Escapes in a session's header id, text, label and model never reach the terminal from the
@@ -1659,7 +1708,13 @@ fn files_lists_and_counts_sessions_like_ripgrep() {
         }
     }
     assert!(checked >= 10, "{checked}");
-    assert_eq!(run(&env, &["files", "-l", "-c", "src"]).code, 2);
+    let r = run(&env, &["files", "-l", "-c", "src"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("cannot be used with '--count'"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// `files` whose output cannot be written: a reader that stops early is a quiet exit 0 (as

@@ -223,6 +223,22 @@ fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
             "use e.g. --backup-suffix .v1.bak, or --no-backup",
         ));
     }
+    if let Mode::InPlace {
+        backup_suffix: Some(s),
+    } = &mode
+        && s.ends_with(".jsonl")
+    {
+        // pi lists every `*.jsonl` of a session folder as a session, and `pisess import`
+        // takes it: the backup would show up as a second copy of the session.
+        return Err(CommandError::with_hint(
+            anyhow!(
+                "the backup suffix {} ends in .jsonl: pi and `pisess import` would take each \
+                 backup for a session of its own",
+                safe(s)
+            ),
+            "use e.g. --backup-suffix .v1.bak, or --no-backup",
+        ));
+    }
 
     let (inputs, source) = default_inputs(&args.paths)?;
     match &source {

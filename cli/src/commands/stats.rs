@@ -13,7 +13,9 @@
 //!   in a fork family (a session whose header names a `parentSession` that is in the store,
 //!   and that parent) are checked, so unrelated sessions cost no memory; parents are counted
 //!   before their forks, so the parent owns the shared entries and a fork's row shows only
-//!   what it added (`sharedEntries` says how many were skipped);
+//!   what it added (`sharedEntries` says how many were skipped). Files that hold the same
+//!   session id (a copy of a session file, a backup) are a family too: the entries a copy
+//!   shares with the first are counted once;
 //! - with SESSION, that one session is counted in full (nothing is shared with itself);
 //! - rows are read through the snapshot (`with_entry` + `json_text`), one at a time;
 //! - an entry whose JSON cannot be read is not counted, is named on stderr (file and line) and
@@ -289,8 +291,9 @@ fn report_unreadable(unreadable: &[(String, Vec<u64>)]) -> Outcome {
     Outcome::PartialFailure
 }
 
-/// The order to count sessions in, and whether each is in a fork family: parents before
-/// their forks (by the length of the `parentSession` chain, then creation time, then id).
+/// The order to count sessions in, and whether each is in a fork family (or shares its id with
+/// another file): parents before their forks (by the length of the `parentSession` chain, then
+/// creation time, then id).
 fn family_order(
     snap: &Snapshot,
     sessions: &[(SessionKey, SessionRecord)],
@@ -310,6 +313,16 @@ fn family_order(
         }
     }
     let mut in_family = vec![false; sessions.len()];
+    // Copies: several files holding one session id.
+    let mut id_uses: HashMap<&str, usize> = HashMap::new();
+    for (_, r) in sessions {
+        *id_uses.entry(r.session_id.as_str()).or_default() += 1;
+    }
+    for (i, (_, r)) in sessions.iter().enumerate() {
+        if id_uses[r.session_id.as_str()] > 1 {
+            in_family[i] = true;
+        }
+    }
     for (i, p) in parent.iter().enumerate() {
         if let Some(j) = p {
             in_family[i] = true;
