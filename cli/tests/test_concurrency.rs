@@ -493,7 +493,7 @@ fn a_waiting_writer_is_not_starved_by_overlapping_readers() {
     std::io::Read::read_exact(r1.stdout.as_mut().unwrap(), &mut first).unwrap();
 
     // The writer, which must wait for R1.
-    let w = spawn(
+    let mut w = spawn(
         &env,
         &store,
         &["--wait", "20", "import", other.to_str().unwrap()],
@@ -501,10 +501,12 @@ fn a_waiting_writer_is_not_starved_by_overlapping_readers() {
     // Wait until it holds the gate (the test's probe takes it shared for an instant only), or
     // 10 s (a writer without a gate never takes it; the import's exit below says the rest).
     let start = Instant::now();
+    let mut saw_writer_waiting = false;
     while start.elapsed() < Duration::from_secs(10) {
         match pisess_engine::gate::Gate::try_reader(&store) {
             Err(taken) => {
                 assert!(taken.holder.is_some_and(|h| h.contains("import")));
+                saw_writer_waiting = true;
                 break;
             }
             Ok(g) => {
@@ -518,6 +520,11 @@ fn a_waiting_writer_is_not_starved_by_overlapping_readers() {
     // R2, started while R1 still holds the store.
     let r2 = spawn(&env, &store, &["--wait", "120", "export", &id]);
     std::thread::sleep(Duration::from_millis(500));
+    // The import is still waiting: R1 really holds the store.
+    assert!(
+        w.try_wait().unwrap().is_none(),
+        "the import did not wait for the reader holding the store"
+    );
     // R1 lets go (its pipe closes; it exits on the broken pipe).
     drop(r1.stdout.take());
     let _ = r1.wait_with_output().unwrap();
@@ -527,6 +534,8 @@ fn a_waiting_writer_is_not_starved_by_overlapping_readers() {
         code, 0,
         "the import was kept out by the readers: {out}\n{err}"
     );
+    // Checked after the import's answer, so that the old code fails on the starvation itself.
+    assert!(saw_writer_waiting, "the import never held the gate");
     assert!(
         ok(&env, &store, &["ls", "--json"]).contains("other.jsonl"),
         "the import did not store its file"

@@ -258,6 +258,10 @@ fn a_killed_import_leaves_a_valid_store_that_a_second_import_completes() {
          no store {no_store}, empty {empty}, partial {partial}, complete {complete}",
         test_start.elapsed()
     );
+    assert!(
+        partial + empty > 0,
+        "no kill fell inside the import (no store {no_store}, complete {complete})"
+    );
     assert_eq!(hashes(src.path()), originals, "source files changed");
 }
 
@@ -345,5 +349,9 @@ fn a_killed_incremental_import_leaves_a_valid_store_that_the_next_import_complet
     eprintln!(
         "incremental import crash test: {rounds} kills, window {took:?}; \
          {old} before the commit, {new} after"
+    );
+    assert!(
+        old > 0 && new > 0,
+        "the kills did not fall on both sides of the commit: {old} before, {new} after"
     );
 }

@@ -85,7 +85,7 @@ fn a_fifo_named_jsonl_is_never_opened() {
 }
 
 /// `cmd` run as a user whom file permissions bind: as it is when the tests do not run as root,
-/// else through `setpriv` as nobody (`None` when that is not possible here). `readable` are
+/// else through `setpriv` as uid/gid 65534, nobody (`None` when that is not possible here). `readable` are
 /// folders that user must be able to enter.
 fn unprivileged(cmd: Command, readable: &[&Path]) -> Option<Command> {
     use std::os::unix::fs::MetadataExt;
@@ -97,7 +97,7 @@ fn unprivileged(cmd: Command, readable: &[&Path]) -> Option<Command> {
     }
     let mut wrapped = Command::new("setpriv");
     wrapped
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(cmd.get_program())
         .args(cmd.get_args())
         .env_clear();
@@ -107,12 +107,7 @@ fn unprivileged(cmd: Command, readable: &[&Path]) -> Option<Command> {
         }
     }
     let works = Command::new("setpriv")
-        .args([
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            "true",
-        ])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
         .status()
         .is_ok_and(|s| s.success());
     works.then_some(wrapped)
@@ -142,9 +137,11 @@ fn an_unreadable_folder_is_reported_and_the_rest_imported() {
     fs::set_permissions(&sub, fs::Permissions::from_mode(0o000)).unwrap();
     let readable = [env.home.path(), dir.path()];
     if !denied(&sub, &readable) {
-        eprintln!("note: permissions cannot be made to deny a folder here; case not run");
         fs::set_permissions(&sub, fs::Permissions::from_mode(0o755)).unwrap();
-        return;
+        panic!(
+            "permissions cannot be made to deny a folder here (as root this test runs the \
+             commands through `setpriv` as uid 65534): the case cannot be checked"
+        );
     }
     let run = |args: &[&str]| {
         let cmd = unprivileged(pisess(&env, args), &readable).unwrap();

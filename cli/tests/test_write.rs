@@ -846,10 +846,11 @@ fn a_failing_summarizer_or_an_unwritable_file_writes_nothing() {
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
         None
     };
-    if root_user && locked.is_none() {
-        eprintln!("chattr +i is not available here: the unwritable-file case is not run");
-        return;
-    }
+    assert!(
+        !root_user || locked.is_some(),
+        "chattr +i is not available here (as root, the unwritable file is made immutable): \
+         the unwritable-file case cannot be checked"
+    );
     let out = env
         .pisess()
         .args(["compact", f, "--keep", "1000"])
@@ -896,7 +897,7 @@ fn a_killed_compact_leaves_the_file_whole_and_the_store_consistent() {
     let src = fixture("sessions/04-many-branches.jsonl");
     let orig = std::fs::read(&src).unwrap();
     let mut rng = crate::common::Rng(0x5eed_0fc0_ffee);
-    let (mut untouched, mut appended) = (0, 0);
+    let (mut untouched, mut appended, mut killed) = (0, 0, 0);
     for i in 0..crate::common::kills(24) {
         let file = dir.join(format!("k{i}.jsonl"));
         std::fs::write(&file, &orig).unwrap();
@@ -915,7 +916,17 @@ fn a_killed_compact_leaves_the_file_whole_and_the_store_consistent() {
             .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(rng.below(60)));
         let _ = child.kill();
-        let _ = child.wait();
+        let status = child.wait().unwrap();
+        {
+            use std::os::unix::process::ExitStatusExt;
+            // Killed while it ran, or finished first (then it must have succeeded: a compact
+            // that fails at once would leave every file untouched and prove nothing).
+            assert!(
+                status.signal() == Some(9) || status.success(),
+                "run {i}: {status}"
+            );
+            killed += usize::from(status.signal() == Some(9));
+        }
         let now = std::fs::read(&file).unwrap();
         if now == orig {
             untouched += 1;
@@ -942,7 +953,8 @@ fn a_killed_compact_leaves_the_file_whole_and_the_store_consistent() {
             "run {i}: store and file differ after re-import"
         );
     }
-    eprintln!("killed compact: {untouched} untouched, {appended} appended");
+    eprintln!("killed compact: {killed} killed, {untouched} untouched, {appended} appended");
+    assert!(killed > 0, "no run was killed before it finished");
 }
 
 /// A user message appended to `file` under its last entry, as pi appends one; its id.
