@@ -1418,6 +1418,21 @@ fn agent_commands_equal_the_oracle_at_sampled_entries_of_every_file() {
     }
     let corpus_files = reports.iter().filter(|r| r.group == "corpus").count();
     assert!(corpus_files >= 20, "only {corpus_files} corpus files");
+    // The comparisons that can take a trivial branch (nothing to compact, nothing written, two
+    // entries on one chain) took the real one often enough: about half of what the standard
+    // inputs gave when this was written (372 prepared cuts, 474 navigations between branches
+    // apart, 677 forks written).
+    let sum = |i: usize| totals.values().map(|t| t[i]).sum::<usize>();
+    let (prepared, apart, written) = (sum(3), sum(5), sum(7));
+    assert!(
+        prepared >= 180,
+        "only {prepared} cuts where the oracle prepared a compaction"
+    );
+    assert!(
+        apart >= 230,
+        "only {apart} navigations between entries on different branches"
+    );
+    assert!(written >= 330, "only {written} forks that wrote a file");
     for k in KINDS {
         assert!(
             kinds.get(k).is_some_and(|n| *n >= 20),
