@@ -95,15 +95,23 @@ fn open(path: &Path) -> Option<File> {
     }
     // flock needs no write access: a reader of a store in a folder it cannot write still
     // shares a gate that exists.
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .or_else(|_| File::open(path))
+    open_mode(path, true)
+        .or_else(|_| open_mode(path, false))
         .ok()
         .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))
+}
+
+/// Opens the gate file for reading (and, with `write`, writing and creating it), never
+/// waiting: a FIFO in its place would otherwise hang a read-only open until a writer came.
+fn open_mode(path: &Path, write: bool) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .read(true)
+        .write(write)
+        .create(write)
+        .truncate(false)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
 }
 
 #[cfg(test)]
@@ -141,5 +149,23 @@ mod tests {
         let store = dir.path().join("t.redb");
         std::fs::create_dir(path_for(&store)).unwrap();
         assert!(!Gate::try_reader(&store).unwrap().is_held());
+        // A FIFO in the gate's place: skipped, and even the read-only open (the one a reader
+        // who may not write it makes) returns at once instead of waiting for a writer.
+        let store = dir.path().join("u.redb");
+        let fifo = path_for(&store);
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert!(!Gate::try_reader(&store).unwrap().is_held());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(open_mode(&fifo, false).is_ok());
+        });
+        let opened = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(opened, Ok(true), "the read-only open of a FIFO waited");
     }
 }
