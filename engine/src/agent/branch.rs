@@ -79,11 +79,13 @@ impl BranchPreparation<'_> {
 }
 
 /// The message pi summarises for an entry of the branch left (`getMessageFromEntry`): none
-/// for tool results and entries without one; `edit` is the context edit of the entry.
+/// for tool results and entries without one, nor for a falsy `message` (`""`, `0`, `false`,
+/// `null`: pi's `if (!message) continue`; on `null` pi itself throws); `edit` is the context
+/// edit of the entry.
 pub(crate) fn message_from_entry<'a>(entry: &'a Value, edit: Option<&Value>) -> Option<Msg<'a>> {
     match type_of(entry)? {
         "message" => {
-            let m = entry.get("message")?;
+            let m = entry.get("message").filter(|m| truthy(Some(m)))?;
             if m.get("role").and_then(Value::as_str) == Some("toolResult") {
                 return None;
             }
@@ -191,4 +193,29 @@ pub fn branch_summary_prompt(conversation: &str, custom: Option<&str>, replace: 
         None => BRANCH_SUMMARY_PROMPT.to_owned(),
     };
     format!("<conversation>\n{conversation}\n</conversation>\n\n{instructions}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// pi skips an entry whose `message` is falsy when it prepares a branch summary.
+    #[test]
+    fn a_falsy_message_is_not_summarised() {
+        let e = |id: &str, m: Value| json!({"type": "message", "id": id, "message": m});
+        let user = json!({"role": "user", "content": "hello", "timestamp": 1});
+        let entries = [
+            e("a", user.clone()),
+            e("b", json!("")),
+            e("c", json!(0)),
+            e("d", json!(false)),
+            e("f", Value::Null),
+            e("g", user),
+        ];
+        let refs: Vec<&Value> = entries.iter().collect();
+        let prep = prepare_branch_entries(&refs, 0.0);
+        assert_eq!(prep.messages.len(), 2);
+        assert!(prep.messages.iter().all(|m| m["role"] == "user"));
+    }
 }
