@@ -100,8 +100,12 @@ fn open_store_as(read_only: bool, floor: std::time::Duration) -> Result<Store, C
         WRITER_GRACE
     };
     let limit = wait.max(quiet).max(floor);
-    // A reader kept out by a waiting writer waits at least the writer's grace.
-    let gate_limit = limit.max(WRITER_GRACE);
+    // A reader kept out by a waiting writer waits the writer's grace, or `--wait` when given.
+    let gate_limit = if wait.is_zero() {
+        limit.max(WRITER_GRACE)
+    } else {
+        limit
+    };
     // When to say that it waits: at once with --wait (or after the writer's grace), never
     // when the wait is only that grace.
     let announce_at = if !wait.is_zero() {
@@ -179,14 +183,14 @@ fn store_error(e: StoreError) -> CommandError {
     match e {
         StoreError::WriterWaiting { .. } => CommandError::with_hint(
             e,
-            "the process named above waits to write to the store, and commands that only read \
-             let it go first; retry with `pisess --wait SECONDS ...`, or point PISESS_STORE at \
+            "a command that writes waits for the store, and the commands that start after it \
+             wait their turn; retry with `pisess --wait SECONDS ...`, or point PISESS_STORE at \
              another store",
         ),
         StoreError::Busy { .. } => CommandError::with_hint(
             e,
-            "the process named above has the store open (a writer needs it alone, and readers \
-             share it only with readers); retry with `pisess --wait SECONDS ...`, or point \
+            "another process has the store open (a writer needs it alone, and readers share \
+             it only with readers); retry with `pisess --wait SECONDS ...`, or point \
              PISESS_STORE at another store",
         ),
         StoreError::NoLocation => CommandError::with_hint(e, "set PISESS_STORE=/path/store.redb"),

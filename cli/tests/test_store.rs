@@ -576,3 +576,62 @@ fn a_store_path_that_is_not_a_file_is_refused_at_once() {
         }
     }
 }
+
+/// `ls --json` gives `created` as pi's session list does: the header's timestamp read by
+/// `new Date(…)` and written as `toISOString` (UTC, milliseconds), for every fixture and for
+/// a header written with an offset (it used to print the header's text as it was).
+#[test]
+fn ls_gives_created_as_pis_session_list_does() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in crate::common::V3 {
+        std::fs::copy(
+            fixture(&format!("sessions/{n}.jsonl")),
+            dir.join(format!("{n}.jsonl")),
+        )
+        .unwrap();
+    }
+    let tiny = std::fs::read_to_string(fixture("sessions/01-tiny.jsonl")).unwrap();
+    let header: serde_json::Value = serde_json::from_str(tiny.lines().next().unwrap()).unwrap();
+    let stamp = header["timestamp"].as_str().unwrap();
+    assert!(stamp.ends_with('Z'), "{stamp}");
+    // The same instant two hours east, and the session under another id.
+    let ms = pisess_engine::import::iso_to_ms(stamp).unwrap();
+    let east = pisess_engine::export::ms_to_iso(ms + 2 * 3_600_000);
+    let east = format!("{}+02:00", &east[..east.len() - 1]);
+    let shifted = tiny
+        .replacen(
+            &format!("\"timestamp\":\"{stamp}\""),
+            &format!("\"timestamp\":\"{east}\""),
+            1,
+        )
+        .replacen(
+            header["id"].as_str().unwrap(),
+            "019fb766-0000-7000-8000-000000000001",
+            1,
+        );
+    assert_ne!(shifted, tiny);
+    std::fs::write(dir.join("offset.jsonl"), shifted).unwrap();
+    let r = crate::common::run(&env, &["import", dir.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let ours: std::collections::BTreeMap<String, serde_json::Value> =
+        crate::common::run(&env, &["--json", "ls"])
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|v| (v["file"].as_str().unwrap().to_owned(), v["created"].clone()))
+            .collect();
+    let theirs = crate::common::oracle(&["list", dir.to_str().unwrap()]);
+    let theirs = theirs.as_array().unwrap();
+    assert_eq!(theirs.len(), ours.len());
+    for s in theirs {
+        let file = s["path"].as_str().unwrap();
+        assert_eq!(ours[file], s["created"], "{file}");
+    }
+    let want = pisess_engine::export::ms_to_iso(ms);
+    assert_eq!(
+        ours[&dir.join("offset.jsonl").display().to_string()],
+        serde_json::json!(want)
+    );
+}

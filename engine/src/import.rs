@@ -2791,8 +2791,8 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 /// the next: 2026-02-30 is March 2) and `24:00:00` (the next day's midnight); it refuses a
 /// separator other than `-` and `:`, a field of another width, month 0 or 13, day 0 or 32,
 /// minute or second 60 (no leap seconds), a `.` without digits and anything after the `Z`.
-/// Unlike JavaScript, a time without `Z` is UTC, not local time (pi always writes the `Z`),
-/// and an offset (`+02:00`) is not read.
+/// An offset (`+02:00`, `-05:30`, `+0200`; V8's values checked with node) is applied. Unlike JavaScript, a time without a zone is UTC,
+/// not local time (pi always writes the `Z`).
 pub fn iso_to_ms(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
@@ -2828,9 +2828,22 @@ pub fn iso_to_ms(s: &str) -> Option<i64> {
         let padded: String = frac.chars().chain("000".chars()).take(3).collect();
         ms = padded.parse().ok()?;
     }
-    if !matches!(&s[i..], "" | "Z" | "z") {
-        return None;
-    }
+    // A zone: none or `Z` (UTC), or an offset `±HH:MM` (or `±HHMM`, which V8 also reads).
+    let offset_ms = match &s[i..] {
+        "" | "Z" | "z" => 0,
+        zone if matches!(b[i], b'+' | b'-')
+            && (zone.len() == 6 && b[i + 3] == b':' || zone.len() == 5) =>
+        {
+            let m = if zone.len() == 6 { i + 4 } else { i + 3 };
+            let (oh, om) = (num(i + 1..i + 3)?, num(m..m + 2)?);
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let sign = if b[i] == b'+' { 1 } else { -1 };
+            sign * (oh * 60 + om) * 60_000
+        }
+        _ => return None,
+    };
     let midnight_after = h == 24 && mi == 0 && sec == 0 && ms == 0;
     if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || (h > 23 && !midnight_after) {
         return None;
@@ -2839,7 +2852,7 @@ pub fn iso_to_ms(s: &str) -> Option<i64> {
         return None;
     }
     let days = crate::agent::js::days_from_civil(y, mo, d);
-    Some(((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms)
+    Some(((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms - offset_ms)
 }
 
 #[cfg(test)]
@@ -3163,6 +3176,18 @@ mod tests {
                 "2026-02-30T00:00:00Z",
                 Some(day + (31 + 30 - 1) * 86_400_000),
             ),
+            ("2026-01-01T10:00:59+02:00", hms(8, 0, 59)),
+            ("2026-01-01T10:00:59-05:30", hms(15, 30, 59)),
+            ("2026-01-01T10:00:59+0200", hms(8, 0, 59)),
+            (
+                "2026-01-01T10:00:59.5+02:00",
+                hms(8, 0, 59).map(|t| t + 500),
+            ),
+            ("2026-01-01T10:00:59+23:59", hms(10 - 23, -59, 59)),
+            ("2026-01-01T10:00:59+02", None),
+            ("2026-01-01T10:00:59+24:00", None),
+            ("2026-01-01T10:00:59+02:60", None),
+            ("2026-01-01T10:00:59Z+02:00", None),
             ("2026-01-01T10:00:60Z", None),
             ("2026-01-01T23:59:60.000Z", None),
             ("2026-01-01T10:60:00Z", None),

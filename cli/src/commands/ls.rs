@@ -84,7 +84,9 @@ pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
                 "id": r.session_id,
                 "file": r.path,
                 "cwd": r.cwd,
-                "created": r.created,
+                // As pi's session list reads it: `new Date(header.timestamp)`, written out
+                // as `toISOString` does (an offset becomes UTC); null when it is no date.
+                "created": iso(r.created_ms),
                 "modified": iso(modified(r)),
                 "entries": r.entries,
                 "messages": r.messages,
