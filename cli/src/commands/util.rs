@@ -195,6 +195,13 @@ fn parse_time(t: &str) -> Option<i64> {
         }
         _ => (t, 0),
     };
+    // RFC 3339 has only the offset read above (the time parser would also take `+0200`).
+    if local
+        .get(10..)
+        .is_some_and(|rest| rest.contains(['+', '-']))
+    {
+        return None;
+    }
     let lb = local.as_bytes();
     let ms = if lb.len() == 10 {
         pisess_engine::import::iso_to_ms(&format!("{local}T00:00:00Z"))
