@@ -559,15 +559,44 @@ fn the_copy_of_the_catalogue_answers_as_the_store_until_anything_changes() {
 /// then took the larger new file for the old one grown and stored a mix of the two.)
 #[test]
 fn a_file_replaced_while_it_is_imported_is_read_in_full_next_time() {
+    let (old, new) = ("02-small-branches", "04-many-branches");
+    let len = |n: &str| {
+        std::fs::metadata(common::root().join(format!("fixtures/sessions/{n}.jsonl")))
+            .unwrap()
+            .len()
+    };
+    // Larger, as the old bug needed: it took the new file for the old one grown.
+    assert!(len(new) > len(old));
+    replaced_while_imported(old, new, |b| b.to_vec());
+}
+
+/// The same for a v1/v2 file, which the import migrates into a scratch copy: the migration
+/// reads the file the import opened (the first `size` bytes it looked at), not the path again,
+/// so the session stored is the old file's, under the old file's hashes. (The migration used to
+/// open the path again and store the replacement's entries, under the old file's size and
+/// mtime.)
+#[test]
+fn a_v1_file_replaced_while_it_is_imported_is_migrated_from_the_file_opened() {
+    replaced_while_imported("07-v1", "08-v2", |bytes| {
+        let mut out = Vec::new();
+        pisess_migrate::migrate_seekable(std::io::Cursor::new(bytes), &mut out).unwrap();
+        out
+    });
+}
+
+/// Imports a folder whose file (the fixture `old`) is replaced by rename with the fixture `new`
+/// as the import opens it; the store must hold `stored(old)` (what the import reads of a file),
+/// and the next import must read the new file in full and hold `stored(new)`.
+fn replaced_while_imported(old: &str, new: &str, stored: impl Fn(&[u8]) -> Vec<u8>) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("s");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("a.jsonl");
-    let old =
-        std::fs::read(common::root().join("fixtures/sessions/02-small-branches.jsonl")).unwrap();
-    let new =
-        std::fs::read(common::root().join("fixtures/sessions/04-many-branches.jsonl")).unwrap();
-    assert!(new.len() > old.len());
+    let fixture = |n: &str| {
+        std::fs::read(common::root().join(format!("fixtures/sessions/{n}.jsonl"))).unwrap()
+    };
+    let (old, new) = (fixture(old), fixture(new));
+    assert_ne!(stored(&old), stored(&new));
     std::fs::write(&file, &old).unwrap();
     let replacement = dir.join("a.jsonl.tmp");
     std::fs::write(&replacement, &new).unwrap();
@@ -584,67 +613,18 @@ fn a_file_replaced_while_it_is_imported_is_read_in_full_next_time() {
             }
         })
         .unwrap();
-    assert_eq!(first.count(Outcome::New), 1);
-    assert!(!replacement.exists(), "the replacement never happened");
-    assert_eq!(
-        export(&store, &canon),
-        old,
-        "the file read was not the one stored"
-    );
-    let second = store
-        .import(std::slice::from_ref(&dir), &Default::default(), &mut |_| {})
-        .unwrap();
-    assert_eq!(second.count(Outcome::Rewritten), 1, "{:?}", second.files);
-    assert_eq!(export(&store, &canon), new);
-    assert!(store.verify().unwrap().findings.is_empty());
-}
-
-/// The same for a v1/v2 file, which the import migrates into a scratch copy: the migration
-/// reads the file the import opened (the first `size` bytes it looked at), not the path again,
-/// so the session stored is the old file's, under the old file's hashes. (The migration used to
-/// open the path again and store the replacement's entries, under the old file's size and
-/// mtime.)
-#[test]
-fn a_v1_file_replaced_while_it_is_imported_is_migrated_from_the_file_opened() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("s");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("a.jsonl");
-    let old = std::fs::read(common::root().join("fixtures/sessions/07-v1.jsonl")).unwrap();
-    let new = std::fs::read(common::root().join("fixtures/sessions/08-v2.jsonl")).unwrap();
-    let migrated = |bytes: &[u8]| {
-        let mut out = Vec::new();
-        pisess_migrate::migrate_seekable(std::io::Cursor::new(bytes), &mut out).unwrap();
-        out
-    };
-    assert_ne!(migrated(&old), migrated(&new));
-    std::fs::write(&file, &old).unwrap();
-    let replacement = dir.join("a.jsonl.tmp");
-    std::fs::write(&replacement, &new).unwrap();
-    let canon = file.canonicalize().unwrap();
-    let mut store = Store::open(tmp.path().join("store.redb")).unwrap();
-    let first = store
-        .import(std::slice::from_ref(&dir), &Default::default(), &mut |ev| {
-            if let pisess_engine::ImportEvent::FileStart { path, .. } = ev
-                && path == canon
-                && replacement.exists()
-            {
-                std::fs::rename(&replacement, &file).unwrap();
-            }
-        })
-        .unwrap();
     assert_eq!(first.count(Outcome::New), 1, "{:?}", first.files);
     assert!(!replacement.exists(), "the replacement never happened");
     assert_eq!(
         export(&store, &canon),
-        migrated(&old),
-        "the file migrated was not the one the import opened"
+        stored(&old),
+        "the file stored was not the one the import opened"
     );
     let second = store
         .import(std::slice::from_ref(&dir), &Default::default(), &mut |_| {})
         .unwrap();
     assert_eq!(second.count(Outcome::Rewritten), 1, "{:?}", second.files);
-    assert_eq!(export(&store, &canon), migrated(&new));
+    assert_eq!(export(&store, &canon), stored(&new));
     assert!(store.verify().unwrap().findings.is_empty());
 }
 
