@@ -36,6 +36,11 @@ pub struct CommandError {
 }
 
 impl CommandError {
+    /// The error itself (for callers that look for a library error in its chain).
+    pub fn error(&self) -> &anyhow::Error {
+        &self.error
+    }
+
     /// A user-facing error with a hint on what to do.
     pub fn with_hint(error: impl Into<anyhow::Error>, hint: impl Into<String>) -> Self {
         Self {

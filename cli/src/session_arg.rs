@@ -246,7 +246,12 @@ fn resolve_fresh(store: Store, arg: &str) -> Result<(Store, SessionKey), Command
     let (store, report) = match store.import_file(&file) {
         Err(StoreError::ReadOnly { .. }) => {
             drop(store);
-            let store = open_store()?;
+            let store =
+                match open_store_writable_or_read(&record.path, "changed since it was imported")? {
+                    Ok(store) => store,
+                    // Only readable: answer from the stored copy (warned).
+                    Err(store) => return Ok((store, key)),
+                };
             let report = store.import_file(&file).map_err(store_error)?;
             (store, report)
         }
@@ -283,7 +288,13 @@ fn writable_if_needed(store: Store, args: &[&str]) -> Result<Store, CommandError
             match store.import_file(path) {
                 Err(StoreError::ReadOnly { .. }) => {
                     drop(store);
-                    return open_store();
+                    // A store that may only be read answers from its copy (warned); a file it
+                    // has never seen is then not found in it.
+                    let file = path.to_string_lossy();
+                    let what = "is new or changed since it was imported";
+                    return Ok(
+                        open_store_writable_or_read(&file, what)?.unwrap_or_else(|store| store)
+                    );
                 }
                 Err(e) => return Err(store_error(e)),
                 Ok(_) => {}
@@ -291,6 +302,35 @@ fn writable_if_needed(store: Store, args: &[&str]) -> Result<Store, CommandError
         }
     }
     Ok(store)
+}
+
+/// The store reopened for writing to refresh `file` (a session file that `what`: changed
+/// since it was imported, or is new), or, when the store may only be read (a read-only file
+/// system, no write permission), the store opened read-only again (`Err`), after a warning
+/// that the stored copy of `file` is used.
+fn open_store_writable_or_read(
+    file: &str,
+    what: &str,
+) -> Result<Result<Store, Store>, CommandError> {
+    match open_store() {
+        Ok(store) => Ok(Ok(store)),
+        Err(e)
+            if e.error()
+                .downcast_ref::<StoreError>()
+                .is_some_and(StoreError::is_read_only_store) =>
+        {
+            let store = open_store_read()?;
+            eprintln!(
+                "warning: {} {what}, and the store {} cannot be written ({}); using the copy \
+                 in the store",
+                crate::ui::safe(file),
+                store.path().display(),
+                crate::ui::safe(&e.error().root_cause().to_string())
+            );
+            Ok(Err(store))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Resolves two SESSION arguments against one store: the first as a [`Session`], the second
@@ -364,7 +404,20 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
         let snap = store.snapshot()?;
         latest_for_cwd(&snap)?
     } else if path.is_file() {
-        let report = store.import_file(path)?;
+        let report = match store.import_file(path) {
+            // A store that may only be read (see `open_store_writable_or_read`, which warned):
+            // the stored copy of the file, if it has one.
+            Err(StoreError::ReadOnly { .. }) => {
+                return store.snapshot()?.session_by_path(path)?.ok_or_else(|| {
+                    anyhow!(
+                        "{} is not in the store, and the store cannot be written to import it",
+                        path.display()
+                    )
+                    .into()
+                });
+            }
+            other => other?,
+        };
         if let (Some(err), Some(s)) = (&report.error, report.session) {
             // The file was not read over the stored session (it was cut short): use that.
             eprintln!(

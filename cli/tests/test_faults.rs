@@ -478,3 +478,60 @@ fn a_file_size_limit_is_an_error_with_a_message_not_a_silent_kill() {
     );
     assert!(listing(&out_dir).is_empty(), "{:?}", listing(&out_dir));
 }
+
+/// A store that may only be read (here on a read-only mount) still answers for a session whose
+/// file changed since it was imported: by id or by path, from the stored copy, with a warning
+/// naming the file and the store (it used to fail with the bare "Read-only file system" of
+/// the reopening). A file the store has never seen is an error that says so.
+#[test]
+fn a_read_only_store_answers_for_a_changed_session_from_its_copy() {
+    let Some(disk) = Tmpfs::mount("8m") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let session = env.home.path().join("s.jsonl");
+    fs::copy(fixture("sessions/04-many-branches.jsonl"), &session).unwrap();
+    let store = disk.path().join("store.redb");
+    let (code, out, err) = run(&env, &store, &[os("import"), session.as_os_str()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (_, before, _) = run(
+        &env,
+        &store,
+        &[os("log"), session.as_os_str(), os("-n"), os("1")],
+    );
+    assert!(before.starts_with("5ddf36d3 "), "{before}");
+    let (_, ls, _) = run(&env, &store, &[os("--json"), os("ls")]);
+    let id: serde_json::Value = serde_json::from_str(ls.lines().next().unwrap()).unwrap();
+    let id = id["id"].as_str().unwrap().to_owned();
+    // pi appends an entry; then the store's disk becomes read-only.
+    let mut f = fs::OpenOptions::new().append(true).open(&session).unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        b"{\"type\":\"custom\",\"customType\":\"x\",\"data\":{},\"id\":\"ffff0001\",\
+          \"parentId\":\"5ddf36d3\",\"timestamp\":\"2026-07-28T10:00:00.000Z\"}\n",
+    )
+    .unwrap();
+    drop(f);
+    let image = fs::read(&store).unwrap();
+    disk.read_only();
+    for named in [os(&id), session.as_os_str()] {
+        let (code, out, err) = run(&env, &store, &[os("log"), named, os("-n"), os("1")]);
+        assert_eq!(code, 0, "{named:?}: {out}\n{err}");
+        assert_eq!(out, before, "{named:?}: not the stored copy");
+        assert!(
+            err.contains("changed since it was imported, and the store")
+                && err.contains(&store.display().to_string())
+                && err.contains("using the copy in the store"),
+            "{named:?}: {err}"
+        );
+    }
+    let other = env.home.path().join("t.jsonl");
+    fs::copy(fixture("sessions/01-tiny.jsonl"), &other).unwrap();
+    let (code, _, err) = run(&env, &store, &[os("log"), other.as_os_str()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("is not in the store, and the store cannot be written to import it"),
+        "{err}"
+    );
+    assert!(fs::read(&store).unwrap() == image, "the store changed");
+}

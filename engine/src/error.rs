@@ -205,6 +205,21 @@ impl StoreError {
         }
     }
 
+    /// Whether the store could not be opened for writing because it may only be read (a
+    /// read-only file system, no write permission): readers can still answer from it.
+    pub fn is_read_only_store(&self) -> bool {
+        match self {
+            Self::Open {
+                source: redb::Error::Io(e),
+                ..
+            } => matches!(
+                e.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            ),
+            _ => false,
+        }
+    }
+
     /// Whether the store's disk (or the user's quota on it) is full: `ENOSPC` or `EDQUOT` from
     /// redb's writes. redb's errors name no cause chain, so callers cannot find it themselves.
     pub fn is_disk_full(&self) -> bool {
