@@ -25,8 +25,9 @@ pub struct GlobalArgs {
     /// When to colour the output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
-    /// When another process (an import) holds the store, retry for up to SECONDS instead of
-    /// failing at once.
+    /// When another process holds the store, retry for up to SECONDS. Without it a command
+    /// that only reads fails at once while a writer holds the store (and waits up to 5 s
+    /// while one waits for it); a command that writes waits up to 5 s for readers.
     #[arg(long, global = true, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
 }
