@@ -133,26 +133,37 @@ fn open_store_as(read_only: bool, floor: std::time::Duration) -> Result<Store, C
                 }),
             }
         } else {
-            if gate.is_none() {
-                match Gate::try_writer(&path) {
-                    Ok(g) => gate = Some(g),
-                    Err(taken) if start.elapsed() < limit => {
-                        // Readers hold it for a moment only; another writer holds it while it
-                        // waits for the store.
-                        let _ = taken;
-                        std::thread::sleep(pause.min(limit.saturating_sub(start.elapsed())));
-                        pause = (pause * 2).min(max_pause);
-                        continue;
+            // A writer takes the gate before it tries the store, and keeps it until the store
+            // is open; while another process holds it (a writer waiting for the store, or a
+            // reader opening it), it waits as for the store itself.
+            let taken = match gate {
+                Some(_) => None,
+                None => match Gate::try_writer(&path) {
+                    Ok(g) => {
+                        gate = Some(g);
+                        None
                     }
-                    Err(taken) => {
-                        return Err(store_error(StoreError::WriterWaiting {
+                    Err(taken) => Some(taken),
+                },
+            };
+            match taken {
+                None => Store::open(&path),
+                Some(taken) => {
+                    let holder = taken.holder.unwrap_or_else(|| "another process".into());
+                    if taken.by_writer {
+                        Err(StoreError::WriterWaiting {
                             path: path.clone(),
-                            holder: taken.holder.unwrap_or_else(|| "another process".into()),
-                        }));
+                            holder,
+                        })
+                    } else {
+                        // A reader, for the moment it takes to open the store.
+                        Err(StoreError::Busy {
+                            path: path.clone(),
+                            holder,
+                        })
                     }
                 }
             }
-            Store::open(&path)
         };
         let limit = match &opened {
             Err(StoreError::WriterWaiting { .. }) => gate_limit,

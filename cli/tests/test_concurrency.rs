@@ -545,3 +545,63 @@ fn a_waiting_writer_is_not_starved_by_overlapping_readers() {
     assert_eq!(code, 0, "{err}");
     assert!(out == expected, "R2's export differs from the idle store's");
 }
+
+/// What a command says when the store's gate is held: a reader kept out by a waiting writer
+/// names it as waiting to write and gives up after the writer's grace (5 s) without `--wait`;
+/// a writer kept out by a reader opening the store names it as holding the store, and with
+/// `--wait` says at once that it waits.
+#[test]
+fn a_held_gate_is_named_for_what_holds_it() {
+    use pisess_engine::gate::Gate;
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let file = env.home.path().join("s.jsonl");
+    fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    ok(&env, &store, &["import", file.to_str().unwrap()]);
+    let me = format!("pid {} (", std::process::id());
+
+    // This process waits to write: it holds the gate exclusively.
+    let gate = Gate::try_writer(&store).unwrap();
+    assert!(gate.is_held(), "no gate beside {}", store.display());
+    let start = Instant::now();
+    let (code, out, err) = run(&env, &store, &["ls"]);
+    let waited = start.elapsed();
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains(&format!("the store is busy: {me}"))
+            && err.contains(&format!("is waiting to write to {}", store.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains("retry with `pisess --wait SECONDS ...`"),
+        "{err}"
+    );
+    assert!(waited >= Duration::from_secs(4), "gave up after {waited:?}");
+    drop(gate);
+
+    // This process is a reader opening the store: it holds the gate shared. The import has a
+    // new file to write.
+    let other = env.home.path().join("t.jsonl");
+    fs::copy(fixture("sessions/03-compactions.jsonl"), &other).unwrap();
+    let gate = Gate::try_reader(&store).unwrap();
+    assert!(gate.is_held());
+    let (code, out, err) = run(
+        &env,
+        &store,
+        &["--wait", "1", "import", other.to_str().unwrap()],
+    );
+    assert_eq!(code, 2, "{out}\n{err}");
+    let busy = format!("the store is busy: {me}");
+    assert!(
+        err.contains(&format!("pisess: {busy}"))
+            && err.contains("; waiting up to 5 s")
+            && err.contains(&format!(") holds {}", store.display()))
+            && !err.contains("waiting to write"),
+        "{err}"
+    );
+    drop(gate);
+    // Free again: both answer.
+    ok(&env, &store, &["import", other.to_str().unwrap()]);
+    assert!(ok(&env, &store, &["ls", "--json"]).contains("t.jsonl"));
+}

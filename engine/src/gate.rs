@@ -43,6 +43,10 @@ pub struct Taken {
     pub path: PathBuf,
     /// Who holds it: `pid N (command line)` when the system says.
     pub holder: Option<String>,
+    /// Whether the holder is a writer (holds it exclusively). When the system does not say,
+    /// true for a reader refused (only a writer's hold keeps a reader out) and false for a
+    /// writer.
+    pub by_writer: bool,
 }
 
 impl Gate {
@@ -70,10 +74,14 @@ impl Gate {
         };
         match locked {
             Ok(()) => Ok(Self::Held(file)),
-            Err(TryLockError::WouldBlock) => Err(Taken {
-                holder: crate::holder::holder_of(&path),
-                path,
-            }),
+            Err(TryLockError::WouldBlock) => {
+                let holder = crate::holder::flock_holder_of(&path);
+                Err(Taken {
+                    by_writer: holder.as_ref().map_or(!exclusive, |h| h.1),
+                    holder: holder.map(|h| h.0),
+                    path,
+                })
+            }
             Err(TryLockError::Error(_)) => Ok(Self::Absent),
         }
     }

@@ -17,8 +17,18 @@ use std::path::Path;
 pub fn holder_of(store: &Path) -> Option<String> {
     let meta = std::fs::metadata(store).ok()?;
     let me = std::process::id();
-    let pid = pid_from_locks(meta.dev(), meta.ino(), me).or_else(|| pid_from_fds(store, me))?;
+    let pid = pid_from_locks(meta.dev(), meta.ino(), me)
+        .map(|(pid, _)| pid)
+        .or_else(|| pid_from_fds(store, me))?;
     Some(describe(pid))
+}
+
+/// `pid N (command line)` of a process holding a `flock` on `file`, and whether its lock is
+/// exclusive, if `/proc/locks` says.
+pub fn flock_holder_of(file: &Path) -> Option<(String, bool)> {
+    let meta = std::fs::metadata(file).ok()?;
+    let (pid, exclusive) = pid_from_locks(meta.dev(), meta.ino(), std::process::id())?;
+    Some((describe(pid), exclusive))
 }
 
 /// Linux's device number split as `/proc/locks` prints it.
@@ -28,21 +38,28 @@ fn major_minor(dev: u64) -> (u64, u64) {
     (major, minor)
 }
 
-/// A lock of `/proc/locks` on the file (`MAJOR:MINOR:INODE`, hex:hex:decimal) with a pid.
-fn pid_from_locks(dev: u64, ino: u64, me: u32) -> Option<u32> {
+/// A lock of `/proc/locks` on the file (`MAJOR:MINOR:INODE`, hex:hex:decimal) with a pid, and
+/// whether it is exclusive (`WRITE`). Blocked waiters (lines with `->`) hold nothing.
+fn pid_from_locks(dev: u64, ino: u64, me: u32) -> Option<(u32, bool)> {
     let text = std::fs::read_to_string("/proc/locks").ok()?;
     let (major, minor) = major_minor(dev);
-    text.lines().find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        // "1: FLOCK ADVISORY WRITE 19611 fe:00:10076483 0 EOF"; blocked waiters have "->".
-        let f: Vec<&str> = f.into_iter().filter(|x| *x != "->").collect();
-        let pid: u32 = f.get(4)?.parse().ok()?;
-        let mut id = f.get(5)?.split(':');
-        let ma = u64::from_str_radix(id.next()?, 16).ok()?;
-        let mi = u64::from_str_radix(id.next()?, 16).ok()?;
-        let inode: u64 = id.next()?.parse().ok()?;
-        (pid != me && (ma, mi, inode) == (major, minor, ino)).then_some(pid)
-    })
+    text.lines()
+        .find_map(|line| parse_lock(line, (major, minor, ino), me))
+}
+
+/// One line of `/proc/locks`: "1: FLOCK ADVISORY WRITE 19611 fe:00:10076483 0 EOF".
+fn parse_lock(line: &str, file: (u64, u64, u64), me: u32) -> Option<(u32, bool)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.get(1) == Some(&"->") {
+        return None;
+    }
+    let exclusive = *f.get(3)? == "WRITE";
+    let pid: u32 = f.get(4)?.parse().ok()?;
+    let mut id = f.get(5)?.split(':');
+    let ma = u64::from_str_radix(id.next()?, 16).ok()?;
+    let mi = u64::from_str_radix(id.next()?, 16).ok()?;
+    let inode: u64 = id.next()?.parse().ok()?;
+    (pid != me && (ma, mi, inode) == file).then_some((pid, exclusive))
 }
 
 /// A process (not this one) with the file open.
@@ -104,5 +121,37 @@ mod tests {
         assert_eq!(major_minor(0xfe00), (0xfe, 0));
         assert_eq!(major_minor(0x0801), (8, 1));
         assert_eq!(major_minor(0x0451_2367), (0x123, 0x4567));
+    }
+
+    #[test]
+    fn proc_locks_lines_give_the_holder_and_its_mode() {
+        let file = (0xfe, 0, 10076483);
+        let line = |s: &str| parse_lock(s, file, 1);
+        assert_eq!(
+            line("1: FLOCK  ADVISORY  WRITE 19611 fe:00:10076483 0 EOF"),
+            Some((19611, true))
+        );
+        assert_eq!(
+            line("2: FLOCK  ADVISORY  READ 7 fe:00:10076483 0 EOF"),
+            Some((7, false))
+        );
+        // A blocked waiter holds nothing; another file, or this process, is not the holder.
+        assert_eq!(
+            line("2: -> FLOCK  ADVISORY  WRITE 7 fe:00:10076483 0 EOF"),
+            None
+        );
+        assert_eq!(
+            line("3: FLOCK  ADVISORY  WRITE 7 fe:00:10076484 0 EOF"),
+            None
+        );
+        assert_eq!(
+            line("4: FLOCK  ADVISORY  WRITE 1 fe:00:10076483 0 EOF"),
+            None
+        );
+        // OFD locks record no pid.
+        assert_eq!(
+            line("5: OFDLCK ADVISORY  WRITE -1 fe:00:10076483 0 EOF"),
+            None
+        );
     }
 }
