@@ -57,7 +57,7 @@ pub fn set_store_wait(d: std::time::Duration) {
 /// that, or without `--wait`, the error names the holder. A command that writes also waits,
 /// quietly, up to [`WRITER_GRACE`] for readers to let go.
 pub fn open_store() -> Result<Store, CommandError> {
-    open_store_as(false, std::time::Duration::ZERO)
+    open_store_as(false, WRITER_GRACE, std::time::Duration::ZERO)
 }
 
 /// How long `compact` and `navigate --summarize` wait for the store, at least, once their
@@ -68,14 +68,21 @@ const AFTER_SUMMARY: std::time::Duration = std::time::Duration::from_secs(600);
 /// [`open_store`] for writing a summary already made: waits up to [`AFTER_SUMMARY`] (or
 /// `--wait`, when longer) for a store others hold, saying so after the usual grace.
 pub fn open_store_after_summary() -> Result<Store, CommandError> {
-    open_store_as(false, AFTER_SUMMARY)
+    open_store_as(false, WRITER_GRACE, AFTER_SUMMARY)
 }
 
 /// [`open_store`] for a command that only reads: redb's read-only mode (a shared lock, nothing
 /// written, no fsync), so such commands run side by side. A store that needs a repair is opened
 /// for writing instead.
 pub fn open_store_read() -> Result<Store, CommandError> {
-    open_store_as(true, std::time::Duration::ZERO)
+    open_store_as(true, std::time::Duration::ZERO, std::time::Duration::ZERO)
+}
+
+/// [`open_store_read`] for a command that means to write when it has to (`import`: files that
+/// did not change need nothing more): it waits, quietly, the writer's grace as [`open_store`]
+/// does, so that two imports started together do not fail for each other's first moments.
+pub fn open_store_read_to_write() -> Result<Store, CommandError> {
+    open_store_as(true, WRITER_GRACE, std::time::Duration::ZERO)
 }
 
 /// How long a command that writes keeps trying, without a word, to open a store that others
@@ -90,15 +97,14 @@ const WRITER_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// takes it first and holds it across its retries until it has the store; a reader takes it
 /// only while it opens the store, and while a writer holds it waits, quietly, up to the
 /// writer's grace (or `--wait`), for the writer to get the store or give up.
-fn open_store_as(read_only: bool, floor: std::time::Duration) -> Result<Store, CommandError> {
+fn open_store_as(
+    read_only: bool,
+    quiet: std::time::Duration,
+    floor: std::time::Duration,
+) -> Result<Store, CommandError> {
     use pisess_engine::gate::Gate;
     use std::time::{Duration, Instant};
     let wait = WAIT.get().copied().unwrap_or_default();
-    let quiet = if read_only {
-        Duration::ZERO
-    } else {
-        WRITER_GRACE
-    };
     let limit = wait.max(quiet).max(floor);
     // A reader kept out by a waiting writer waits the writer's grace, or `--wait` when given.
     let gate_limit = if wait.is_zero() {

@@ -605,3 +605,29 @@ fn a_held_gate_is_named_for_what_holds_it() {
     ok(&env, &store, &["import", other.to_str().unwrap()]);
     assert!(ok(&env, &store, &["ls", "--json"]).contains("t.jsonl"));
 }
+
+/// An import started while another writer holds the store (here this process) waits for it
+/// quietly up to the writer's grace, as any writer does, even though it opens the store
+/// read-only first (unchanged files need no more): it used to fail at once.
+#[test]
+fn an_import_waits_for_a_writer_that_lets_go_within_the_grace() {
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let file = env.home.path().join("s.jsonl");
+    fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    ok(&env, &store, &["import", file.to_str().unwrap()]);
+    let other = env.home.path().join("t.jsonl");
+    fs::copy(fixture("sessions/03-compactions.jsonl"), &other).unwrap();
+
+    for target in [&file, &other] {
+        let held = pisess_engine::Store::open(&store).unwrap();
+        let child = spawn(&env, &store, &["import", target.to_str().unwrap()]);
+        std::thread::sleep(Duration::from_millis(1500));
+        drop(held);
+        let (code, out, err) = finish(child, "the import");
+        assert_eq!(code, 0, "{}: {out}\n{err}", target.display());
+        // It waited without a word: the grace is not announced.
+        assert!(!err.contains("busy"), "{err}");
+    }
+    assert!(ok(&env, &store, &["ls", "--json"]).contains("t.jsonl"));
+}

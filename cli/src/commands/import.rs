@@ -14,7 +14,7 @@ use pisess_engine::{
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
 use crate::commands::util::{Source, default_inputs};
-use crate::session_arg::{open_store, open_store_read};
+use crate::session_arg::{open_store, open_store_read_to_write};
 use crate::ui::{Ui, safe};
 
 /// Arguments of `pisess import`.
@@ -148,7 +148,7 @@ fn import_into_store(
     inputs: &[PathBuf],
     opts: &ImportOptions,
 ) -> Result<(ImportReport, Store), CommandError> {
-    let mut store = open_store_read()?;
+    let mut store = open_store_read_to_write()?;
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(
