@@ -17,7 +17,7 @@ struct Tmpfs {
 }
 
 impl Tmpfs {
-    fn mount(size: &str) -> Option<Self> {
+    fn mount(size: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let ok = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -29,7 +29,7 @@ impl Tmpfs {
             ok,
             "cannot mount a tmpfs here (not root?): the full-disk tests need root or CAP_SYS_ADMIN"
         );
-        Some(Self { dir })
+        Self { dir }
     }
 
     fn path(&self) -> &Path {
@@ -81,9 +81,7 @@ fn verifies(env: &TestEnv, store: &Path) {
 
 #[test]
 fn a_full_disk_during_import_fails_clearly_and_keeps_the_store_consistent() {
-    let Some(disk) = Tmpfs::mount("3m") else {
-        return;
-    };
+    let disk = Tmpfs::mount("3m");
     let env = TestEnv::new();
     let src = tempfile::tempdir().unwrap();
     let small = src.path().join("a.jsonl");
@@ -168,9 +166,7 @@ fn full_output(env: &TestEnv, store: &Path, disk: &Path, args: &[&std::ffi::OsSt
 
 #[test]
 fn a_full_disk_under_export_migrate_and_prune_output_leaves_nothing_half_written() {
-    let Some(disk) = Tmpfs::mount("64k") else {
-        return;
-    };
+    let disk = Tmpfs::mount("64k");
     let env = TestEnv::new();
     let store = env.home.path().join("store.redb");
     let session: PathBuf = env.home.path().join("s.jsonl");
@@ -224,9 +220,7 @@ fn a_full_disk_under_export_migrate_and_prune_output_leaves_nothing_half_written
 
 #[test]
 fn a_read_only_store_folder_gives_an_error_naming_the_path() {
-    let Some(disk) = Tmpfs::mount("8m") else {
-        return;
-    };
+    let disk = Tmpfs::mount("8m");
     let env = TestEnv::new();
     let session = env.home.path().join("s.jsonl");
     fs::copy(fixture("sessions/04-many-branches.jsonl"), &session).unwrap();
@@ -275,9 +269,7 @@ fn a_read_only_store_folder_gives_an_error_naming_the_path() {
 /// as it was: the part written is cut again (pi would read it as a torn last line).
 #[test]
 fn a_full_disk_under_an_append_leaves_the_session_as_it_was() {
-    let Some(disk) = Tmpfs::mount("300k") else {
-        return;
-    };
+    let disk = Tmpfs::mount("300k");
     let env = TestEnv::new();
     let store = env.home.path().join("store.redb");
     let session = disk.path().join("a.jsonl");
@@ -485,9 +477,7 @@ fn a_file_size_limit_is_an_error_with_a_message_not_a_silent_kill() {
 /// the reopening). A file the store has never seen is an error that says so.
 #[test]
 fn a_read_only_store_answers_for_a_changed_session_from_its_copy() {
-    let Some(disk) = Tmpfs::mount("8m") else {
-        return;
-    };
+    let disk = Tmpfs::mount("8m");
     let env = TestEnv::new();
     let session = env.home.path().join("s.jsonl");
     fs::copy(fixture("sessions/04-many-branches.jsonl"), &session).unwrap();
@@ -533,5 +523,41 @@ fn a_read_only_store_answers_for_a_changed_session_from_its_copy() {
         err.contains("is not in the store, and the store cannot be written to import it"),
         "{err}"
     );
+    assert!(fs::read(&store).unwrap() == image, "the store changed");
+
+    // `verify` checks it through a copy in the temp folder, and finds it sound; the copy goes.
+    let tmp = tempfile::tempdir().unwrap();
+    let verify = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+            .args(args)
+            .env_clear()
+            .env("HOME", env.home.path())
+            .env("NO_COLOR", "1")
+            .env("PISESS_STORE", &store)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = verify(&[os("verify")]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("checked 1 sessions") && out.ends_with(": ok\n"),
+        "{out}"
+    );
+    assert!(
+        err.contains("cannot be written (I/O error: Read-only file system")
+            && err.contains("checking a copy of it in"),
+        "{err}"
+    );
+    assert!(listing(tmp.path()).is_empty(), "{:?}", listing(tmp.path()));
+    // --repair cannot repair it: it says so, and writes nothing.
+    let (code, _, err) = verify(&[os("verify"), os("--repair")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("Read-only file system"), "{err}");
     assert!(fs::read(&store).unwrap() == image, "the store changed");
 }

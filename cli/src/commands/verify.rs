@@ -3,18 +3,21 @@
 //!
 //! Invariants: without `--repair` nothing is written; `--repair` rewrites only index rows
 //! (`entry_ids`, `parents`, `children`, `labels`) in one transaction, never a record, and is
-//! followed by a second check whose result decides the exit status.
+//! followed by a second check whose result decides the exit status. A store that may only be
+//! read (read-only file system, no write permission) is checked whole through a copy in the
+//! temp folder (redb's integrity check needs a writable database), removed after; `--repair`
+//! of it fails with the open's error.
 //!
 //! Exit 0 when consistent (after repair, with `--repair`), 1 with findings (one per line on
 //! stdout).
 
 use std::io::Write;
 
-use pisess_engine::VerifyReport;
+use pisess_engine::{StoreError, VerifyReport};
 use serde_json::json;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::session_arg::open_store;
+use crate::session_arg::{open_store, open_store_read};
 use crate::ui::{Ui, safe};
 
 /// Check the store: redb's integrity, every row's blake3, tree links (every parent reachable,
@@ -30,7 +33,18 @@ pub struct VerifyArgs {
 /// Runs `pisess verify`. A reader that stops early (`pisess verify | head`) ends the output,
 /// not the work: `--repair` still repairs, and the status is still the check's.
 pub fn cmd_verify(ui: &mut Ui, args: &VerifyArgs) -> CommandResult {
-    let mut store = open_store()?;
+    let mut store = match open_store() {
+        Ok(store) => store,
+        Err(e)
+            if !args.repair
+                && e.error()
+                    .downcast_ref::<StoreError>()
+                    .is_some_and(StoreError::is_read_only_store) =>
+        {
+            return verify_read_only(ui, &e);
+        }
+        Err(e) => return Err(e),
+    };
     let mut r = store.verify()?;
     let mut open = still_open(print_report(ui, &r, ""))?;
     if args.repair && !r.findings.is_empty() {
@@ -54,6 +68,32 @@ pub fn cmd_verify(ui: &mut Ui, args: &VerifyArgs) -> CommandResult {
             still_open(print_report(ui, &r, "after repair: "))?;
         }
     }
+    Ok(if r.findings.is_empty() {
+        Outcome::Success
+    } else {
+        Outcome::Negative
+    })
+}
+
+/// `verify` of a store that may only be read (`cannot_write` says why): redb's integrity check
+/// needs the database writable, so the whole check runs on a copy in the temp folder.
+fn verify_read_only(ui: &mut Ui, cannot_write: &CommandError) -> CommandResult {
+    let store = open_store_read()?;
+    let dir = std::env::temp_dir();
+    eprintln!(
+        "note: the store {} cannot be written ({}); checking a copy of it in {}",
+        store.path().display(),
+        safe(&cannot_write.error().root_cause().to_string()),
+        dir.display()
+    );
+    let r = store.verify_copy_in(&dir).map_err(|e| {
+        CommandError::from(anyhow::Error::from(e).context(format!(
+            "cannot check a copy of the store {} in {} (TMPDIR names another folder)",
+            store.path().display(),
+            dir.display()
+        )))
+    })?;
+    still_open(print_report(ui, &r, ""))?;
     Ok(if r.findings.is_empty() {
         Outcome::Success
     } else {
