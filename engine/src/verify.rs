@@ -114,7 +114,7 @@ impl Store {
             })?;
             std::io::copy(&mut from, &mut to).map_err(io(&copy))?;
             drop(to);
-            let mut copied = Store::open(&copy)?;
+            let mut copied = Self::open(&copy)?;
             let report = copied.verify();
             drop(copied);
             report
