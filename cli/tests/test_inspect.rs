@@ -1865,3 +1865,44 @@ fn show_pairs_tool_calls_with_the_results_on_the_active_path() {
         ]
     );
 }
+
+/// Sessions whose fields have kinds pi does not write but loads (fixtures/odd: a `type` or
+/// `parentId` that is not text, a second header line, usage numbers written `null` or `true`,
+/// a date V8 rolls over): the context (messages, ids, leaf, estimate) and the tree's shape
+/// equal the oracle's. (The tree's `type` and `parentId` fields are left out: pi echoes the
+/// odd value, pisess its reading of it.)
+#[test]
+fn odd_field_kinds_give_the_oracles_context_and_tree() {
+    let dir = fixture("odd");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 12, "{files:?}");
+    for file in &files {
+        let env = TestEnv::new();
+        let f = file.to_str().unwrap();
+        let got = json(&env, &["context", f, "--json"], 0);
+        let want = oracle(&["context", f]);
+        assert_eq!(got["leafId"], want["resolvedLeafId"], "{f}");
+        assert_eq!(got["entryIds"], want["contextEntryIds"], "{f}");
+        for k in ["messages", "model", "thinkingLevel"] {
+            assert_eq!(got[k], want[k], "{f}: {k}");
+        }
+        assert_eq!(got["estimate"], want["estimate"]["projected"], "{f}");
+
+        let shape = |t: &Value| {
+            let nodes: Vec<(Value, Value)> = t["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| (n["id"].clone(), n["children"].clone()))
+                .collect();
+            (t["roots"].clone(), t["leafId"].clone(), nodes)
+        };
+        let got = json(&env, &["tree", f, "--json"], 0);
+        assert_eq!(shape(&got), shape(&oracle(&["tree", f])), "{f}: tree");
+    }
+}

@@ -1431,7 +1431,14 @@ fn draft_line(
         let mut facts = Facts::default();
         if let Ok(e) = &piece.entry {
             fill(&mut rec, &mut facts, e, piece.json);
-            if rec.id.is_some() {
+            if rec.type_name.as_deref() == Some("session") {
+                // A header (the first, or another one: `cat a.jsonl b.jsonl`), which pi's
+                // tree, leaf and context all pass over.
+                rec.kind = RowKind::Header;
+                rec.id = None;
+                rec.parent_id = None;
+                facts = Facts::default();
+            } else if rec.id.is_some() {
                 facts.node = Some(NodeFacts::of(piece.json, e));
             }
         }
@@ -1466,9 +1473,7 @@ fn draft_line(
 
 /// `new Date(s).getTime()` in whole milliseconds, `None` where that is `NaN`.
 fn date_ms(s: &str) -> Option<i64> {
-    crate::agent::js::date_ms(Some(&serde_json::Value::String(s.to_owned())))
-        .as_f64()
-        .map(|ms| ms as i64)
+    crate::agent::js::string_date_ms(s)
 }
 
 /// A message entry's JSON reduced to what the catalogue reads of it: `type`, the message's
@@ -2783,76 +2788,19 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// Parses an ISO 8601 UTC time (`YYYY-MM-DDTHH:MM:SS[.fff]Z`) to Unix milliseconds, as pi's
-/// `new Date(s).getTime()` reads it: `None` where that gives `NaN`.
+/// Parses a time as pi's `new Date(s).getTime()` reads it, to Unix milliseconds: `None` where
+/// that gives `NaN` (the ECMAScript date-time format, [`crate::agent::js`]).
 ///
-/// Like JavaScript it takes `t` or a space for the `T`, `z` for the `Z`, any number of
-/// fraction digits (the first three count), a day the month does not have (rolled over into
-/// the next: 2026-02-30 is March 2) and `24:00:00` (the next day's midnight); it refuses a
-/// separator other than `-` and `:`, a field of another width, month 0 or 13, day 0 or 32,
-/// minute or second 60 (no leap seconds), a `.` without digits and anything after the `Z`.
-/// An offset (`+02:00`, `-05:30`, `+0200`; V8's values checked with node) is applied. Unlike JavaScript, a time without a zone is UTC,
-/// not local time (pi always writes the `Z`).
+/// Like V8 it takes the short forms (`2026-01-01`, `2026-01`, `2026-01-01T10:00`), extended
+/// years (`+002026-…`), `t` or a space for the `T`, `z` for the `Z`, any number of fraction
+/// digits (the first three count), a day the month does not have (rolled over into the next:
+/// 2026-02-30 is March 2) and `24:00:00` (the next day's midnight), and applies an offset
+/// (`+02:00`, `-05:30`, `+0200`); it refuses other separators and widths, month 0 or 13, day 0
+/// or 32, minute or second 60, a `.` without digits and anything after the zone (V8's values
+/// checked with node). Unlike JavaScript, a time without a zone is UTC, not local time (pi
+/// always writes the `Z`).
 pub fn iso_to_ms(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = b.get(r)?;
-        if t.is_empty() || !t.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(t).ok()?.parse().ok()
-    };
-    if b.len() < 19
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !matches!(b[10], b'T' | b't' | b' ')
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut ms = 0;
-    let mut i = 19;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        let frac = &s[start..i];
-        let padded: String = frac.chars().chain("000".chars()).take(3).collect();
-        ms = padded.parse().ok()?;
-    }
-    // A zone: none or `Z` (UTC), or an offset `±HH:MM` (or `±HHMM`, which V8 also reads).
-    let offset_ms = match &s[i..] {
-        "" | "Z" | "z" => 0,
-        zone if matches!(b[i], b'+' | b'-')
-            && (zone.len() == 6 && b[i + 3] == b':' || zone.len() == 5) =>
-        {
-            let m = if zone.len() == 6 { i + 4 } else { i + 3 };
-            let (oh, om) = (num(i + 1..i + 3)?, num(m..m + 2)?);
-            if oh > 23 || om > 59 {
-                return None;
-            }
-            let sign = if b[i] == b'+' { 1 } else { -1 };
-            sign * (oh * 60 + om) * 60_000
-        }
-        _ => return None,
-    };
-    let midnight_after = h == 24 && mi == 0 && sec == 0 && ms == 0;
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || (h > 23 && !midnight_after) {
-        return None;
-    }
-    if mi > 59 || sec > 59 {
-        return None;
-    }
-    let days = crate::agent::js::days_from_civil(y, mo, d);
-    Some(((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms - offset_ms)
+    crate::agent::js::string_date_ms(s)
 }
 
 #[cfg(test)]
@@ -3206,6 +3154,19 @@ mod tests {
             ("2026-01-32T00:00:00Z", None),
             ("2026-1-01T00:00:00Z", None),
             ("2026-01-01T00:00:0Z", None),
+            // Forms V8 reads beyond RFC 3339 (pi's files hold whatever `new Date` took).
+            ("2026-01-01", Some(day)),
+            ("2026-01", Some(day)),
+            ("2026", Some(day)),
+            ("2026-01-01T10:00", hms(10, 0, 0)),
+            ("+002026-01-01T10:00:00.000Z", hms(10, 0, 0)),
+            (
+                "2026-04-31T00:00:00Z",
+                Some(day + (31 + 28 + 31 + 30) * 86_400_000),
+            ),
+            ("2026-01-01T10", None),
+            ("-000000-01-01T00:00:00Z", None),
+            ("+275760-09-13T00:00:00.001Z", None),
         ] {
             assert_eq!(iso_to_ms(s), want, "{s}");
         }

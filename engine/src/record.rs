@@ -30,7 +30,8 @@ pub trait Record: Archive + Sized {
 #[rkyv(derive(Debug, PartialEq, Eq))]
 #[rkyv(compare(PartialEq))]
 pub enum RowKind {
-    /// The session header.
+    /// A session header: the first record, or a later `"type":"session"` record (no entry:
+    /// pi's tree, leaf and context pass over it).
     Header,
     /// A JSON object after the header: an entry (a tree node when it has a string id).
     Entry,

@@ -144,11 +144,18 @@ impl Role {
 #[serde(default, rename_all = "camelCase")]
 #[allow(missing_docs)]
 pub struct Entry<'a> {
-    #[serde(rename = "type", borrow)]
+    /// Any value but text reads as `null` (an entry of no known type, as in pi).
+    #[serde(
+        rename = "type",
+        borrow,
+        deserialize_with = "crate::value::text_or_null"
+    )]
     pub type_name: Field<Str<'a>>,
     #[serde(borrow)]
     pub id: Field<Str<'a>>,
-    #[serde(borrow)]
+    /// Any value but text reads as `null`: pi finds no parent by it (a root), and still
+    /// reads the rest of the entry.
+    #[serde(borrow, deserialize_with = "crate::value::text_or_null")]
     pub parent_id: Field<Str<'a>>,
     /// Text as pi writes it; any other value (pi loads a number too) reads as `null`.
     #[serde(borrow, deserialize_with = "crate::value::text_or_null")]
@@ -215,11 +222,15 @@ pub struct Entry<'a> {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct Skeleton<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(
+        rename = "type",
+        borrow,
+        deserialize_with = "crate::value::text_or_null"
+    )]
     type_name: Field<Str<'a>>,
     #[serde(borrow)]
     id: Field<Str<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "crate::value::text_or_null")]
     parent_id: Field<Str<'a>>,
     #[serde(borrow, deserialize_with = "crate::value::text_or_null")]
     timestamp: Field<Str<'a>>,

@@ -73,6 +73,16 @@ pub fn as_f64(v: Option<&Value>) -> f64 {
     v.and_then(Value::as_f64).unwrap_or(f64::NAN)
 }
 
+/// `v` as JavaScript's `+` reads it beside a number: `null` and `false` are 0, `true` is 1,
+/// `undefined` (`None`) is `NaN`. (Text would make `+` join strings: read as `NaN` here.)
+pub fn plus_operand(v: Option<&Value>) -> f64 {
+    match v {
+        Some(Value::Null) => 0.0,
+        Some(Value::Bool(b)) => f64::from(u8::from(*b)),
+        other => as_f64(other),
+    }
+}
+
 /// `String(v)` (template-literal conversion) for a JSON value; `None` is `undefined`.
 pub fn to_js_string(v: Option<&Value>) -> String {
     match v {
@@ -94,6 +104,13 @@ pub fn to_js_string(v: Option<&Value>) -> String {
             .collect::<Vec<_>>()
             .join(","),
     }
+}
+
+/// `new Date(s).getTime()` of a string in whole milliseconds, `None` where that is `NaN`.
+pub fn string_date_ms(s: &str) -> Option<i64> {
+    let t = time_clip(parse_iso(s)?);
+    #[allow(clippy::cast_possible_truncation)]
+    t.is_finite().then_some(t as i64)
 }
 
 /// `new Date(v).getTime()` as the JSON value `JSON.stringify` prints (`null` for an invalid date).
@@ -125,10 +142,6 @@ pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
-}
-
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
 
 /// The ECMAScript date-time string format (`YYYY[-MM[-DD]][THH:mm[:ss[.sss]]][Z|±HH:mm]`,
@@ -202,6 +215,9 @@ fn parse_iso(s: &str) -> Option<f64> {
                     i += 1;
                 }
                 let om = digits(&mut i, 2)?;
+                if oh > 23 || om > 59 {
+                    return None;
+                }
                 offset_min = (oh * 60 + om) * if c == b'+' { 1 } else { -1 };
             }
             _ => {}
@@ -210,23 +226,9 @@ fn parse_iso(s: &str) -> Option<f64> {
     if i != b.len() {
         return None;
     }
-    let mdays = [
-        31,
-        if is_leap(year) { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
+    // V8 takes any day up to 31 in any month and rolls it over (February 30 is March 2).
     if !(1..=12).contains(&month)
-        || day < 1
-        || day > mdays[usize::try_from(month - 1).ok()?]
+        || !(1..=31).contains(&day)
         || h > 24
         || mi > 59
         || sec > 59

@@ -6,7 +6,7 @@
 //!   counting 4800 chars and a tool call `name.length + JSON.stringify(arguments).length`;
 //! - usage numbers are JavaScript numbers (`f64`), combined in pi's order.
 
-use super::js::{as_f64, len16, truthy};
+use super::js::{len16, truthy};
 use super::path::type_of;
 use super::project::{Projection, current_system_message};
 use serde_json::{Value, json};
@@ -95,15 +95,18 @@ pub fn estimate_tokens(m: &Value) -> u64 {
 }
 
 /// pi's `calculateContextTokens(usage)`.
+/// (`u.totalTokens || u.input + u.output + u.cacheRead + u.cacheWrite`: a `null` field adds 0,
+/// `true` 1, as JavaScript's `+` has it.)
 pub fn context_tokens_of_usage(u: &Value) -> f64 {
-    let total = as_f64(u.get("totalTokens"));
+    use super::js::plus_operand;
+    let total = plus_operand(u.get("totalTokens"));
     if total != 0.0 && !total.is_nan() {
         return total;
     }
-    as_f64(u.get("input"))
-        + as_f64(u.get("output"))
-        + as_f64(u.get("cacheRead"))
-        + as_f64(u.get("cacheWrite"))
+    plus_operand(u.get("input"))
+        + plus_operand(u.get("output"))
+        + plus_operand(u.get("cacheRead"))
+        + plus_operand(u.get("cacheWrite"))
 }
 
 /// The usage of an assistant message when pi trusts it (not aborted/error, positive).
