@@ -2473,6 +2473,22 @@ fn sort_by_high_half(v: &mut Vec<u64>, spare: &mut Vec<u64>) {
     }
 }
 
+/// `glob` as [`FileQuery::Glob`] reads it (`*` and `?` stay within a path component).
+fn glob_of(glob: &str) -> Result<globset::Glob, FileQueryError> {
+    globset::GlobBuilder::new(glob)
+        .literal_separator(true)
+        .build()
+        .map_err(|source| FileQueryError::Glob {
+            glob: glob.to_owned(),
+            source,
+        })
+}
+
+/// Why `glob` is no glob [`FileQuery::Glob`] can match (an unclosed `[` or `{`), if it is not.
+pub fn glob_error(glob: &str) -> Option<FileQueryError> {
+    glob_of(glob).err()
+}
+
 impl Snapshot {
     /// Hits whose path (as written or resolved) is exactly `path`.
     pub fn files_exact(&self, path: &str, f: &FileFilter) -> Result<Vec<FileHit>, StoreError> {
@@ -2518,14 +2534,7 @@ impl Snapshot {
                 FileQuery::Exact(p) => self.files_scan(&mut scan, p, |k| k == p)?,
                 FileQuery::Under(folder) => self.scan_under(&mut scan, folder)?,
                 FileQuery::Glob(glob) => {
-                    let matcher = globset::GlobBuilder::new(glob)
-                        .literal_separator(true)
-                        .build()
-                        .map_err(|source| FileQueryError::Glob {
-                            glob: glob.to_owned(),
-                            source,
-                        })?
-                        .compile_matcher();
+                    let matcher = glob_of(glob)?.compile_matcher();
                     // The glob's literal prefix bounds the range scans.
                     let literal = glob
                         .find(['*', '?', '[', '{', '\\'])

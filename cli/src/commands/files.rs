@@ -102,6 +102,16 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
             .transpose()?,
     };
     let queries = queries_for(&args.path);
+    if args.path.contains(['*', '?', '[', '{'])
+        && let Some(e) = pisess_engine::files::glob_error(&args.path)
+    {
+        let why = std::error::Error::source(&e).map(ToString::to_string);
+        eprintln!(
+            "note: {} is no glob ({}): matched as written only",
+            safe(&args.path),
+            safe(&why.unwrap_or_default())
+        );
+    }
     let queries: Vec<FileQuery<'_>> = queries.iter().map(Query::as_query).collect();
     let scan = snap.file_scan(&queries, &filter)?;
     if args.files_with_matches || args.count {
@@ -188,7 +198,8 @@ fn queries_in(q: &str, cwd: Option<&str>, home: Option<&str>) -> Vec<Query> {
         // As written too, as git matches a pathspec literally as well as a glob: a path such as
         // `app/[id]/page.tsx` is found though `[id]` is a character class to the glob.
         let under = Query::Under(f.clone());
-        if glob {
+        // A query that is no valid glob (`notes[1.md`: an unclosed class) is still a path.
+        if glob && pisess_engine::files::glob_error(&f).is_none() {
             let g = Query::Glob(f);
             if !out.contains(&g) {
                 out.push(g);
@@ -464,6 +475,9 @@ mod tests {
             queries_in("src/**", Some("/w/p"), Some("/h/u")),
             [g("src/**"), u("src/**"), g("/w/p/src/**"), u("/w/p/src/**")]
         );
+        // No valid glob (an unclosed class or set): a path only.
+        assert_eq!(queries_in("notes[1.md", None, None), [u("notes[1.md")]);
+        assert_eq!(queries_in("x{y.rs", None, None), [u("x{y.rs")]);
         assert_eq!(
             queries_in("/h/u/notes.md", None, Some("/h/u/")),
             [u("/h/u/notes.md"), u("~/notes.md")]

@@ -133,6 +133,17 @@ enum Prefilter {
 
 impl Matcher {
     fn new(args: &GrepArgs) -> Result<Self, CommandError> {
+        if names_a_newline(&args.pattern, args.fixed) {
+            // Texts are searched line by line (as ripgrep searches), so such a pattern could
+            // never match: refused, as ripgrep refuses it.
+            return Err(CommandError::with_hint(
+                anyhow!(
+                    "the pattern {:?} holds a line break, and text is searched line by line",
+                    args.pattern
+                ),
+                "search for one line of it",
+            ));
+        }
         let mut pattern = if args.fixed {
             regex::escape(&args.pattern)
         } else {
@@ -170,6 +181,30 @@ impl Matcher {
         };
         hit || self.backslash_u.find(raw).is_some() || self.backslash_slash.find(raw).is_some()
     }
+}
+
+/// Whether `pattern` holds a line break: the character itself, or (a regex) the escape `\n`
+/// (after an even number of backslashes, so `\\n` is a backslash and an `n`).
+fn names_a_newline(pattern: &str, fixed: bool) -> bool {
+    if pattern.contains('\n') {
+        return true;
+    }
+    if fixed {
+        return false;
+    }
+    let b = pattern.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            if b.get(i + 1) == Some(&b'n') {
+                return true;
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    false
 }
 
 /// The pre-filter of a pattern: its prefix literals, JSON-escaped, when every match must start
@@ -633,6 +668,18 @@ fn content_fields<'v>(
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_line_break_in_a_pattern_is_seen_in_either_form() {
+        assert!(names_a_newline("line1\\nline2", false));
+        assert!(names_a_newline("line1\nline2", false));
+        assert!(names_a_newline("line1\nline2", true));
+        assert!(names_a_newline("a\\\\\\n", false));
+        // A backslash and an `n`; -F takes `\n` as written.
+        assert!(!names_a_newline("a\\\\n", false));
+        assert!(!names_a_newline("line1\\nline2", true));
+        assert!(!names_a_newline("\\d+\\s", false));
+    }
+
     fn may(pattern: &str, ic: bool, raw: &str) -> bool {
         let args = GrepArgs {
             pattern: pattern.into(),
@@ -652,7 +699,7 @@ mod tests {
     fn prefilter_never_skips_a_row_that_matches_after_decoding() {
         // The literal is found in its escaped form.
         assert!(may("say \"hi\"", false, r#"{"t":"say \"hi\" now"}"#));
-        assert!(may("a\nb", false, r#"{"t":"a\nb"}"#));
+        assert!(may("a\tb", false, r#"{"t":"a\tb"}"#));
         assert!(may("FOO", true, r#"{"t":"foo"}"#));
         // Optional escapes always go to the decoder.
         assert!(may("é", false, r#"{"t":"\u00e9"}"#));

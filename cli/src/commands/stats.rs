@@ -36,7 +36,9 @@ use crate::ui::Ui;
 /// Without SESSION every session in the store is counted, an entry shared by a fork and its
 /// parent (`parentSession`) once. --by splits the counts by the day of the entry's timestamp
 /// (UTC), by model (the message's model, else the model last set before it in the file) or by
-/// session (its id; id and file when several files share an id). `sessions` counts files.
+/// session (its id; id and file when several files share an id). `sessions` counts the
+/// sessions that add an entry to the counts (not a header-only one, nor a copy of a file whose
+/// entries were all counted already).
 ///
 /// With --json: JSON Lines, one `{"type":"group", by, key, …counts}` per group (with --by),
 /// then `{"type":"total", …counts}`; counts are `sessions, entries, sharedEntries, messages,

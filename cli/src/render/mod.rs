@@ -60,12 +60,38 @@ fn s<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
     v.get(k).and_then(Value::as_str)
 }
 
+/// Nesting deeper than this is written compact: indented, a value `d` levels deep costs `2d`
+/// bytes a line, and 4,000 nested arrays would fill 32 MB from a 16 KB line.
+const PRETTY_DEPTH: usize = 16;
+
+/// A value as text: a string as it is, anything else as indented JSON (compact when it nests
+/// deeper than [`PRETTY_DEPTH`]).
 fn pretty(v: Option<&Value>) -> String {
     match v {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(t)) => t.clone(),
+        Some(other) if depth_exceeds(other, PRETTY_DEPTH) => {
+            serde_json::to_string(other).unwrap_or_default()
+        }
         Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
     }
+}
+
+/// Whether `v` nests containers more than `limit` deep (a loop, not a recursion).
+fn depth_exceeds(v: &Value, limit: usize) -> bool {
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(a) => Box::new(a.iter()),
+            Value::Object(o) => Box::new(o.values()),
+            _ => continue,
+        };
+        if d >= limit {
+            return true;
+        }
+        stack.extend(children.map(|c| (c, d + 1)));
+    }
+    false
 }
 
 /// Content blocks (or a string) as parts.
@@ -241,4 +267,30 @@ pub struct Title {
     pub branch_id: String,
     /// Entries in the transcript.
     pub entries: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deep_values_are_written_compact_and_shallow_ones_indented() {
+        let nest = |n: usize| -> Value {
+            let mut v = Value::from(1);
+            for _ in 0..n {
+                v = Value::Array(vec![v]);
+            }
+            v
+        };
+        assert!(!depth_exceeds(&nest(PRETTY_DEPTH), PRETTY_DEPTH));
+        assert!(depth_exceeds(&nest(PRETTY_DEPTH + 1), PRETTY_DEPTH));
+        assert!(pretty(Some(&nest(PRETTY_DEPTH))).contains('\n'));
+        let deep = nest(1000);
+        let text = pretty(Some(&deep));
+        assert_eq!(text.len(), 2001, "compact, not indented");
+        assert_eq!(
+            pretty(Some(&serde_json::json!({"a": [1]}))),
+            "{\n  \"a\": [\n    1\n  ]\n}"
+        );
+    }
 }
