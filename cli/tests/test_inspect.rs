@@ -1868,8 +1868,8 @@ fn show_pairs_tool_calls_with_the_results_on_the_active_path() {
 
 /// Sessions whose fields have kinds pi does not write but loads (fixtures/odd: a `type` or
 /// `parentId` that is not text, a second header line, usage numbers written `null` or `true`,
-/// a date V8 rolls over): the context (messages, ids, leaf, estimate) and the tree's shape
-/// equal the oracle's. (The tree's `type` and `parentId` fields are left out: pi echoes the
+/// a date V8 rolls over, a label `0`, `true` or `5`): the context (messages, ids, leaf,
+/// estimate) and the tree's shape and labels equal the oracle's. (The tree's `type` and `parentId` fields are left out: pi echoes the
 /// odd value, pisess its reading of it.)
 #[test]
 fn odd_field_kinds_give_the_oracles_context_and_tree() {
@@ -1880,7 +1880,7 @@ fn odd_field_kinds_give_the_oracles_context_and_tree() {
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect();
     files.sort();
-    assert!(files.len() >= 12, "{files:?}");
+    assert!(files.len() >= 15, "{files:?}");
     for file in &files {
         let env = TestEnv::new();
         let f = file.to_str().unwrap();
@@ -1894,11 +1894,18 @@ fn odd_field_kinds_give_the_oracles_context_and_tree() {
         assert_eq!(got["estimate"], want["estimate"]["projected"], "{f}");
 
         let shape = |t: &Value| {
-            let nodes: Vec<(Value, Value)> = t["nodes"]
+            // A label as text (pi keeps `5` or `true` as it is, pisess as `String` writes it).
+            let label = |n: &Value| {
+                n.get("label").map(|l| match l {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            };
+            let nodes: Vec<(Value, Value, Option<String>)> = t["nodes"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|n| (n["id"].clone(), n["children"].clone()))
+                .map(|n| (n["id"].clone(), n["children"].clone(), label(n)))
                 .collect();
             (t["roots"].clone(), t["leafId"].clone(), nodes)
         };

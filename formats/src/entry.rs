@@ -206,7 +206,8 @@ pub struct Entry<'a> {
     pub target_id: Field<Str<'a>>,
     #[serde(borrow)]
     pub replacement: Field<Box<Replacement<'a>>>,
-    #[serde(borrow)]
+    /// Text; another value as pi's label map takes it ([`crate::value::label_text`]).
+    #[serde(borrow, deserialize_with = "crate::value::label_text")]
     pub label: Field<Str<'a>>,
     // session_info
     #[serde(borrow)]

@@ -115,6 +115,69 @@ pub fn text_or_null<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Field<Str
     d.deserialize_any(V)
 }
 
+/// A `label` as pi's label map takes it (`#[serde(deserialize_with = "label_text")]`): a
+/// truthy value sets the label, a falsy one (`null`, `false`, `0`, `""`) clears it. Text is
+/// kept as it is; `true`, a number and an object are kept as JavaScript's `String` writes them
+/// (`"true"`, `"5"`, `"[object Object]"`); an array (whose text pi would join) reads as
+/// cleared.
+pub fn label_text<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Field<Str<'a>>, D::Error> {
+    struct V;
+    fn text<'x>(t: String) -> Field<Str<'x>> {
+        Field::Value(Str(Cow::Owned(t)))
+    }
+    impl<'de> Visitor<'de> for V {
+        type Value = Field<Str<'de>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Field::Value(Str(Cow::Borrowed(v))))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(text(v.to_owned()))
+        }
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+            Ok(text(v))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Field::Null)
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            Ok(if v { text("true".into()) } else { Field::Null })
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(if v == 0 {
+                Field::Null
+            } else {
+                text(v.to_string())
+            })
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(if v == 0 {
+                Field::Null
+            } else {
+                text(v.to_string())
+            })
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(if v == 0.0 {
+                Field::Null
+            } else {
+                text(crate::js::to_string(&serde_json::Value::from(v)))
+            })
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+            while a.next_element::<de::IgnoredAny>()?.is_some() {}
+            Ok(Field::Null)
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+            while a.next_entry::<de::IgnoredAny, de::IgnoredAny>()?.is_some() {}
+            Ok(text("[object Object]".into()))
+        }
+    }
+    d.deserialize_any(V)
+}
+
 /// A JSON string kept as its raw text (quotes and escapes included) and decoded on demand.
 ///
 /// Used for the large fields of a line (message text, thinking, tool output, image data,
