@@ -480,6 +480,17 @@ fn export_md_message_html_cannot_swallow_the_headings_after_it() {
         "- item\n  <!--\n-->",
         "<div>\n<!--\n\n-->",
         "a\r<!--\rb",
+        // After a text line `marked` reads the opener as paragraph text, and the end line
+        // opens a block of its own (found by a helper, session 37).
+        "Example:\n<!DOCTYPE html\n<pre>",
+        "- item\n<script\n<textarea></script>",
+        "- a\n<pre\n<textarea></pre>",
+        "E\n<![CDATA[\n<pre>]]>",
+        "E\n<?php\n<pre>?>",
+        // A tag left open at the end of the prose.
+        "see\n<p",
+        "x\n\n<table",
+        "</div",
     ];
     let mut entries = Vec::new();
     let mut ids = Vec::new();

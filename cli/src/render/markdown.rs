@@ -194,8 +194,9 @@ enum Layout {
 fn layout(text: &str) -> Layout {
     enum At {
         /// Outside code; `html`: maybe in an HTML block of type 6 or 7 (since a line that
-        /// starts with `<`, and no blank line since).
-        Top { html: bool },
+        /// starts with `<`, and no blank line since); `para`: the line before was text (a
+        /// paragraph or list line), so this one may continue it rather than start a block.
+        Top { html: bool, para: bool },
         /// In a code block opened by a fence of this character and length, this indented.
         Fence(char, usize, usize),
         /// In an HTML block of types 1 to 5 that ends on this line.
@@ -206,7 +207,10 @@ fn layout(text: &str) -> Layout {
         lines: &lines,
         found: Vec::new(),
     };
-    let mut at = At::Top { html: false };
+    let mut at = At::Top {
+        html: false,
+        para: false,
+    };
     let mut escape = Vec::new();
     for (i, &(offset, line)) in lines.iter().enumerate() {
         let rest = line.trim_start_matches(' ');
@@ -215,7 +219,10 @@ fn layout(text: &str) -> Layout {
         match at {
             At::Html(end) => {
                 if i == end {
-                    at = At::Top { html: false };
+                    at = At::Top {
+                        html: false,
+                        para: false,
+                    };
                 }
             }
             At::Fence(c, len, opened) => {
@@ -226,14 +233,21 @@ fn layout(text: &str) -> Layout {
                     fc == c && run >= len && after.trim_matches([' ', '\t']).is_empty()
                 });
                 if indent <= 3 && closes {
-                    at = At::Top { html: false };
+                    at = At::Top {
+                        html: false,
+                        para: false,
+                    };
                 }
             }
-            At::Top { html } => {
+            At::Top { html, para } => {
                 if blank {
-                    at = At::Top { html: false };
+                    at = At::Top {
+                        html: false,
+                        para: false,
+                    };
                     continue;
                 }
+                at = At::Top { html, para: true };
                 if indent > 3 {
                     continue;
                 }
@@ -251,7 +265,16 @@ fn layout(text: &str) -> Layout {
                     continue;
                 }
                 match html_opener(rest) {
-                    None => at = At::Top { html: true },
+                    // A tag left open at the end of its line (`<p`, `</div`): `marked` reads
+                    // the line break, and the blank line after it, into the tag, so the block
+                    // runs on past the prose.
+                    None if !rest.contains('>') => escape.push(offset + indent),
+                    None => {
+                        at = At::Top {
+                            html: true,
+                            para: true,
+                        }
+                    }
                     Some(HtmlOpener::Unsure) => escape.push(offset + indent),
                     Some(HtmlOpener::Block { ends, own, skip }) => {
                         let here = |from: usize, what: &[&str]| {
@@ -261,9 +284,13 @@ fn layout(text: &str) -> Layout {
                         let cm = here(0, ends)
                             .or_else(|| ends.iter().filter_map(|w| next.at(w, i + 1)).min());
                         let marked = here(skip, &[own]).or_else(|| next.at(own, i + 1));
+                        // After a text line `marked` may read the opener as more of the
+                        // paragraph, and the end line as an opener of its own: escaped.
                         match cm.filter(|&e| Some(e) == marked) {
-                            Some(e) if e == i => {}
-                            Some(e) if indent == 0 && !html => at = At::Html(e),
+                            // A block of its own line: after it the next line starts
+                            // afresh, as it would have this one.
+                            Some(e) if e == i => at = At::Top { html, para },
+                            Some(e) if indent == 0 && !html && !para => at = At::Html(e),
                             _ => escape.push(offset + indent),
                         }
                     }
