@@ -25,6 +25,31 @@ fn one_line(t: &str) -> String {
         .join(" ")
 }
 
+/// One line of plain text for a heading or a note: line breaks folded, and `<` and `&`
+/// written as entities, so that a label or a model name cannot be read as raw HTML.
+fn inline_text(t: &str) -> String {
+    one_line(t).replace('&', "&amp;").replace('<', "&lt;")
+}
+
+/// One line as an inline code span: delimited by a backtick run longer than any inside it
+/// (padded with spaces when it starts or ends with a backtick), so it cannot close early.
+fn inline_code(t: &str) -> String {
+    let t = one_line(t);
+    let mut longest = 0;
+    let mut run = 0;
+    for c in t.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let ticks = "`".repeat(longest + 1);
+    let pad = if t.starts_with('`') || t.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{ticks}{pad}{t}{pad}{ticks}")
+}
+
 /// A fence longer than any backtick run in `text` (at least three).
 fn fence(text: &str) -> String {
     let mut longest = 0;
@@ -340,18 +365,19 @@ fn code(out: &mut dyn Write, lang: &str, text: &str) -> io::Result<()> {
 /// Writes the title block.
 pub fn begin(out: &mut dyn Write, t: &Title) -> io::Result<()> {
     let name = t.name.as_deref().unwrap_or(&t.session_id);
-    writeln!(out, "# {}\n", one_line(name))?;
-    writeln!(out, "- session: `{}`", one_line(&t.session_id))?;
-    writeln!(out, "- folder: `{}`", one_line(&t.cwd))?;
-    writeln!(out, "- created: {}", one_line(&t.created))?;
+    writeln!(out, "# {}\n", inline_text(name))?;
+    writeln!(out, "- session: {}", inline_code(&t.session_id))?;
+    writeln!(out, "- folder: {}", inline_code(&t.cwd))?;
+    writeln!(out, "- created: {}", inline_text(&t.created))?;
     if t.entries == 0 {
         writeln!(out, "- branch: (no entries)\n")?;
     } else {
         writeln!(
             out,
-            "- branch: root → `{}` ({} entries)\n",
-            one_line(&t.branch_id),
-            t.entries
+            "- branch: root → {} ({} {})\n",
+            inline_code(&t.branch_id),
+            t.entries,
+            if t.entries == 1 { "entry" } else { "entries" }
         )?;
     }
     Ok(())
@@ -360,18 +386,18 @@ pub fn begin(out: &mut dyn Write, t: &Title) -> io::Result<()> {
 /// Writes one entry.
 pub fn entry(out: &mut dyn Write, r: &Rendered, label: Option<&str>) -> io::Result<()> {
     let label = label
-        .map(|l| format!(" [{}]", one_line(l)))
+        .map(|l| format!(" [{}]", inline_text(l)))
         .unwrap_or_default();
     let meta = if r.meta.is_empty() {
         String::new()
     } else {
-        format!(" — {}", one_line(&r.meta))
+        format!(" — {}", inline_text(&r.meta))
     };
     writeln!(
         out,
-        "## {}{label}{meta} <sub>`{}`</sub>\n",
-        one_line(&r.kind),
-        one_line(&r.id)
+        "## {}{label}{meta} <sub>{}</sub>\n",
+        inline_text(&r.kind),
+        inline_code(&r.id)
     )?;
     for p in &r.parts {
         match p {
@@ -384,15 +410,17 @@ pub fn entry(out: &mut dyn Write, r: &Rendered, label: Option<&str>) -> io::Resu
                 writeln!(out)?;
             }
             Part::ToolCall { name, args } => {
-                writeln!(out, "**Tool call `{}`**\n", one_line(name))?;
+                writeln!(out, "**Tool call {}**\n", inline_code(name))?;
                 code(out, "json", args)?;
             }
             Part::Code { caption, text } => {
-                writeln!(out, "*{}:*\n", one_line(caption))?;
+                writeln!(out, "*{}:*\n", inline_text(caption))?;
                 code(out, "", text)?;
             }
-            Part::Image(mime) => writeln!(out, "*[{} image, not included]*\n", one_line(mime))?,
-            Part::Note(n) => writeln!(out, "*{}*\n", one_line(n))?,
+            Part::Image(mime) => {
+                writeln!(out, "*[{} image, not included]*\n", inline_text(mime))?;
+            }
+            Part::Note(n) => writeln!(out, "*{}*\n", inline_text(n))?,
         }
     }
     Ok(())
@@ -400,7 +428,18 @@ pub fn entry(out: &mut dyn Write, r: &Rendered, label: Option<&str>) -> io::Resu
 
 #[cfg(test)]
 mod tests {
-    use super::{Layout, fence, layout};
+    use super::{Layout, fence, inline_code, inline_text, layout};
+
+    #[test]
+    fn heading_text_and_code_spans_cannot_hold_html_or_close_early() {
+        assert_eq!(
+            inline_text("lab\"><img src=x onerror=alert(1)> & co"),
+            "lab\">&lt;img src=x onerror=alert(1)> &amp; co"
+        );
+        assert_eq!(inline_code("read"), "`read`");
+        assert_eq!(inline_code("a`b"), "``a`b``");
+        assert_eq!(inline_code("`x"), "`` `x ``");
+    }
 
     #[test]
     fn fences_outgrow_backtick_runs() {
