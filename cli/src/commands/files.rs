@@ -177,6 +177,33 @@ fn queries_for(q: &str) -> Vec<Query> {
 fn queries_in(q: &str, cwd: Option<&str>, home: Option<&str>) -> Vec<Query> {
     let glob = q.contains(['*', '?', '[', '{']);
     let mut forms = vec![q.to_owned()];
+    // A relative path is recorded as the tool was given it: `src/a.rs`, `./src/a.rs` or
+    // `@src/a.rs` (which pi's tools read as `src/a.rs`). Each is asked, so that the answer
+    // does not depend on the folder the query runs in.
+    if !q.starts_with(['/', '~']) {
+        let mut bare = q;
+        loop {
+            if let Some(r) = bare.strip_prefix("./") {
+                bare = r.trim_start_matches('/');
+            } else if let Some(r) = bare.strip_prefix('@') {
+                bare = r;
+            } else {
+                break;
+            }
+        }
+        let plain = !bare.is_empty()
+            && !bare.starts_with(['/', '~'])
+            && bare != "."
+            && bare != ".."
+            && !bare.starts_with("../");
+        if plain {
+            for f in [bare.to_owned(), format!("./{bare}"), format!("@{bare}")] {
+                if !forms.contains(&f) {
+                    forms.push(f);
+                }
+            }
+        }
+    }
     let resolved = if q.starts_with('/') {
         Some(pisess_engine::files::normalize("", q))
     } else {
@@ -469,15 +496,43 @@ mod tests {
         let g = |s: &str| Query::Glob(s.into());
         assert_eq!(
             queries_in("src", Some("/h/u/p"), Some("/h/u")),
-            [u("src"), u("~/p/src"), u("/h/u/p/src")]
+            [
+                u("src"),
+                u("./src"),
+                u("@src"),
+                u("~/p/src"),
+                u("/h/u/p/src")
+            ]
         );
         assert_eq!(
             queries_in("src/**", Some("/w/p"), Some("/h/u")),
-            [g("src/**"), u("src/**"), g("/w/p/src/**"), u("/w/p/src/**")]
+            [
+                g("src/**"),
+                u("src/**"),
+                g("./src/**"),
+                u("./src/**"),
+                g("@src/**"),
+                u("@src/**"),
+                g("/w/p/src/**"),
+                u("/w/p/src/**")
+            ]
         );
+        // Written with `./` or `@`: also asked bare, and the other way.
+        assert_eq!(
+            queries_in("./src/a.rs", None, None),
+            [u("./src/a.rs"), u("src/a.rs"), u("@src/a.rs")]
+        );
+        assert_eq!(
+            queries_in("@a.rs", None, None),
+            [u("@a.rs"), u("a.rs"), u("./a.rs")]
+        );
+        assert_eq!(queries_in("../x", None, None), [u("../x")]);
+        assert_eq!(queries_in(".", None, None), [u(".")]);
         // No valid glob (an unclosed class or set): a path only.
-        assert_eq!(queries_in("notes[1.md", None, None), [u("notes[1.md")]);
-        assert_eq!(queries_in("x{y.rs", None, None), [u("x{y.rs")]);
+        assert_eq!(
+            queries_in("notes[1.md", None, None),
+            [u("notes[1.md"), u("./notes[1.md"), u("@notes[1.md")]
+        );
         assert_eq!(
             queries_in("/h/u/notes.md", None, Some("/h/u/")),
             [u("/h/u/notes.md"), u("~/notes.md")]
@@ -487,6 +542,6 @@ mod tests {
             queries_in("/a//b/../c", None, None),
             [u("/a//b/../c"), u("/a/c")]
         );
-        assert_eq!(queries_in("x", None, None), [u("x")]);
+        assert_eq!(queries_in("x", None, None), [u("x"), u("./x"), u("@x")]);
     }
 }
