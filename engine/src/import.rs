@@ -1311,7 +1311,14 @@ impl<'p> FileState<'p> {
             self.rec.session_id = id.to_owned();
             self.rec.cwd = s("cwd").unwrap_or_default();
             self.rec.created = s("timestamp").unwrap_or_default();
-            self.rec.created_ms = iso_to_ms(&self.rec.created);
+            // As pi's listing reads it: `new Date(header.timestamp)`, a number included.
+            self.rec.created_ms = match obj.get("timestamp") {
+                Some(serde_json::Value::Number(n)) => n
+                    .as_f64()
+                    .and_then(|ms| crate::agent::js::date_ms(Some(&serde_json::json!(ms))).as_f64())
+                    .map(|ms| ms as i64),
+                _ => iso_to_ms(&self.rec.created),
+            };
             self.rec.parent_session = s("parentSession");
             self.rec.version = version;
             self.rec.header_json = json.into_owned();

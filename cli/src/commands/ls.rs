@@ -26,9 +26,21 @@ pub struct LsArgs {
     pub since: Option<String>,
 }
 
-/// pi's rule: the newest user/assistant message time when it is after 1970, else the header's.
+/// pi's rule: the newest user/assistant message time when it is after 1970, else the header's
+/// time when it is text that reads as a date, else the file's mtime.
 fn modified(r: &SessionRecord) -> Option<i64> {
-    r.modified_ms.filter(|&m| m > 0).or(r.created_ms)
+    r.modified_ms
+        .filter(|&m| m > 0)
+        .or(r.created_ms.filter(|_| !r.created.is_empty()))
+        .or(Some(mtime_ms(r.mtime_ns)))
+}
+
+/// The mtime as node's `stats.mtime` gives it: `sec * 1e3 + nsec / 1e6` in floating point,
+/// rounded to whole milliseconds as `Math.round` rounds (checked with node: .636773 ms is .637).
+#[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+fn mtime_ms(ns: i64) -> i64 {
+    let (sec, nsec) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
+    (sec as f64 * 1e3 + nsec as f64 / 1e6 + 0.5).floor() as i64
 }
 
 /// The file's name, which breaks ties as pi's listing does (it reads a folder's names sorted
