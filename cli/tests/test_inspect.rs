@@ -1911,5 +1911,30 @@ fn odd_field_kinds_give_the_oracles_context_and_tree() {
         };
         let got = json(&env, &["tree", f, "--json"], 0);
         assert_eq!(shape(&got), shape(&oracle(&["tree", f])), "{f}: tree");
+        // The store's own check reads the records as import did.
+        let r = run(&env, &["verify"]);
+        assert_eq!(r.code, 0, "{f}: verify\n{}{}", r.stdout, r.stderr);
+    }
+    // `check` still says what is odd about them.
+    let env = TestEnv::new();
+    for (name, says) in [
+        (
+            "parent-number-mid",
+            "`parentId` is 5, not text (read as a root",
+        ),
+        ("parent-false", "`parentId` is false, not text"),
+        (
+            "field-type-number",
+            "`type` is 5, not text (read as an entry of no known type)",
+        ),
+    ] {
+        let f = dir.join(format!("{name}.jsonl"));
+        let r = run(&env, &["check", f.to_str().unwrap()]);
+        assert!(
+            r.stdout.contains(says) || r.stderr.contains(says),
+            "{name}: {}{}",
+            r.stdout,
+            r.stderr
+        );
     }
 }

@@ -173,13 +173,14 @@ impl Snapshot {
 
 /// `(targetId, label)` of a label entry's JSON, as import reads it.
 fn label_of(json: &str) -> Option<(String, Option<String>)> {
-    let v: serde_json::Value = pisess_formats::value::parse_owned(json).ok()?;
-    let target = v.get("targetId")?.as_str()?.to_owned();
-    let label = v
-        .get("label")
-        .and_then(|l| l.as_str())
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned);
+    // Read through the typed view, as import reads it (a label that is not text included).
+    let e = pisess_formats::Entry::parse_lenient(json).ok()?;
+    let target = e.target_id.get()?.as_str().to_owned();
+    let label = e
+        .label
+        .get()
+        .map(|l| l.as_str().to_owned())
+        .filter(|l| !l.is_empty());
     Some((target, label))
 }
 

@@ -203,6 +203,24 @@ impl Store {
         }
     }
 
+    /// A store over `file`, a private copy of one (it has no name, or none that anyone else
+    /// will open: redb's file lock is not taken); `label` names it in errors.
+    pub(crate) fn open_copy(file: std::fs::File, label: PathBuf) -> Result<Self, StoreError> {
+        let backend =
+            redb::backends::FileBackend::new(file).map_err(|e| StoreError::from_open(e, &label))?;
+        let db = redb::Builder::new()
+            .set_cache_size(CACHE_BYTES)
+            .create_with_backend(backend)
+            .map_err(|e| StoreError::from_open(e, &label))?;
+        let store = Self {
+            db: Db::Write(db),
+            path: label,
+            revived: std::sync::atomic::AtomicBool::new(false),
+        };
+        store.init()?;
+        Ok(store)
+    }
+
     /// Whether the store is open for writing.
     pub fn is_writable(&self) -> bool {
         matches!(self.db, Db::Write(_))

@@ -85,8 +85,8 @@ impl Store {
 
     /// [`Store::verify`] of a store that may only be read (a read-only file system, no write
     /// permission): redb's integrity check needs its database writable, so everything is
-    /// checked on a private copy made in `dir`, while this handle keeps writers out; the copy
-    /// (and anything opening it left beside it) is removed after, whatever the result.
+    /// checked on a private copy made in `dir`, while this handle keeps writers out. The copy's
+    /// name is removed as soon as it is made, so nothing is left behind, even by a kill.
     pub fn verify_copy_in(&self, dir: &std::path::Path) -> Result<VerifyReport, StoreError> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -94,10 +94,11 @@ impl Store {
             let path = path.to_path_buf();
             move |source| StoreError::Create { path, source }
         };
-        let (copy, mut to) = loop {
+        let (copy, file) = loop {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             let copy = dir.join(format!(".pisess-verify-{}-{n}.redb", std::process::id()));
             match std::fs::OpenOptions::new()
+                .read(true)
                 .write(true)
                 .create_new(true)
                 .open(&copy)
@@ -107,22 +108,13 @@ impl Store {
                 Err(e) => return Err(io(&copy)(e)),
             }
         };
-        let checked = (|| {
-            let mut from = std::fs::File::open(self.path()).map_err(|source| StoreError::Open {
-                path: self.path().to_path_buf(),
-                source: redb::Error::Io(source),
-            })?;
-            std::io::copy(&mut from, &mut to).map_err(io(&copy))?;
-            drop(to);
-            let mut copied = Self::open(&copy)?;
-            let report = copied.verify();
-            drop(copied);
-            report
-        })();
-        for leftover in [copy.clone(), crate::source_copy::path_for(&copy)] {
-            let _ = std::fs::remove_file(leftover);
-        }
-        checked
+        std::fs::remove_file(&copy).map_err(io(&copy))?;
+        let mut from = std::fs::File::open(self.path()).map_err(|source| StoreError::Open {
+            path: self.path().to_path_buf(),
+            source: redb::Error::Io(source),
+        })?;
+        std::io::copy(&mut from, &mut &file).map_err(io(&copy))?;
+        Self::open_copy(file, copy)?.verify()
     }
 }
 

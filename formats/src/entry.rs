@@ -944,6 +944,31 @@ mod tests {
     }
 
     #[test]
+    fn labels_of_other_kinds_read_as_pis_label_map_takes_them() {
+        let label = |v: &str| {
+            let line = format!(r#"{{"type":"label","id":"l","targetId":"t","label":{v}}}"#);
+            let e = Entry::parse(&line).unwrap();
+            e.label.get().map(|l| l.as_str().to_owned())
+        };
+        for (v, want) in [
+            ("\"a\"", Some("a")),
+            ("0", None),
+            ("-0.0", None),
+            ("false", None),
+            ("null", None),
+            ("5", Some("5")),
+            ("1.5", Some("1.5")),
+            ("1e21", Some("1e+21")),
+            ("12345678901234567890", Some("12345678901234567000")),
+            ("true", Some("true")),
+            ("[1,\"b\",null]", Some("1,b,")),
+            ("{\"a\":1}", Some("[object Object]")),
+        ] {
+            assert_eq!(label(v).as_deref(), want, "{v}");
+        }
+    }
+
+    #[test]
     fn a_bad_field_keeps_the_tree_fields() {
         // pi keeps this entry in the tree (its loader only parses JSON); the typed view does
         // not fit the content, so the lenient parse keeps type, id, parentId and timestamp.

@@ -117,9 +117,9 @@ pub fn text_or_null<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Field<Str
 
 /// A `label` as pi's label map takes it (`#[serde(deserialize_with = "label_text")]`): a
 /// truthy value sets the label, a falsy one (`null`, `false`, `0`, `""`) clears it. Text is
-/// kept as it is; `true`, a number and an object are kept as JavaScript's `String` writes them
-/// (`"true"`, `"5"`, `"[object Object]"`); an array (whose text pi would join) reads as
-/// cleared.
+/// kept as it is; `true`, a number, an array and an object are kept as JavaScript's `String`
+/// writes them (`"true"`, `"5"`, `"1,2"`, `"[object Object]"`; an empty array's `""` clears,
+/// where pi keeps the label `[]`).
 pub fn label_text<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Field<Str<'a>>, D::Error> {
     struct V;
     fn text<'x>(t: String) -> Field<Str<'x>> {
@@ -145,21 +145,16 @@ pub fn label_text<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Field<Str<'
         fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
             Ok(if v { text("true".into()) } else { Field::Null })
         }
+        #[allow(clippy::cast_precision_loss)]
         fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-            Ok(if v == 0 {
-                Field::Null
-            } else {
-                text(v.to_string())
-            })
+            self.visit_f64(v as f64)
         }
+        #[allow(clippy::cast_precision_loss)]
         fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-            Ok(if v == 0 {
-                Field::Null
-            } else {
-                text(v.to_string())
-            })
+            self.visit_f64(v as f64)
         }
         fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            // A JavaScript number: 12345678901234567890 is 12345678901234567000.
             Ok(if v == 0.0 {
                 Field::Null
             } else {
@@ -167,8 +162,17 @@ pub fn label_text<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Field<Str<'
             })
         }
         fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-            while a.next_element::<de::IgnoredAny>()?.is_some() {}
-            Ok(Field::Null)
+            // `String(array)`: the items joined with commas (`null` as nothing; an item that
+            // is itself an array or object as its JSON text, which pi would write otherwise).
+            let mut parts = Vec::new();
+            while let Some(x) = a.next_element::<serde_json::Value>()? {
+                parts.push(match x {
+                    serde_json::Value::Null => String::new(),
+                    serde_json::Value::String(s) => s,
+                    other => crate::js::to_string(&other),
+                });
+            }
+            Ok(text(parts.join(",")))
         }
         fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
             while a.next_entry::<de::IgnoredAny, de::IgnoredAny>()?.is_some() {}

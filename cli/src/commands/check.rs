@@ -43,6 +43,30 @@ struct FileReport {
     problems: Vec<Problem>,
 }
 
+/// What is odd about an entry's `type` or `parentId` that the typed view read as `null`
+/// although it holds another value than text or `null` (pi loads it: an entry of no known
+/// type, a parent it cannot find). Parses the line again only when one of them is `null`.
+fn odd_tree_field(e: &pisess_formats::Entry<'_>, json: &str) -> Option<String> {
+    use pisess_formats::value::Field;
+    if !matches!(e.type_name, Field::Null) && !matches!(e.parent_id, Field::Null) {
+        return None;
+    }
+    let v: serde_json::Value = pisess_formats::value::parse_owned(json).ok()?;
+    ["type", "parentId"].into_iter().find_map(|k| {
+        let x = v.get(k).filter(|x| !x.is_null() && !x.is_string())?;
+        let what = if k == "type" {
+            "an entry of no known type"
+        } else {
+            "a root: no parent has it as id"
+        };
+        let mut text = pisess_formats::js::to_string(x);
+        if text.chars().count() > 40 {
+            text = text.chars().take(40).collect::<String>() + "…";
+        }
+        Some(format!("`{k}` is {text}, not text (read as {what})"))
+    })
+}
+
 /// Reads one file and collects its problems, tree problems included.
 fn check_file(path: &Path) -> std::io::Result<FileReport> {
     let file = open_regular(path)?;
@@ -56,9 +80,13 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
             }
             Event::Record(r, _) => {
                 report.entries += 1;
+                let odd;
                 let bad = match &r.entry {
                     Err(msg) => Some(msg),
-                    Ok(e) => e.bad_field.as_ref(),
+                    Ok(e) => {
+                        odd = odd_tree_field(e, r.json);
+                        e.bad_field.as_ref().or(odd.as_ref())
+                    }
                 };
                 if let Some(msg) = bad
                     && r.is_object()

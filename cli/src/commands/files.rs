@@ -181,15 +181,10 @@ fn queries_in(q: &str, cwd: Option<&str>, home: Option<&str>) -> Vec<Query> {
     // `@src/a.rs` (which pi's tools read as `src/a.rs`). Each is asked, so that the answer
     // does not depend on the folder the query runs in.
     if !q.starts_with(['/', '~']) {
-        let mut bare = q;
-        loop {
-            if let Some(r) = bare.strip_prefix("./") {
-                bare = r.trim_start_matches('/');
-            } else if let Some(r) = bare.strip_prefix('@') {
-                bare = r;
-            } else {
-                break;
-            }
+        // pi's tools drop one leading `@`; then `./`, as resolving does.
+        let mut bare = q.strip_prefix('@').unwrap_or(q);
+        while let Some(r) = bare.strip_prefix("./") {
+            bare = r.trim_start_matches('/');
         }
         let plain = !bare.is_empty()
             && !bare.starts_with(['/', '~'])
@@ -525,6 +520,15 @@ mod tests {
         assert_eq!(
             queries_in("@a.rs", None, None),
             [u("@a.rs"), u("a.rs"), u("./a.rs")]
+        );
+        assert_eq!(
+            queries_in("@./a.rs", None, None),
+            [u("@./a.rs"), u("a.rs"), u("./a.rs"), u("@a.rs")]
+        );
+        // `@@a.rs` is the path `@a.rs` to pi.
+        assert_eq!(
+            queries_in("@@a.rs", None, None),
+            [u("@@a.rs"), u("@a.rs"), u("./@a.rs")]
         );
         assert_eq!(queries_in("../x", None, None), [u("../x")]);
         assert_eq!(queries_in(".", None, None), [u(".")]);

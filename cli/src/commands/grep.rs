@@ -183,25 +183,26 @@ impl Matcher {
     }
 }
 
-/// Whether `pattern` holds a line break: the character itself, or (a regex) the escape `\n`
-/// (after an even number of backslashes, so `\\n` is a backslash and an `n`).
+/// Whether `pattern` holds a line break: the character itself (`-F`), or (a regex) a literal
+/// line break (`\n`, `\x0A`, or the character) outside a class — as ripgrep refuses; a class
+/// (`[^\n]`, `\s`) and a comment may name one. A pattern that does not parse is left to the
+/// regex's own error.
 fn names_a_newline(pattern: &str, fixed: bool) -> bool {
-    if pattern.contains('\n') {
-        return true;
-    }
+    use regex_syntax::hir::HirKind;
     if fixed {
-        return false;
+        return pattern.contains('\n');
     }
-    let b = pattern.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' {
-            if b.get(i + 1) == Some(&b'n') {
-                return true;
-            }
-            i += 2;
-        } else {
-            i += 1;
+    let Ok(hir) = regex_syntax::Parser::new().parse(pattern) else {
+        return false;
+    };
+    let mut stack = vec![&hir];
+    while let Some(h) = stack.pop() {
+        match h.kind() {
+            HirKind::Literal(l) if l.0.contains(&b'\n') => return true,
+            HirKind::Concat(v) | HirKind::Alternation(v) => stack.extend(v),
+            HirKind::Repetition(r) => stack.push(&r.sub),
+            HirKind::Capture(c) => stack.push(&c.sub),
+            _ => {}
         }
     }
     false
@@ -674,10 +675,14 @@ mod tests {
         assert!(names_a_newline("line1\nline2", false));
         assert!(names_a_newline("line1\nline2", true));
         assert!(names_a_newline("a\\\\\\n", false));
-        // A backslash and an `n`; -F takes `\n` as written.
+        assert!(names_a_newline("(a|b\\x0A)+", false));
+        // A backslash and an `n`; -F takes `\n` as written; classes and comments may.
         assert!(!names_a_newline("a\\\\n", false));
         assert!(!names_a_newline("line1\\nline2", true));
         assert!(!names_a_newline("\\d+\\s", false));
+        assert!(!names_a_newline("[^\\n]+", false));
+        assert!(!names_a_newline("(?x) m # comment \\n", false));
+        assert!(!names_a_newline("(unclosed\\n", false));
     }
 
     fn may(pattern: &str, ic: bool, raw: &str) -> bool {

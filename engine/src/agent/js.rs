@@ -179,6 +179,7 @@ fn parse_iso(s: &str) -> Option<f64> {
         }
     }
     let (mut h, mut mi, mut sec, mut ms) = (0, 0, 0, 0.0);
+    let mut fraction_zero = true;
     let mut offset_min = 0i64;
     if matches!(b.get(i), Some(b'T' | b't' | b' ')) {
         i += 1;
@@ -200,7 +201,9 @@ fn parse_iso(s: &str) -> Option<f64> {
                 if i == start {
                     return None;
                 }
-                // Milliseconds: the first three digits, further digits truncated (as V8).
+                // Milliseconds: the first three digits, further digits truncated (as V8, which
+                // still refuses `24:00:00.0001`).
+                fraction_zero = s[start..i].bytes().all(|d| d == b'0');
                 let frac = &s[start..i.min(start + 3)];
                 let v: f64 = frac.parse().ok()?;
                 ms = v * 10f64.powi(3 - i32::try_from(frac.len()).ok()?);
@@ -232,7 +235,7 @@ fn parse_iso(s: &str) -> Option<f64> {
         || h > 24
         || mi > 59
         || sec > 59
-        || (h == 24 && (mi != 0 || sec != 0 || ms != 0.0))
+        || (h == 24 && (mi != 0 || sec != 0 || !fraction_zero))
     {
         return None;
     }
