@@ -239,7 +239,8 @@ impl pisess_engine::files::RenderHit for Boom {
             panic!("boom");
         }
         if !worker && !self.waited.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            std::thread::sleep(std::time::Duration::from_millis(200));
+            // Long enough for a worker of a loaded machine to take a job (200 ms was not).
+            std::thread::sleep(std::time::Duration::from_millis(1000));
         }
         out.extend_from_slice(&[b'.'; 99]);
         out.push(b'\n');
