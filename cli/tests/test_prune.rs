@@ -551,19 +551,22 @@ fn a_killed_in_place_prune_leaves_the_file_pruned_or_untouched() {
     // round): the kills fall within 1.5 times that, so that some land before its rename and
     // some after (a window from the `-o` run above, which reused its store, let every run of
     // a loaded machine finish first).
+    // `pisess prune --keep-leaf --in-place FILE`, with a store of its own in `dir`.
+    let prune_in_place = |dir: &Path, file: &Path| {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"));
+        c.args(["prune", "--keep-leaf", "--in-place"])
+            .arg(file)
+            .env_clear()
+            .env("HOME", dir)
+            .env("PISESS_STORE", dir.join("store/store.redb"));
+        c
+    };
     let full = {
         let work = tempfile::tempdir().unwrap();
         let file = work.path().join("s.jsonl");
         std::fs::write(&file, &original).unwrap();
         let started = Instant::now();
-        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
-            .args(["prune", "--keep-leaf", "--in-place"])
-            .arg(&file)
-            .env_clear()
-            .env("HOME", work.path())
-            .env("PISESS_STORE", work.path().join("store/store.redb"))
-            .output()
-            .unwrap();
+        let out = prune_in_place(work.path(), &file).output().unwrap();
         assert!(
             out.status.success(),
             "{}",
@@ -586,12 +589,7 @@ fn a_killed_in_place_prune_leaves_the_file_pruned_or_untouched() {
         let file = work.path().join("s.jsonl");
         std::fs::write(&file, &original).unwrap();
         let wait = rng.below(window);
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
-            .args(["prune", "--keep-leaf", "--in-place"])
-            .arg(&file)
-            .env_clear()
-            .env("HOME", work.path())
-            .env("PISESS_STORE", work.path().join("store/store.redb"))
+        let mut child = prune_in_place(work.path(), &file)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -624,14 +622,7 @@ fn a_killed_in_place_prune_leaves_the_file_pruned_or_untouched() {
             continue;
         }
         // Untouched: a second, uninterrupted run finishes the job and leaves no temp file.
-        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
-            .args(["prune", "--keep-leaf", "--in-place"])
-            .arg(&file)
-            .env_clear()
-            .env("HOME", work.path())
-            .env("PISESS_STORE", work.path().join("store/store.redb"))
-            .output()
-            .unwrap();
+        let out = prune_in_place(work.path(), &file).output().unwrap();
         assert!(
             out.status.success(),
             "round {round}: {}",
