@@ -1091,12 +1091,23 @@ pub fn width() -> usize {
         .unwrap_or(100)
 }
 
-/// An ISO timestamp shortened for display: `2026-01-01 12:34:56`.
+/// An ISO timestamp shortened for display, in UTC: `2026-01-01 12:34:56` (a time with an
+/// offset is moved to UTC, as every other time shown is; text that is no date as written).
 pub fn short_time(ts: Option<&str>) -> String {
     match ts {
-        Some(t) => match (t.get(..10), t.get(11..19)) {
+        Some(t) if t.ends_with(['Z', 'z']) || t.len() <= 19 => match (t.get(..10), t.get(11..19)) {
             (Some(d), Some(h)) => format!("{d} {h}"),
             _ => t.to_owned(),
+        },
+        Some(t) => match pisess_engine::import::iso_to_ms(t) {
+            Some(ms) => {
+                let iso = pisess_engine::export::ms_to_iso(ms);
+                match (iso.get(..10), iso.get(11..19)) {
+                    (Some(d), Some(h)) => format!("{d} {h}"),
+                    _ => iso,
+                }
+            }
+            None => t.to_owned(),
         },
         None => String::new(),
     }
@@ -1125,8 +1136,30 @@ pub fn id_of(v: &Value) -> Option<&str> {
 mod tests {
     use unicode_width::UnicodeWidthStr;
 
-    use super::clip;
+    use super::{clip, short_time};
     use crate::ui::safe;
+
+    #[test]
+    fn short_times_are_shown_in_utc() {
+        assert_eq!(
+            short_time(Some("2026-07-25T09:00:00.000Z")),
+            "2026-07-25 09:00:00"
+        );
+        assert_eq!(
+            short_time(Some("2026-07-25T09:00:00+02:00")),
+            "2026-07-25 07:00:00"
+        );
+        assert_eq!(
+            short_time(Some("2026-07-25T01:00:00.5+02:00")),
+            "2026-07-24 23:00:00"
+        );
+        assert_eq!(short_time(Some("2026-07-25")), "2026-07-25");
+        assert_eq!(
+            short_time(Some("not a time at all, but long")),
+            "not a time at all, but long"
+        );
+        assert_eq!(short_time(None), "");
+    }
 
     /// A clipped text, escaped for the terminal, fits its columns: CJK characters take two,
     /// escapes as many as they print, and a text that fits is left whole.

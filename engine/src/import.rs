@@ -1478,11 +1478,6 @@ fn draft_line(
     (head, rest)
 }
 
-/// `new Date(s).getTime()` in whole milliseconds, `None` where that is `NaN`.
-fn date_ms(s: &str) -> Option<i64> {
-    crate::agent::js::string_date_ms(s)
-}
-
 /// A message entry's JSON reduced to what the catalogue reads of it: `type`, the message's
 /// `role`, its `content` (`null` when that does not fit the typed view either) and its
 /// `timestamp` when it is a number. `None` when there is no message object.
@@ -1524,7 +1519,7 @@ fn message_facts(rec: &mut EntryRecord, facts: &mut Facts, m: &pisess_formats::e
             .timestamp
             .get()
             .map(|t| *t as i64)
-            .or_else(|| rec.timestamp.as_deref().and_then(date_ms));
+            .or_else(|| rec.timestamp.as_deref().and_then(iso_to_ms));
     }
     if role == Role::User {
         // Only the catalogue's first-message preview needs it: at most
