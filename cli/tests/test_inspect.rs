@@ -1869,8 +1869,8 @@ fn show_pairs_tool_calls_with_the_results_on_the_active_path() {
 /// Sessions whose fields have kinds pi does not write but loads (fixtures/odd: a `type` or
 /// `parentId` that is not text, a second header line, usage numbers written `null` or `true`,
 /// a date V8 rolls over, a label `0`, `true` or `5`): the context (messages, ids, leaf,
-/// estimate) and the tree's shape and labels equal the oracle's. (The tree's `type` and `parentId` fields are left out: pi echoes the
-/// odd value, pisess its reading of it.)
+/// estimate) and the tree's shape and labels equal the oracle's. (The tree's `type` and
+/// `parentId` fields are left out: pi echoes the odd value, pisess its reading of it.)
 #[test]
 fn odd_field_kinds_give_the_oracles_context_and_tree() {
     let dir = fixture("odd");

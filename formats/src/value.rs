@@ -73,46 +73,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
 /// other values pi still loads (a numeric `timestamp`), so one such value does not cost the
 /// entry its typed view. Strings borrow from the line where they can, as [`Str`] does.
 pub fn text_or_null<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Field<Str<'a>>, D::Error> {
-    struct V;
-    impl<'de> Visitor<'de> for V {
-        type Value = Field<Str<'de>>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(Field::Value(Str(Cow::Borrowed(v))))
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(Field::Value(Str(Cow::Owned(v.to_owned()))))
-        }
-        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-            Ok(Field::Value(Str(Cow::Owned(v))))
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(Field::Null)
-        }
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(Field::Null)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(Field::Null)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(Field::Null)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(Field::Null)
-        }
-        fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-            while a.next_element::<de::IgnoredAny>()?.is_some() {}
-            Ok(Field::Null)
-        }
-        fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-            while a.next_entry::<de::IgnoredAny, de::IgnoredAny>()?.is_some() {}
-            Ok(Field::Null)
-        }
-    }
-    d.deserialize_any(V)
+    d.deserialize_any(TextVisitor { js_string: false })
 }
 
 /// A `label` as pi's label map takes it (`#[serde(deserialize_with = "label_text")]`): a
@@ -121,65 +82,86 @@ pub fn text_or_null<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Field<Str
 /// writes them (`"true"`, `"5"`, `"1,2"`, `"[object Object]"`; an empty array's `""` clears,
 /// where pi keeps the label `[]`).
 pub fn label_text<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Field<Str<'a>>, D::Error> {
-    struct V;
+    d.deserialize_any(TextVisitor { js_string: true })
+}
+
+/// Reads text as it is (borrowed where it can be); any other value as `null`, or with
+/// `js_string` as a truthy value's JavaScript `String` ([`label_text`]), a falsy one as `null`.
+struct TextVisitor {
+    js_string: bool,
+}
+
+impl TextVisitor {
     fn text<'x>(t: String) -> Field<Str<'x>> {
         Field::Value(Str(Cow::Owned(t)))
     }
-    impl<'de> Visitor<'de> for V {
-        type Value = Field<Str<'de>>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(Field::Value(Str(Cow::Borrowed(v))))
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(text(v.to_owned()))
-        }
-        fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-            Ok(text(v))
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(Field::Null)
-        }
-        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-            Ok(if v { text("true".into()) } else { Field::Null })
-        }
-        #[allow(clippy::cast_precision_loss)]
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-            self.visit_f64(v as f64)
-        }
-        #[allow(clippy::cast_precision_loss)]
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-            self.visit_f64(v as f64)
-        }
-        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-            // A JavaScript number: 12345678901234567890 is 12345678901234567000.
-            Ok(if v == 0.0 {
-                Field::Null
-            } else {
-                text(crate::js::to_string(&serde_json::Value::from(v)))
-            })
-        }
-        fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-            // `String(array)`: the items joined with commas (`null` as nothing; an item that
-            // is itself an array or object as its JSON text, which pi would write otherwise).
-            let mut parts = Vec::new();
-            while let Some(x) = a.next_element::<serde_json::Value>()? {
-                parts.push(match x {
-                    serde_json::Value::Null => String::new(),
-                    serde_json::Value::String(s) => s,
-                    other => crate::js::to_string(&other),
-                });
-            }
-            Ok(text(parts.join(",")))
-        }
-        fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-            while a.next_entry::<de::IgnoredAny, de::IgnoredAny>()?.is_some() {}
-            Ok(text("[object Object]".into()))
-        }
+}
+
+impl<'de> Visitor<'de> for TextVisitor {
+    type Value = Field<Str<'de>>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
     }
-    d.deserialize_any(V)
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Field::Value(Str(Cow::Borrowed(v))))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Self::text(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Self::text(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Field::Null)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(if self.js_string && v {
+            Self::text("true".into())
+        } else {
+            Field::Null
+        })
+    }
+    #[allow(clippy::cast_precision_loss)]
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        self.visit_f64(v as f64)
+    }
+    #[allow(clippy::cast_precision_loss)]
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        self.visit_f64(v as f64)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        // A JavaScript number: 12345678901234567890 is 12345678901234567000.
+        Ok(if self.js_string && v != 0.0 {
+            Self::text(crate::js::to_string(&serde_json::Value::from(v)))
+        } else {
+            Field::Null
+        })
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        if !self.js_string {
+            while a.next_element::<de::IgnoredAny>()?.is_some() {}
+            return Ok(Field::Null);
+        }
+        // `String(array)`: the items joined with commas (`null` as nothing; an item that is
+        // itself an array or object as its JSON text, which pi would write otherwise).
+        let mut parts = Vec::new();
+        while let Some(x) = a.next_element::<serde_json::Value>()? {
+            parts.push(match x {
+                serde_json::Value::Null => String::new(),
+                serde_json::Value::String(s) => s,
+                other => crate::js::to_string(&other),
+            });
+        }
+        Ok(Self::text(parts.join(",")))
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        while a.next_entry::<de::IgnoredAny, de::IgnoredAny>()?.is_some() {}
+        Ok(if self.js_string {
+            Self::text("[object Object]".into())
+        } else {
+            Field::Null
+        })
+    }
 }
 
 /// A JSON string kept as its raw text (quotes and escapes included) and decoded on demand.
