@@ -2127,3 +2127,56 @@ fn diff_context_lines_fit_the_width() {
         }
     }
 }
+
+/// A query that is no valid glob is a path (with a note saying so), and a `grep` pattern with
+/// a line break, which line-by-line search can never match, is refused (exit 2) with the
+/// reason; neither writes to the session file.
+#[test]
+fn a_query_that_is_no_glob_is_a_path_and_a_line_break_pattern_is_refused() {
+    let env = TestEnv::new();
+    let lines = [
+        r#"{"type":"session","version":3,"id":"00000000-0000-4000-8000-0000000000c1","timestamp":"2026-03-01T00:00:00.000Z","cwd":"/nowhere/p"}"#.to_owned(),
+        read_call(1, "notes[1.md"),
+        read_call(2, "x{y.rs"),
+    ];
+    let file = env.home.path().join("q.jsonl");
+    let text = lines.join("\n") + "\n";
+    std::fs::write(&file, &text).unwrap();
+    let f = file.to_str().unwrap();
+    for (q, id) in [("notes[1.md", "a0000001"), ("x{y.rs", "a0000002")] {
+        let r = run(&env, &["--json", "files", q, "--session", f]);
+        assert_eq!(r.code, 0, "{q}: {}", r.stderr);
+        let hits: Vec<Value> = r
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(hits.len(), 1, "{q}: {}", r.stdout);
+        assert_eq!(hits[0]["entry"], id, "{q}");
+        assert!(
+            r.stderr.contains(&format!("note: {q} is no glob ("))
+                && r.stderr.contains("matched as written only"),
+            "{q}: {}",
+            r.stderr
+        );
+    }
+    for (args, refused) in [
+        (vec!["grep", "line1\\nline2", "--session", f], true),
+        (vec!["grep", "-F", "line1\nline2", "--session", f], true),
+        (vec!["grep", "[^\\n]+ng", "--session", f], false),
+    ] {
+        let r = run(&env, &args);
+        if refused {
+            assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+            assert!(
+                r.stderr
+                    .contains("holds a line break, and text is searched line by line"),
+                "{args:?}: {}",
+                r.stderr
+            );
+        } else {
+            assert_ne!(r.code, 2, "{args:?}: {}", r.stderr);
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+}
