@@ -635,3 +635,64 @@ fn ls_gives_created_as_pis_session_list_does() {
         serde_json::json!(want)
     );
 }
+
+/// A file read again to the same bytes — every file under `import --full`, or one whose time
+/// changed — counts as unchanged, not rewritten (each used to count as rewritten), and the
+/// write is persisted: the next plain import answers from a `stat`. A change that keeps the
+/// size still counts as rewritten.
+#[test]
+fn a_file_read_again_to_the_same_bytes_counts_as_unchanged() {
+    let env = TestEnv::new();
+    let (dir, f, full, _) = imported_copy(&env);
+    for n in ["07-v1", "08-v2"] {
+        std::fs::copy(
+            fixture(&format!("sessions/{n}.jsonl")),
+            dir.join(format!("{n}.jsonl")),
+        )
+        .unwrap();
+    }
+    let run = |args: &[&str]| crate::common::run(&env, args);
+    let d = dir.to_str().unwrap();
+    let summary = |args: &[&str]| -> serde_json::Value {
+        let r = run(args);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        serde_json::from_str(r.stdout.lines().last().unwrap()).unwrap()
+    };
+    let counts =
+        |s: &serde_json::Value| ["new", "unchanged", "rewritten"].map(|k| s[k].as_u64().unwrap());
+    assert_eq!(counts(&summary(&["--json", "import", d])), [2, 1, 0]);
+    let s = summary(&["--json", "import", "--full", d]);
+    assert_eq!(counts(&s), [0, 3, 0], "{s}");
+    assert!(s["bytes"].as_u64().unwrap() > full.len() as u64, "{s}");
+
+    // A new time, the same bytes: read again, unchanged; then the `stat` answers.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let s = summary(&["--json", "import", d]);
+    assert_eq!(counts(&s), [0, 3, 0], "{s}");
+    assert_eq!(s["bytes"], full.len() as u64, "{s}");
+    let s = summary(&["--json", "import", d]);
+    assert_eq!(counts(&s), [0, 3, 0], "{s}");
+    assert_eq!(s["bytes"], 0, "{s}");
+
+    // One byte changed, the size kept: rewritten.
+    let text = String::from_utf8(full.clone()).unwrap();
+    let at = text.rfind("\"content\"").unwrap();
+    let mut edited = full.clone();
+    let q = at + text[at..].find('a').unwrap();
+    edited[q] = b'b';
+    std::fs::write(&f, &edited).unwrap();
+    let s = summary(&["--json", "import", "--full", d]);
+    assert_eq!(counts(&s), [0, 2, 1], "{s}");
+    let out = env
+        .pisess()
+        .args(["export", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.stdout == edited, "the edit was not taken");
+}

@@ -58,8 +58,9 @@ impl Db {
 pub struct Store {
     pub(crate) db: Db,
     path: PathBuf,
-    /// Set when an import un-marked a gone session (a write the final commit must persist).
-    pub(crate) revived: std::sync::atomic::AtomicBool,
+    /// Set when an import wrote what its report counts as unchanged (a gone session un-marked,
+    /// a file read again to the same blocks): a write the final commit must persist.
+    pub(crate) unreported_write: std::sync::atomic::AtomicBool,
 }
 
 /// The default store location: `$PISESS_STORE`, else `$XDG_DATA_HOME/pisess/store.redb`, else
@@ -166,7 +167,7 @@ impl Store {
         let store = Self {
             db: Db::Write(db),
             path,
-            revived: std::sync::atomic::AtomicBool::new(false),
+            unreported_write: std::sync::atomic::AtomicBool::new(false),
         };
         store.init()?;
         Ok(store)
@@ -194,7 +195,7 @@ impl Store {
         let store = Self {
             db: Db::Read(db),
             path,
-            revived: std::sync::atomic::AtomicBool::new(false),
+            unreported_write: std::sync::atomic::AtomicBool::new(false),
         };
         if store.schema_ready()? {
             Ok(store)
@@ -215,7 +216,7 @@ impl Store {
         let store = Self {
             db: Db::Write(db),
             path: label,
-            revived: std::sync::atomic::AtomicBool::new(false),
+            unreported_write: std::sync::atomic::AtomicBool::new(false),
         };
         store.init()?;
         Ok(store)
@@ -291,7 +292,7 @@ impl Store {
             let store = Self {
                 db: Db::Write(db),
                 path: tmp.clone(),
-                revived: std::sync::atomic::AtomicBool::new(false),
+                unreported_write: std::sync::atomic::AtomicBool::new(false),
             };
             store.init()?;
             drop(store);
