@@ -78,6 +78,21 @@ pub fn open_store_read() -> Result<Store, CommandError> {
     open_store_as(true, std::time::Duration::ZERO, std::time::Duration::ZERO)
 }
 
+/// [`open_store_read`] for a command that answers from the whole store (`ls`, `files`, `grep`,
+/// `stats`): a store that does not exist reads as empty, nothing is created, and a note on
+/// stderr says where it was looked for (a mistyped `PISESS_STORE`).
+pub fn open_store_to_query() -> Result<Store, CommandError> {
+    let store = open_store_read()?;
+    if store.is_absent() {
+        eprintln!(
+            "note: there is no store at {} yet; `pisess import` creates it from pi's session \
+             folder",
+            crate::ui::safe(&store.path().to_string_lossy())
+        );
+    }
+    Ok(store)
+}
+
 /// [`open_store_read`] for a command that means to write when it has to (`import`: files that
 /// did not change need nothing more): it waits, quietly, the writer's grace as [`open_store`]
 /// does, so that two imports started together do not fail for each other's first moments.
@@ -129,7 +144,14 @@ fn open_store_as(
     // The writer's gate, held from when it is taken until the store is open.
     let mut gate: Option<Gate> = None;
     loop {
-        let opened = if read_only {
+        let missing = || {
+            std::fs::symlink_metadata(&path)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        };
+        let opened = if read_only && missing() {
+            // Read as empty, and nothing created: not even the gate.
+            Store::open_read_only(&path)
+        } else if read_only {
             match Gate::try_reader(&path) {
                 // Let go as soon as the store is open (or the open failed).
                 Ok(_gate) => Store::open_read_only(&path),

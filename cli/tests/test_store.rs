@@ -305,6 +305,13 @@ fn an_import_says_which_sessions_left_the_folder() {
 #[test]
 fn ls_of_an_empty_store_names_it() {
     let env = TestEnv::new();
+    // An import of an empty folder makes the store.
+    let empty = env.home.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert_eq!(
+        crate::common::run(&env, &["import", empty.to_str().unwrap()]).code,
+        0
+    );
     let r = crate::common::run(&env, &["ls"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let store = env.home.path().join("store.redb");
@@ -695,4 +702,63 @@ fn a_file_read_again_to_the_same_bytes_counts_as_unchanged() {
         .output()
         .unwrap();
     assert!(out.stdout == edited, "the edit was not taken");
+}
+
+/// Commands that only read create no store where there is none (a mistyped `PISESS_STORE`
+/// used to get its file and folders made by `ls`): they answer as from an empty store and say
+/// where they looked; `verify` fails, as there is nothing to check. A command given a session
+/// file still imports it, creating the store.
+#[test]
+fn a_reading_command_creates_no_store() {
+    let env = TestEnv::new();
+    let typo = env.home.path().join("typo");
+    let store = typo.join("dir/store.redb");
+    let run = |args: &[&str]| {
+        let (code, stdout, stderr) = crate::common::run_with_store(&env, &store, args);
+        crate::common::Run {
+            code,
+            stdout,
+            stderr,
+        }
+    };
+    let note = format!("there is no store at {} yet", store.display());
+    for (args, code) in [
+        (&["ls"][..], 0),
+        (&["--json", "ls"][..], 0),
+        (&["files", "src/a.rs"][..], 1),
+        (&["grep", "foo"][..], 1),
+        (&["stats"][..], 0),
+        (&["prune", "--sessions", "--older-than", "30d"][..], 0),
+    ] {
+        let r = run(args);
+        assert_eq!(r.code, code, "{args:?}: {}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(&note), "{args:?}: {}", r.stderr);
+        assert!(!typo.exists(), "{args:?} created {}", typo.display());
+    }
+    let r = run(&["verify"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("there is no store at {}", store.display())),
+        "{}",
+        r.stderr
+    );
+    assert!(!typo.exists(), "verify created {}", typo.display());
+    // Nothing made in an existing folder either (not even the gate file).
+    let here = env.home.path().join("here");
+    std::fs::create_dir(&here).unwrap();
+    let (code, ..) = crate::common::run_with_store(&env, &here.join("store.redb"), &["ls"]);
+    assert_eq!(code, 0);
+    assert_eq!(std::fs::read_dir(&here).unwrap().count(), 0);
+
+    let session = fixture("sessions/01-tiny.jsonl");
+    let r = run(&["log", session.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        store.is_file(),
+        "a session file given is imported into a new store"
+    );
+    let r = run(&["ls"]);
+    assert!(!r.stderr.contains("there is no store"), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().count(), 2, "{}", r.stdout);
 }

@@ -449,7 +449,11 @@ impl Store {
         let rtx = self.db.begin_read()?;
         let sources = rtx.open_table(schema::SOURCES)?;
         let report = unchanged_in(&sources, files, folders)?;
-        if report.is_some() && !self.is_writable() && SourceCopy::load(self.path()).is_none() {
+        if report.is_some()
+            && !self.is_writable()
+            && !self.is_absent()
+            && SourceCopy::load(self.path()).is_none()
+        {
             // Best effort: without a copy the next re-import opens the store, as it did here.
             let rows = sources.iter().and_then(|rows| {
                 rows.map(|row| row.map(|(path, stat)| (path.value().to_owned(), stat.value())))

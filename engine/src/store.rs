@@ -16,6 +16,10 @@
 //!   read neither fsync nor exclude each other; anything that must write gets
 //!   [`StoreError::ReadOnly`] and reopens with [`Store::into_writable`]. A store that was not
 //!   closed cleanly (redb needs a repair) is opened for writing instead, which repairs it;
+//! - a store that does not exist is not created by [`Store::open_read_only`]: it answers as an
+//!   empty store from memory ([`Store::is_absent`]), and anything that must write gets
+//!   [`StoreError::ReadOnly`] and creates it with [`Store::into_writable`] (a reading command
+//!   under a mistyped `PISESS_STORE` used to create the file and its folders);
 //! - opening for writing removes the copy of the catalogue beside the store
 //!   ([`crate::source_copy`]) once it holds the exclusive lock, before pisess writes anything.
 
@@ -32,6 +36,8 @@ pub(crate) enum Db {
     Write(Database),
     /// Opened read-only (a shared lock; never written).
     Read(ReadOnlyDatabase),
+    /// No store file: an empty store in memory, read as a read-only one; nothing is written.
+    Absent(Database),
 }
 
 impl std::fmt::Debug for Db {
@@ -39,6 +45,7 @@ impl std::fmt::Debug for Db {
         f.write_str(match self {
             Self::Write(_) => "Db::Write",
             Self::Read(_) => "Db::Read",
+            Self::Absent(_) => "Db::Absent",
         })
     }
 }
@@ -47,7 +54,7 @@ impl Db {
     /// A read transaction, in either mode.
     pub(crate) fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
         match self {
-            Self::Write(d) => d.begin_read(),
+            Self::Write(d) | Self::Absent(d) => d.begin_read(),
             Self::Read(d) => d.begin_read(),
         }
     }
@@ -174,13 +181,15 @@ impl Store {
     }
 
     /// Opens the store at `path` for reading only (see the module invariants). A store that does
-    /// not exist yet, has no schema yet, or needs a repair is opened for writing instead (which
-    /// creates, initialises or repairs it), so the result may be writable.
+    /// not exist is read as an empty one, without creating anything ([`Self::is_absent`]); one
+    /// that has no schema yet or needs a repair is opened for writing instead (which
+    /// initialises or repairs it), so the result may be writable.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         regular_or_missing(&path)?;
-        if !path.exists() {
-            return Self::open(path);
+        if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return Self::open_absent(path);
         }
         let Some(db) = open_db_read_only(&path).map_err(|e| match e {
             StoreError::Redb(source) => StoreError::Open {
@@ -222,9 +231,29 @@ impl Store {
         Ok(store)
     }
 
+    /// An empty store in memory standing for the one at `path`, which does not exist.
+    fn open_absent(path: PathBuf) -> Result<Self, StoreError> {
+        let db = redb::Builder::new()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(|e| StoreError::from_open(e, &path))?;
+        let store = Self {
+            db: Db::Absent(db),
+            path,
+            unreported_write: std::sync::atomic::AtomicBool::new(false),
+        };
+        store.init()?;
+        Ok(store)
+    }
+
     /// Whether the store is open for writing.
     pub fn is_writable(&self) -> bool {
         matches!(self.db, Db::Write(_))
+    }
+
+    /// Whether there is no store file: the store was opened read-only where none exists, and
+    /// reads as empty (nothing was created).
+    pub fn is_absent(&self) -> bool {
+        matches!(self.db, Db::Absent(_))
     }
 
     /// This store, open for writing: itself if it already is, else closed and reopened (the
@@ -237,6 +266,7 @@ impl Store {
                     .map_err(|e| StoreError::from_open(e, &self.path))?;
                 Self::open(self.path)
             }
+            Db::Absent(_) => Self::open(self.path),
         }
     }
 
@@ -244,7 +274,7 @@ impl Store {
     pub(crate) fn writer_db(&self) -> Result<&Database, StoreError> {
         match &self.db {
             Db::Write(d) => Ok(d),
-            Db::Read(_) => Err(StoreError::ReadOnly {
+            Db::Read(_) | Db::Absent(_) => Err(StoreError::ReadOnly {
                 path: self.path.clone(),
             }),
         }
@@ -338,7 +368,12 @@ impl Store {
         if self.schema_ready()? {
             return Ok(());
         }
-        let tx = self.writer_db()?.begin_write()?;
+        // (The empty store in memory that stands for a missing one is made here too.)
+        let db = match &self.db {
+            Db::Write(d) | Db::Absent(d) => d,
+            Db::Read(_) => self.writer_db()?,
+        };
+        let tx = db.begin_write()?;
         {
             let mut meta = tx.open_table(META)?;
             let found = meta.get(META_SCHEMA)?.map(|v| v.value());
@@ -427,7 +462,7 @@ impl Store {
             Db::Write(d) => d
                 .check_integrity()
                 .map_err(|e| StoreError::from_open(e, &path)),
-            Db::Read(_) => Err(StoreError::ReadOnly { path }),
+            Db::Read(_) | Db::Absent(_) => Err(StoreError::ReadOnly { path }),
         }
     }
 
@@ -435,7 +470,7 @@ impl Store {
     pub fn close(self) -> Result<(), StoreError> {
         let path = self.path;
         match self.db {
-            Db::Write(d) => d.close(),
+            Db::Write(d) | Db::Absent(d) => d.close(),
             Db::Read(d) => d.close(),
         }
         .map_err(|e| StoreError::from_open(e, &path))
@@ -511,9 +546,17 @@ mod tests {
         let header = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
         let line = r#"{"type":"model_change","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","provider":"p","modelId":"m"}"#;
         std::fs::write(&session, format!("{header}\n{line}\n")).unwrap();
-        // A missing store is created (writable) by open_read_only.
-        let first = Store::open_read_only(&path).unwrap();
-        assert!(first.is_writable());
+        // A missing store reads as empty and is not created; writing needs it reopened.
+        let absent = Store::open_read_only(&path).unwrap();
+        assert!(absent.is_absent() && !absent.is_writable());
+        assert!(absent.snapshot().unwrap().sessions().unwrap().is_empty());
+        assert!(matches!(
+            absent.import_file(&session),
+            Err(StoreError::ReadOnly { .. })
+        ));
+        assert!(!path.exists() && std::fs::read_dir(dir.path()).unwrap().count() == 1);
+        let first = absent.into_writable().unwrap();
+        assert!(first.is_writable() && path.is_file());
         first.import_file(&session).unwrap();
         first.close().unwrap();
         let image = std::fs::read(&path).unwrap();

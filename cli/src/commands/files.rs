@@ -18,7 +18,7 @@ use pisess_engine::{FileFilter, FileOp, SessionKey};
 use pisess_formats::js;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::session_arg::{open_session_read, open_store_read};
+use crate::session_arg::{open_session_read, open_store_to_query};
 use crate::ui::{Ui, safe};
 
 /// Which operations to show.
@@ -80,7 +80,7 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
     // The store must outlive its snapshot.
     let (sess, store) = match &args.session {
         Some(s) => (Some(open_session_read(s)?), None),
-        None => (None, Some(open_store_read()?)),
+        None => (None, Some(open_store_to_query()?)),
     };
     let owned;
     let (snap, session) = match (&sess, &store) {

@@ -23,7 +23,7 @@ use regex::{Regex, RegexBuilder};
 use serde_json::{Value, json};
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::session_arg::{self as sa, open_session_read, open_store_read};
+use crate::session_arg::{self as sa, open_session_read, open_store_to_query};
 use crate::ui::{Ui, safe};
 
 /// Search message text and tool output across sessions (a regex, like ripgrep).
@@ -283,7 +283,7 @@ pub fn cmd_grep(ui: &mut Ui, args: &GrepArgs) -> CommandResult {
             &mut counts,
         )?;
     } else {
-        let store = open_store_read()?;
+        let store = open_store_to_query()?;
         let snap = store.snapshot()?;
         let mut sessions: Vec<(SessionKey, SessionRecord)> = snap
             .sessions()?

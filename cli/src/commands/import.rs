@@ -149,6 +149,11 @@ fn import_into_store(
     opts: &ImportOptions,
 ) -> Result<(ImportReport, Store), CommandError> {
     let mut store = open_store_read_to_write()?;
+    if store.is_absent() {
+        // An import makes its store, even of a folder with nothing to import.
+        drop(store);
+        store = open_store()?;
+    }
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(

@@ -11,7 +11,7 @@ use pisess_engine::SessionRecord;
 use serde_json::json;
 
 use crate::command_error::{CommandResult, Outcome};
-use crate::session_arg::open_store_read;
+use crate::session_arg::open_store_to_query;
 use crate::ui::{Ui, safe};
 
 /// Arguments of `pisess ls`.
@@ -60,14 +60,13 @@ pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
         .cwd
         .as_ref()
         .map(|c| std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
-    let store = open_store_read()?;
+    let store = open_store_to_query()?;
     let snap = store.snapshot()?;
     let all = snap.sessions()?;
-    if all.is_empty() {
-        // A mistyped $PISESS_STORE names a new, empty store: say where, rather than list nothing.
+    if all.is_empty() && !store.is_absent() {
         eprintln!(
             "note: the store {} holds no sessions yet; `pisess import` indexes pi's session folder",
-            store.path().display()
+            safe(&store.path().to_string_lossy())
         );
     }
     let mut rows: Vec<SessionRecord> = all

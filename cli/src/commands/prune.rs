@@ -730,7 +730,13 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     let cutoff = now.saturating_sub(age);
     // The dry run moves nothing, so it only reads the store (and writes it only to refresh a
     // session whose file changed, below).
-    let mut store = if args.dry_run {
+    // A store that does not exist holds nothing to move: read as empty, not created.
+    let absent = pisess_engine::default_store_path().is_ok_and(|p| {
+        std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    });
+    let mut store = if absent {
+        crate::session_arg::open_store_to_query()?
+    } else if args.dry_run {
         open_store_read()?
     } else {
         open_store()?

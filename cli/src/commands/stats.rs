@@ -28,7 +28,7 @@ use pisess_engine::{SessionKey, SessionRecord, Snapshot};
 use serde_json::{Map, Value, json};
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
-use crate::session_arg::{open_session_read, open_store_read};
+use crate::session_arg::{open_session_read, open_store_to_query};
 use crate::ui::Ui;
 
 /// Count entries, messages, tool calls by tool, tokens and cost (from `usage`).
@@ -221,7 +221,7 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
             unreadable.push((s.record.path.clone(), lines));
         }
     } else {
-        let store = open_store_read()?;
+        let store = open_store_to_query()?;
         let snap = store.snapshot()?;
         let sessions: Vec<(SessionKey, SessionRecord)> = snap
             .sessions()?

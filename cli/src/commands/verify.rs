@@ -33,6 +33,14 @@ pub struct VerifyArgs {
 /// Runs `pisess verify`. A reader that stops early (`pisess verify | head`) ends the output,
 /// not the work: `--repair` still repairs, and the status is still the check's.
 pub fn cmd_verify(ui: &mut Ui, args: &VerifyArgs) -> CommandResult {
+    // Nothing to check is no "ok": a mistyped PISESS_STORE would pass (and be created).
+    let path = pisess_engine::default_store_path()?;
+    if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Err(CommandError::with_hint(
+            anyhow::anyhow!("there is no store at {}", safe(&path.to_string_lossy())),
+            "`pisess import` creates it; PISESS_STORE names another store",
+        ));
+    }
     let mut store = match open_store() {
         Ok(store) => store,
         Err(e)
