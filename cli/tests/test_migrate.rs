@@ -965,3 +965,64 @@ fn a_backup_suffix_ending_in_jsonl_is_refused() {
         .collect();
     assert_eq!(names, ["a.jsonl"]);
 }
+
+/// A symbolic link where the backup goes is refused, by `migrate --in-place` and `prune
+/// --in-place` alike: one to the file itself held its bytes until the rename, then the new
+/// ones, so the original was lost while the command said it was kept as the backup.
+#[test]
+fn a_backup_path_that_is_a_symbolic_link_is_refused() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    put(&fixture("sessions/07-v1.jsonl"), &d.join("v.jsonl"));
+    put(
+        &fixture("sessions/04-many-branches.jsonl"),
+        &d.join("a.jsonl"),
+    );
+    std::os::unix::fs::symlink("v.jsonl", d.join("v.jsonl.v1.bak")).unwrap();
+    std::os::unix::fs::symlink("a.jsonl", d.join("a.jsonl.bak")).unwrap();
+    let before = snapshot(d);
+    let (files, summary, code) =
+        run_json(&env, &[d.join("v.jsonl").to_str().unwrap(), "--in-place"]);
+    assert_eq!(code, 2, "{summary}");
+    assert_eq!(files[0]["status"], "failed");
+    assert!(
+        files[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("is a symbolic link"),
+        "{}",
+        files[0]
+    );
+    let r = crate::common::run(
+        &env,
+        &[
+            "prune",
+            d.join("a.jsonl").to_str().unwrap(),
+            "--keep-leaf",
+            "--in-place",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("is a symbolic link"), "{}", r.stderr);
+    assert_eq!(snapshot(d), before, "a file or its link changed");
+    assert!(
+        fs::symlink_metadata(d.join("a.jsonl.bak"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // Moved away, the backup is made.
+    fs::remove_file(d.join("a.jsonl.bak")).unwrap();
+    let r = crate::common::run(
+        &env,
+        &[
+            "prune",
+            d.join("a.jsonl").to_str().unwrap(),
+            "--keep-leaf",
+            "--in-place",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(fs::read(d.join("a.jsonl.bak")).unwrap() == before[Path::new("a.jsonl")]);
+}

@@ -260,16 +260,23 @@ pub enum BackupError {
     /// A different file is already at the backup path.
     #[error("backup {0} already exists and differs from the file; move it away first")]
     Differs(PathBuf),
+    /// A symbolic link is at the backup path: it may lead to the file itself, which the
+    /// write then replaces (the "backup" would follow it).
+    #[error("backup {0} is a symbolic link, not a copy; move it away first")]
+    Link(PathBuf),
     /// I/O.
     #[error("cannot back up to {0}: {1}")]
     Io(PathBuf, #[source] io::Error),
 }
 
 /// Keeps the bytes of `src` at `backup`: a hard link (the original inode survives the rename
-/// that replaces `src`), else an atomic copy. An existing identical backup is kept as it is.
+/// that replaces `src`), else an atomic copy. An existing identical backup is kept as it is
+/// (a hard link to `src` left by an interrupted run is one), but never a symbolic link: one
+/// to `src` has its bytes until the rename, then the new ones.
 pub fn make_backup(src: &Path, backup: &Path) -> Result<(), BackupError> {
     let io_err = |e| BackupError::Io(backup.to_path_buf(), e);
     match fs::symlink_metadata(backup) {
+        Ok(m) if m.file_type().is_symlink() => return Err(BackupError::Link(backup.to_path_buf())),
         Ok(_) => {
             return if same_bytes(src, backup).map_err(io_err)? {
                 Ok(())
@@ -283,7 +290,10 @@ pub fn make_backup(src: &Path, backup: &Path) -> Result<(), BackupError> {
     match fs::hard_link(src, backup) {
         Ok(()) => sync_dir(backup).map_err(io_err),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            // Appeared meanwhile: same rule as above.
+            // Appeared meanwhile: same rules as above.
+            if fs::symlink_metadata(backup).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(BackupError::Link(backup.to_path_buf()));
+            }
             if same_bytes(src, backup).map_err(io_err)? {
                 Ok(())
             } else {
