@@ -9,6 +9,17 @@
 //! nothing found, differences); 2 any error. A closed stdout pipe exits 0 silently.
 #![forbid(unsafe_code)]
 
+/// `eprintln!` that never panics. std's panics when stderr cannot be written (a full disk, a
+/// pipe closed early: `pisess log X 2>&1 | true`), which ended a command with exit 101, after
+/// its work was done; a message that cannot be written is dropped instead. Defined before
+/// the modules, so it is the `eprintln!` of the whole crate.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod cli;
 pub mod command_error;
 pub mod commands;

@@ -876,3 +876,42 @@ fn millions_of_tiny_junk_lines_import_in_bounded_memory() {
         "export differs"
     );
 }
+
+/// Messages that cannot be written to stderr (a full device; a pipe closed before they come)
+/// are dropped: the command ends with its own status, never with a panic (exit 101, as std's
+/// `eprintln!` gave).
+#[test]
+fn a_stderr_that_cannot_be_written_is_no_panic() {
+    let env = TestEnv::new();
+    let missing = env.home.path().join("missing.jsonl");
+    let glued = crate::common::realdata().join("pimono__root-compact.v1.concat-line.jsonl");
+    let cases: [(&[&str], i32); 3] = [
+        (&["log", missing.to_str().unwrap()], 2),
+        // Warns (lines pi drops), then succeeds.
+        (&["import", glued.to_str().unwrap()], 0),
+        (&["export", "no-such-session"], 2),
+    ];
+    for (args, code) in cases {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = env.pisess_child().args(args).stderr(full).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{args:?} with stderr on /dev/full"
+        );
+        // A pipe whose reader is gone before anything is written.
+        let mut child = env
+            .pisess_child()
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stderr.take());
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "{args:?} with stderr closed");
+    }
+}
