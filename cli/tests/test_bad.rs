@@ -884,11 +884,14 @@ fn millions_of_tiny_junk_lines_import_in_bounded_memory() {
 fn a_stderr_that_cannot_be_written_is_no_panic() {
     let env = TestEnv::new();
     let missing = env.home.path().join("missing.jsonl");
-    let glued = crate::common::realdata().join("pimono__root-compact.v1.concat-line.jsonl");
+    let junk = env.home.path().join("junk.jsonl");
+    let mut bytes = fs::read(fixture("sessions/01-tiny.jsonl")).unwrap();
+    bytes.extend_from_slice(b"not json\n");
+    fs::write(&junk, bytes).unwrap();
     let cases: [(&[&str], i32); 3] = [
         (&["log", missing.to_str().unwrap()], 2),
         // Warns (lines pi drops), then succeeds.
-        (&["import", glued.to_str().unwrap()], 0),
+        (&["import", "--full", junk.to_str().unwrap()], 0),
         (&["export", "no-such-session"], 2),
     ];
     for (args, code) in cases {
