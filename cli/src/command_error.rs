@@ -70,6 +70,19 @@ impl CommandError {
         }
     }
 
+    /// For the report of work already done (a file written, an entry appended): the hint says
+    /// what was done, so that the exit status 2 of a report that could not be written (stdout
+    /// on a full disk) is not read as "nothing was written", and a retry does not do it twice.
+    pub fn after(self, done: impl FnOnce() -> String) -> Self {
+        if self.hint.is_some() || self.is_broken_pipe() {
+            return self;
+        }
+        Self {
+            hint: Some(format!("{}; only the report of it failed", done())),
+            ..self
+        }
+    }
+
     /// Whether this is a write to a closed pipe on stdout (`pisess log | head`), which is not
     /// an error; one to a file named on the command line ([`CommandError::writing`]) is.
     pub fn is_broken_pipe(&self) -> bool {

@@ -62,7 +62,10 @@ pub fn status_with(prepare: impl FnOnce(&commands::Command)) -> u8 {
         // The answer is whole; only its last bytes found the reader gone (`| head`): the
         // status is the answer's, as when the reader takes everything.
         (Err(e), Ok(o)) if e.is_broken_pipe() => Ok(o),
-        (flushed, outcome) => flushed.and(outcome),
+        // The command's own error comes first: the flush fails again for the same cause (the
+        // buffer still holds what could not be written), without the command's hint.
+        (_, Err(e)) => Err(e),
+        (flushed, Ok(o)) => flushed.map(|()| o),
     };
     match result {
         Ok(o) => o.code(),

@@ -10,7 +10,7 @@ use crate::cli::{ColorChoice, GlobalArgs};
 
 /// Output state shared by all commands.
 pub struct Ui {
-    out: BufWriter<io::Stdout>,
+    out: BufWriter<Stdout>,
     /// Print JSON instead of text.
     pub json: bool,
     /// Use colour.
@@ -30,7 +30,7 @@ impl Ui {
             ColorChoice::Auto => tty && !no_color,
         };
         Self {
-            out: BufWriter::with_capacity(64 << 10, io::stdout()),
+            out: BufWriter::with_capacity(64 << 10, Stdout(io::stdout())),
             json: args.json,
             color,
             tty,
@@ -38,7 +38,7 @@ impl Ui {
     }
 
     /// The stdout writer.
-    pub fn out(&mut self) -> &mut BufWriter<io::Stdout> {
+    pub fn out(&mut self) -> &mut BufWriter<Stdout> {
         &mut self.out
     }
 
@@ -60,6 +60,36 @@ impl Ui {
     /// Flushes stdout.
     pub fn flush(&mut self) -> Result<(), crate::command_error::CommandError> {
         self.out.flush().map_err(Into::into)
+    }
+}
+
+/// stdout, whose write errors say that stdout failed ("cannot write to stdout: No space left
+/// on device"): a command that wrote a file and then could not report it said only "No space
+/// left on device". The error's kind is kept (a closed pipe is still told apart).
+pub struct Stdout(io::Stdout);
+
+/// The failure of a write to stdout (the cause of the [`io::Error`] [`Stdout`] returns).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write to stdout: {0}")]
+pub struct StdoutFailed(io::Error);
+
+impl Stdout {
+    fn wrap(e: io::Error) -> io::Error {
+        io::Error::new(e.kind(), StdoutFailed(e))
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).map_err(Self::wrap)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.0.write_all(buf).map_err(Self::wrap)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(Self::wrap)
     }
 }
 

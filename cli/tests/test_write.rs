@@ -1155,3 +1155,77 @@ fn fork_into_a_folder_says_it_is_a_folder() {
     assert!(err.contains("is a directory"), "{err}");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
 }
+
+/// A command that wrote a file and then could not write its report to stdout (a full device)
+/// exits 2 naming stdout, with a hint saying what it had done (it said only "No space left on
+/// device", so exit 2 read as "nothing written" and a retry forked twice); an in-place prune
+/// brings the store in step with the new file first (it returned before, and the session was
+/// then read from the store's stale copy with a "cut short" warning).
+#[test]
+fn a_report_that_cannot_be_written_says_what_was_done() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("w");
+    std::fs::create_dir(&dir).unwrap();
+    let f = dir.join("c.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &f).unwrap();
+    let fs_ = f.to_str().unwrap();
+    let to_full = |args: &[&str]| {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = env.pisess_child().args(args).stdout(full).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let fork = dir.join("f.jsonl");
+    let (code, err) = to_full(&["fork", fs_, "@leaf~3", "-o", fork.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("error: cannot write to stdout: No space left"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("hint: the fork was written: {}", fork.display())),
+        "{err}"
+    );
+    assert!(fork.is_file());
+
+    let (code, err) = to_full(&["compact", fs_, "--keep", "1000"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("was appended to"), "{err}");
+    let last = read_lines(&f).pop().unwrap();
+    assert_eq!(last["type"], "compaction");
+
+    // Three thousand branches off the root: a report larger than stdout's buffer, so that
+    // it fails while it is written, not when it is flushed at the end.
+    let mut lines = vec![
+        r#"{"type":"session","version":3,"id":"fan","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#.to_owned(),
+        r#"{"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"root","timestamp":1}}"#.to_owned(),
+    ];
+    for i in 0..3000 {
+        lines.push(format!(
+            r#"{{"type":"message","id":"b{i:07}","parentId":"a0000001","timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"branch {i}","timestamp":2}}}}"#
+        ));
+    }
+    std::fs::write(&f, lines.join("\n") + "\n").unwrap();
+    let (code, err) = to_full(&[
+        "--json",
+        "prune",
+        fs_,
+        "--keep",
+        "a0000001",
+        "--in-place",
+        "--no-backup",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(&format!("hint: {fs_} was written")), "{err}");
+    assert_eq!(read_lines(&f).len(), 2);
+    // The store holds the pruned file: no warning, and export gives its bytes.
+    let out = env.pisess().args(["export", fs_]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.is_empty(), "{stderr}");
+    assert!(out.stdout == std::fs::read(&f).unwrap());
+}

@@ -284,6 +284,32 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
     )?;
     let by = args.summarizer.as_deref();
     super::util::warn_saved_tails(seen.path(), writer.saved_tails());
+    report_compaction(ui, &at_id, &id, &prep, &details, by, &summary, seen.path())
+        .and_then(|()| ui.flush())
+        .map_err(|e| {
+            e.after(|| {
+                format!(
+                    "compaction {} was appended to {}",
+                    safe(&id),
+                    safe(seen.path())
+                )
+            })
+        })?;
+    Ok(Outcome::Success)
+}
+
+/// The report of a compaction appended to `file`.
+#[allow(clippy::too_many_arguments)]
+fn report_compaction(
+    ui: &mut Ui,
+    at_id: &str,
+    id: &str,
+    prep: &pisess_engine::agent::compaction::CompactionPreparation<'_>,
+    details: &Value,
+    by: Option<&str>,
+    summary: &str,
+    file: &str,
+) -> Result<(), CommandError> {
     if ui.json {
         ui.json_line(&json!({
             "compacted": true,
@@ -294,16 +320,16 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
             "details": details,
             "summarizer": by,
             "summary": summary,
-            "file": seen.path(),
+            "file": file,
         }))?;
-        return Ok(Outcome::Success);
+        return Ok(());
     }
     writeln!(
         ui.out(),
         "compacted at {}: compaction {} appended to {}",
-        safe(&at_id),
-        safe(&id),
-        safe(seen.path())
+        safe(at_id),
+        safe(id),
+        safe(file)
     )?;
     writeln!(ui.out(), "tokens before:     {}", prep.tokens_before)?;
     writeln!(
@@ -316,5 +342,5 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
         "summary by:        {}",
         by.map_or_else(|| "pisess (extractive, no model)".into(), safe)
     )?;
-    Ok(Outcome::Success)
+    Ok(())
 }

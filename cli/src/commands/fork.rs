@@ -106,16 +106,22 @@ pub fn cmd_fork(ui: &mut Ui, args: &ForkArgs) -> CommandResult {
         .file()
         .canonicalize()
         .unwrap_or_else(|_| path.clone());
-    if ui.json {
+    let reported = if ui.json {
         ui.json_line(&json!({
             "path": written.to_string_lossy(),
             "sessionId": session_id,
             "entries": entries,
             "leafId": leaf,
             "parentSession": session.record.path,
-        }))?;
+        }))
     } else {
-        writeln!(ui.out(), "{}", safe(&written.to_string_lossy()))?;
-    }
+        writeln!(ui.out(), "{}", safe(&written.to_string_lossy()))
+    };
+    reported
+        .map_err(CommandError::from)
+        .and_then(|()| ui.flush())
+        .map_err(|e| {
+            e.after(|| format!("the fork was written: {}", safe(&written.to_string_lossy())))
+        })?;
     Ok(Outcome::Success)
 }

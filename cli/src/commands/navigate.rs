@@ -196,6 +196,47 @@ fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
         .and_then(|e| e.get("parentId").cloned())
         .unwrap_or(Value::Null);
     let by = args.summarizer.as_deref();
+    let reported = (|| -> Result<(), CommandError> {
+        report_navigation(
+            ui,
+            &id,
+            &parent,
+            &from_id,
+            &target_id,
+            &collected.common_ancestor_id,
+            &details,
+            by,
+            &summary,
+            seen.path(),
+        )?;
+        ui.flush()
+    })();
+    reported.map_err(|e| {
+        e.after(|| {
+            format!(
+                "branch summary {} was appended to {}",
+                safe(&id),
+                safe(seen.path())
+            )
+        })
+    })?;
+    Ok(Outcome::Success)
+}
+
+/// The report of a branch summary appended to `file`.
+#[allow(clippy::too_many_arguments)]
+fn report_navigation(
+    ui: &mut Ui,
+    id: &str,
+    parent: &Value,
+    from_id: &str,
+    target_id: &str,
+    common_ancestor_id: &Option<String>,
+    details: &Value,
+    by: Option<&str>,
+    summary: &str,
+    file: &str,
+) -> Result<(), CommandError> {
     if ui.json {
         ui.json_line(&json!({
             "written": true,
@@ -203,26 +244,26 @@ fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
             "parentId": parent,
             "fromId": from_id,
             "targetId": target_id,
-            "commonAncestorId": collected.common_ancestor_id,
+            "commonAncestorId": common_ancestor_id,
             "details": details,
             "summarizer": by,
             "summary": summary,
-            "file": seen.path(),
+            "file": file,
         }))?;
-        return Ok(Outcome::Success);
+        return Ok(());
     }
     writeln!(
         ui.out(),
         "navigated {} → {}: branch summary {} appended to {}",
-        safe(&from_id),
-        safe(&target_id),
-        safe(&id),
-        safe(seen.path())
+        safe(from_id),
+        safe(target_id),
+        safe(id),
+        safe(file)
     )?;
     writeln!(
         ui.out(),
         "new leaf:          {} (child of {})",
-        safe(&id),
+        safe(id),
         safe(parent.as_str().unwrap_or("nothing: a new root"))
     )?;
     writeln!(
@@ -230,5 +271,5 @@ fn write_navigation(ui: &mut Ui, args: &NavigateArgs) -> CommandResult {
         "summary by:        {}",
         by.map_or_else(|| "pisess (extractive, no model)".into(), safe)
     )?;
-    Ok(Outcome::Success)
+    Ok(())
 }

@@ -186,11 +186,14 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         Some(l) => Some(session.id(l)?),
         None => None,
     };
-    if ui.json {
-        report.write_json(ui.out(), leaf_id.as_deref())?;
+    // The file is written: the store is brought in step with it whatever happens to the
+    // report (a reader that stopped early, a full disk), then the report's error is returned.
+    let reported = if ui.json {
+        report.write_json(ui.out(), leaf_id.as_deref())
     } else {
-        report.human(ui, leaf_id.as_deref())?;
+        report.human(ui, leaf_id.as_deref())
     }
+    .and_then(|()| ui.flush());
     drop(session);
     if !dry && args.in_place && !untouched {
         // The file changed under the store: import it again.
@@ -205,6 +208,10 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
             );
         }
     }
+    reported.map_err(|e| match (&target, dry || untouched) {
+        (Some(t), false) => e.after(|| format!("{} was written", safe(&t.to_string_lossy()))),
+        _ => e,
+    })?;
     Ok(Outcome::Success)
 }
 
