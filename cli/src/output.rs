@@ -337,7 +337,13 @@ impl Output {
             Sink::Stream(_) => Ok(()),
             Sink::Replace { target, tmp } => {
                 tmp.file()
-                    .and_then(File::sync_all)
+                    .and_then(|f| {
+                        // A file replaced keeps its owner and mode, as under a shell's `>`.
+                        if let Ok(old) = std::fs::metadata(&target) {
+                            crate::commands::migrate::atomic::keep_owner_and_mode(f, &old)?;
+                        }
+                        f.sync_all()
+                    })
                     .map_err(|e| anyhow!("cannot write {}: {e}", self.given.display()))?;
                 tmp.persist(&target).map_err(|e| {
                     anyhow!("cannot rename into place at {}: {e}", target.display()).into()

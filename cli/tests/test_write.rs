@@ -1229,3 +1229,85 @@ fn a_report_that_cannot_be_written_says_what_was_done() {
     assert!(out.status.success() && stderr.is_empty(), "{stderr}");
     assert!(out.stdout == std::fs::read(&f).unwrap());
 }
+
+/// A file replaced by `-o` or `--in-place` keeps its mode and (where the user may give files
+/// away: root) its owner, as a shell's `>` does: `export -o` over a private file made it
+/// world-readable, and a root `prune --in-place` of another user's session made it root's. A
+/// target whose name is legal but long (240 bytes) can be written: the temp name is cut.
+#[test]
+fn a_replaced_file_keeps_its_mode_and_owner_and_long_names_work() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let env = TestEnv::new();
+    let dir = env.home.path().join("w");
+    std::fs::create_dir(&dir).unwrap();
+    let src = fixture("sessions/04-many-branches.jsonl");
+    let private = dir.join("private.md");
+    std::fs::write(&private, "secret").unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let r = crate::common::run(
+        &env,
+        &[
+            "export",
+            src.to_str().unwrap(),
+            "--format",
+            "md",
+            "-o",
+            private.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let md = std::fs::metadata(&private).unwrap();
+    assert_eq!(md.mode() & 0o7777, 0o600);
+    assert!(std::fs::read_to_string(&private).unwrap().starts_with('#'));
+
+    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    let f = dir.join(format!("{}.jsonl", "x".repeat(234)));
+    assert_eq!(f.file_name().unwrap().len(), 240);
+    std::fs::copy(&src, &f).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+    if root {
+        std::os::unix::fs::chown(&f, Some(65534), Some(65534)).unwrap();
+    }
+    let before = std::fs::metadata(&f).unwrap();
+    let r = crate::common::run(
+        &env,
+        &[
+            "prune",
+            f.to_str().unwrap(),
+            "--keep-leaf",
+            "--in-place",
+            "--no-backup",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let after = std::fs::metadata(&f).unwrap();
+    assert_ne!(after.ino(), before.ino(), "not replaced");
+    assert!(after.len() < before.len());
+    assert_eq!(
+        (after.mode() & 0o7777, after.uid(), after.gid()),
+        (0o640, before.uid(), before.gid())
+    );
+    // `-o` to a long name, new and then over itself.
+    let out = dir.join(format!("{}.md", "y".repeat(237)));
+    for _ in 0..2 {
+        let r = crate::common::run(
+            &env,
+            &[
+                "export",
+                src.to_str().unwrap(),
+                "--format",
+                "md",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    assert!(out.is_file());
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with(".pisess-tmp-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

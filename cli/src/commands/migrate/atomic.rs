@@ -21,6 +21,36 @@ pub const TEMP_PREFIX: &str = ".pisess-tmp-";
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The longest file name (bytes) the usual Linux file systems take.
+const NAME_MAX: usize = 255;
+
+/// At most `max` bytes of `name`, cut at a character boundary when it is UTF-8 (so that
+/// [`clean_stale`], which reads names as text, still finds the temp file).
+fn name_part(name: &std::ffi::OsStr, max: usize) -> OsString {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = name.as_bytes();
+    if bytes.len() <= max {
+        return name.to_owned();
+    }
+    let mut end = max;
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+    }
+    std::ffi::OsStr::from_bytes(&bytes[..end]).to_owned()
+}
+
+/// Gives `f` the owner and mode of `old`, the file it is to replace, as a shell's `>` keeps
+/// them (it writes the same file): a private file stays private, and a session another user
+/// owns stays theirs (pi, run as that user, must still append to it). Only root may give a
+/// file away, so the owner is kept where that is allowed and left as it is otherwise.
+pub fn keep_owner_and_mode(f: &File, old: &Metadata) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let _ = std::os::unix::fs::fchown(f, Some(old.uid()), Some(old.gid()));
+    f.set_permissions(old.permissions())
+}
+
 /// A temp file that is deleted on drop unless [`TempFile::persist`] renamed it.
 #[derive(Debug)]
 pub struct TempFile {
@@ -35,7 +65,10 @@ impl TempFile {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             let mut name = OsString::from(TEMP_PREFIX);
             name.push(format!("{}-{n}-", std::process::id()));
-            name.push(for_name);
+            // A long name is cut so that the temp name stays a legal one (a target named
+            // with 230 bytes could not be written).
+            let room = NAME_MAX.saturating_sub(name.len() + ".tmp".len());
+            name.push(name_part(for_name, room));
             name.push(".tmp");
             let path = dir.join(name);
             match fs::OpenOptions::new()
@@ -68,10 +101,11 @@ impl TempFile {
         &self.path
     }
 
-    /// Gives the file `meta`'s permissions and modification time, then flushes it to disk.
+    /// Gives the file `meta`'s owner (where allowed: [`keep_owner_and_mode`]), permissions and
+    /// modification time, then flushes it to disk.
     pub fn finish(&self, meta: &Metadata) -> io::Result<()> {
         let f = self.file()?;
-        f.set_permissions(meta.permissions())?;
+        keep_owner_and_mode(f, meta)?;
         f.set_modified(meta.modified()?)?;
         f.sync_all()
     }
