@@ -207,6 +207,28 @@ pub fn refuse_the_source(output: &Path, source: &Path, hint: &str) -> Result<(),
     Ok(())
 }
 
+/// Refuses to write to stdout when it is the non-empty session file `source` itself, as `cat`
+/// refuses "input file is output file": `pisess export S >> S` appended the session to itself
+/// (two headers, every id twice). An empty one is let through: `export S > S` emptied the file
+/// before pisess ran, and the store's copy writes it back.
+pub fn refuse_stdout_as_source(source: &Path, hint: &str) -> Result<(), CommandError> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() else {
+        return Ok(());
+    };
+    let (Ok(out), Ok(src)) = (File::from(fd).metadata(), fs::metadata(source)) else {
+        return Ok(());
+    };
+    if out.is_file() && out.len() > 0 && (out.dev(), out.ino()) == (src.dev(), src.ino()) {
+        return Err(CommandError::with_hint(
+            anyhow!("stdout is the session file itself ({})", source.display()),
+            hint.to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// An output being written: see the module's invariants. Write with [`Output::write_with`],
 /// then [`Output::commit`]; dropped without a commit, a temp file is removed and the target is left
 /// as it was (a stream keeps what it got).

@@ -1311,3 +1311,42 @@ fn a_replaced_file_keeps_its_mode_and_owner_and_long_names_work() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// `export S >> S` and `migrate S --stdout >> S` are refused (exit 2, the file unchanged), as
+/// `cat` refuses an input that is its output: they appended the session to itself (two
+/// headers, every id twice). `export S > S` (the shell empties the file first) still writes
+/// the stored copy back.
+#[test]
+fn stdout_that_is_the_session_file_itself_is_refused() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("w");
+    std::fs::create_dir(&dir).unwrap();
+    let a = dir.join("a.jsonl");
+    let v = dir.join("v.jsonl");
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), &a).unwrap();
+    std::fs::copy(fixture("sessions/07-v1.jsonl"), &v).unwrap();
+    let (a0, v0) = (std::fs::read(&a).unwrap(), std::fs::read(&v).unwrap());
+    let into = |file: &Path, append: bool, args: &[&str]| {
+        let out = std::fs::OpenOptions::new()
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(file)
+            .unwrap();
+        let done = env.pisess_child().args(args).stdout(out).output().unwrap();
+        (
+            done.status.code(),
+            String::from_utf8_lossy(&done.stderr).into_owned(),
+        )
+    };
+    let (code, err) = into(&a, true, &["export", a.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("stdout is the session file itself"), "{err}");
+    let (code, err) = into(&v, true, &["migrate", v.to_str().unwrap(), "--stdout"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("stdout is the session file itself"), "{err}");
+    assert!(std::fs::read(&a).unwrap() == a0 && std::fs::read(&v).unwrap() == v0);
+    let (code, err) = into(&a, false, &["export", a.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(std::fs::read(&a).unwrap() == a0);
+}

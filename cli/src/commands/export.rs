@@ -53,6 +53,12 @@ pub enum Format {
 /// Runs `pisess export`.
 pub fn cmd_export(ui: &mut Ui, args: &ExportArgs) -> CommandResult {
     let sess = open_session_read(&args.session)?;
+    if args.output.is_none() {
+        output::refuse_stdout_as_source(
+            Path::new(&sess.record.path),
+            "write the copy elsewhere (`-o FILE`, or `>` another file)",
+        )?;
+    }
     match &args.output {
         // A terminal sees the document with escapes shown, never acted on (see `ui`).
         None if ui.tty => {

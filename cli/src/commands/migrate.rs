@@ -131,6 +131,10 @@ fn cmd_stdout(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
             "migrate one file at a time with --stdout",
         ));
     };
+    crate::output::refuse_stdout_as_source(
+        path,
+        "write the migrated copy elsewhere, or use --in-place (which keeps a backup)",
+    )?;
     let outcome = if ui.tty {
         // A terminal sees the file with escapes shown, never acted on (see `ui`).
         let mut w = SafeWriter::new(ui.out());
