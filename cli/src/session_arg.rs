@@ -569,6 +569,7 @@ fn open_writer<'s>(
     path: &str,
 ) -> Result<pisess_engine::agent::writer::SessionWriter<'s>, CommandError> {
     use pisess_engine::agent::writer::{SessionWriter, WriteError};
+    refuse_read_only(path, "")?;
     SessionWriter::open(store, Path::new(path)).map_err(|e| match e {
         WriteError::Legacy { .. } => CommandError::with_hint(
             e,
@@ -579,6 +580,23 @@ fn open_writer<'s>(
         ),
         other => other.into(),
     })
+}
+
+/// Refuses to change a session file without write permission: a read-only file is the
+/// user's way of saying "do not change this" (root may write it anyway; `migrate --in-place`
+/// leaves such files alone, and so do `compact`, `navigate` and `prune --in-place`). `also`
+/// ends the hint (another way to get what was asked).
+pub fn refuse_read_only(path: &str, also: &str) -> Result<(), CommandError> {
+    if std::fs::metadata(path).is_ok_and(|m| m.permissions().readonly()) {
+        return Err(CommandError::with_hint(
+            anyhow!("{} is read-only; left alone", crate::ui::safe(path)),
+            format!(
+                "make it writable (`chmod u+w {}`) to change it{also}",
+                crate::ui::safe(path)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A session file as a command read it (its size and modification time when it was imported),

@@ -1350,3 +1350,41 @@ fn stdout_that_is_the_session_file_itself_is_refused() {
     assert_eq!(code, Some(0), "{err}");
     assert!(std::fs::read(&a).unwrap() == a0);
 }
+
+/// A session file without write permission is left alone by every command that would change
+/// it — `prune --in-place`, `compact`, `navigate --summarize` — as `migrate --in-place` leaves
+/// it (root could write it, and `prune --in-place` did, and `compact` appended to it).
+#[test]
+fn a_read_only_session_file_is_left_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let dir = env.home.path().join("w");
+    std::fs::create_dir(&dir).unwrap();
+    let f = dir.join("c.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &f).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let before = std::fs::read(&f).unwrap();
+    let fs_ = f.to_str().unwrap();
+    for args in [
+        &["prune", fs_, "--keep-leaf", "--in-place"][..],
+        &["compact", fs_, "--keep", "1000"][..],
+        &["navigate", fs_, "@leaf~3", "--summarize"][..],
+    ] {
+        let r = crate::common::run(&env, args);
+        assert_eq!(r.code, 2, "{args:?}: {}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("is read-only; left alone"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(
+            std::fs::read(&f).unwrap() == before,
+            "{args:?} changed the file"
+        );
+    }
+    assert!(!dir.join("c.jsonl.bak").exists());
+    // Writable again: changed.
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let r = crate::common::run(&env, &["compact", fs_, "--keep", "1000"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}

@@ -234,6 +234,10 @@ fn check_in_place(session: Session, arg: &str) -> Result<Session, CommandError> 
             "-o FILE writes the pruned session to a new file",
         ));
     }
+    crate::session_arg::refuse_read_only(
+        &path,
+        ", or -o FILE to write the pruned session elsewhere",
+    )?;
     let mut session = session;
     if Path::new(arg) != Path::new(&path) {
         // Refresh the store from the file about to be replaced.
