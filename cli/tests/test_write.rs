@@ -1388,3 +1388,45 @@ fn a_read_only_session_file_is_left_alone() {
     let r = crate::common::run(&env, &["compact", fs_, "--keep", "1000"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
+
+/// `-o -` is stdout for `export` (it wrote a file named `-`); `fork` and `prune` refuse it
+/// (a fork is a file pi opens; prune's report shares stdout), and nothing named `-` appears.
+#[test]
+fn dash_as_the_output_is_stdout_or_refused() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("w");
+    std::fs::create_dir(&dir).unwrap();
+    let f = dir.join("c.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &f).unwrap();
+    let fs_ = f.to_str().unwrap();
+    let out = env
+        .pisess_child()
+        .current_dir(&dir)
+        .args(["export", fs_, "-o", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout == std::fs::read(&f).unwrap());
+    for args in [
+        &["fork", fs_, "@leaf", "-o", "-"][..],
+        &["prune", fs_, "--keep-leaf", "-o", "-"][..],
+    ] {
+        let out = env
+            .pisess_child()
+            .current_dir(&dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("-o -"),
+            "{args:?}"
+        );
+    }
+    assert!(!dir.join("-").exists());
+}

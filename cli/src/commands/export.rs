@@ -33,8 +33,8 @@ pub struct ExportArgs {
     /// with the tree and the transcript (html).
     #[arg(long, value_enum, default_value_t = Format::Jsonl)]
     pub format: Format,
-    /// Write to FILE instead of stdout: a file is replaced atomically (through a symlink, its
-    /// target); a device or FIFO is written into.
+    /// Write to FILE instead of stdout (`-` is stdout): a file is replaced atomically (through
+    /// a symlink, its target); a device or FIFO is written into.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -53,13 +53,15 @@ pub enum Format {
 /// Runs `pisess export`.
 pub fn cmd_export(ui: &mut Ui, args: &ExportArgs) -> CommandResult {
     let sess = open_session_read(&args.session)?;
-    if args.output.is_none() {
+    // `-o -` is stdout, as for most tools that take an output file.
+    let output = args.output.as_deref().filter(|o| *o != Path::new("-"));
+    if output.is_none() {
         output::refuse_stdout_as_source(
             Path::new(&sess.record.path),
             "write the copy elsewhere (`-o FILE`, or `>` another file)",
         )?;
     }
-    match &args.output {
+    match output {
         // A terminal sees the document with escapes shown, never acted on (see `ui`).
         None if ui.tty => {
             let mut w = SafeWriter::new(ui.out());

@@ -8,7 +8,7 @@
 //! (a fork of a million-entry path holds its keys, not its entries).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use pisess_engine::agent::fork::branched_session;
@@ -72,6 +72,13 @@ pub fn cmd_fork(ui: &mut Ui, args: &ForkArgs) -> CommandResult {
         .unwrap_or_default()
         .to_owned();
     let path = match &args.output {
+        Some(p) if p == Path::new("-") => {
+            return Err(CommandError::with_hint(
+                anyhow!("a fork is a session file; `-o -` (stdout) cannot hold it"),
+                "give -o a new file name, or `pisess export SESSION --branch ENTRY` to print the \
+                 branch as JSONL",
+            ));
+        }
         Some(p) => p.clone(),
         None => pi_session_dir(&cwd)
             .ok_or_else(|| {

@@ -147,6 +147,12 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         (None, true) => Some(source.clone()),
         (None, false) => None,
     };
+    if args.output.as_deref() == Some(Path::new("-")) {
+        return Err(CommandError::with_hint(
+            anyhow!("`-o -` would mix the pruned session with prune's report on stdout"),
+            "give -o a file name (`-o /dev/stdout` if you mean it)",
+        ));
+    }
     if let Some(o) = &args.output {
         output::refuse_the_source(o, &source, "use --in-place to replace it (with a backup)")?;
     }
