@@ -518,18 +518,26 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
                     .all(|w| w[0].1.session_id == w[1].1.session_id);
                 // One session id held by one live file and by files since gone (a session
                 // file moved or renamed) names the live one; two live files are two sessions.
+                // Gone: marked so by an import of its folder, or missing now (a file deleted
+                // since the last import is not named as a choice).
+                let gone: Vec<bool> = records
+                    .iter()
+                    .map(|(_, r)| r.gone || !Path::new(&r.path).exists())
+                    .collect();
                 let live: Vec<SessionKey> = records
                     .iter()
-                    .filter(|(_, r)| !r.gone)
-                    .map(|(k, _)| *k)
+                    .zip(&gone)
+                    .filter(|(_, g)| !**g)
+                    .map(|((k, _), _)| *k)
                     .collect();
                 if let ([k], true) = (live.as_slice(), one_id) {
                     return Ok(*k);
                 }
                 let names: Vec<String> = records
                     .iter()
-                    .map(|(_, r)| {
-                        let gone = if r.gone { ", gone" } else { "" };
+                    .zip(&gone)
+                    .map(|((_, r), g)| {
+                        let gone = if *g { ", gone" } else { "" };
                         if whole {
                             format!("{}{gone}", crate::ui::safe(&r.path))
                         } else {

@@ -762,3 +762,33 @@ fn a_reading_command_creates_no_store() {
     assert!(!r.stderr.contains("there is no store"), "{}", r.stderr);
     assert_eq!(r.stdout.lines().count(), 2, "{}", r.stdout);
 }
+
+/// A session id held by two files, one of them deleted since the last import, names the one
+/// left (the deleted one was listed as a choice, and the full id failed too).
+#[test]
+fn a_session_id_whose_other_file_was_deleted_names_the_one_left() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("g");
+    std::fs::create_dir(&dir).unwrap();
+    let (a, b) = (dir.join("a.jsonl"), dir.join("b.jsonl"));
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), &a).unwrap();
+    std::fs::copy(&a, &b).unwrap();
+    let run = |args: &[&str]| crate::common::run(&env, args);
+    assert_eq!(run(&["import", dir.to_str().unwrap()]).code, 0);
+    let id = entries_header_id_of(&a);
+    let r = run(&["log", &id, "-n", "1"]);
+    assert_eq!(r.code, 2, "two files hold it: {}", r.stdout);
+    assert!(r.stderr.contains("is ambiguous"), "{}", r.stderr);
+    std::fs::remove_file(&b).unwrap();
+    for arg in [&id[..8], id.as_str()] {
+        let r = run(&["log", arg, "-n", "1"]);
+        assert_eq!(r.code, 0, "{arg}: {}", r.stderr);
+        assert_eq!(r.stdout.lines().count(), 1, "{}", r.stdout);
+    }
+}
+
+fn entries_header_id_of(file: &std::path::Path) -> String {
+    let first = std::fs::read_to_string(file).unwrap();
+    let v: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    v["id"].as_str().unwrap().to_owned()
+}
