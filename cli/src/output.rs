@@ -84,15 +84,17 @@ pub fn resolve(path: &Path) -> Result<Target, CommandError> {
     Ok(target)
 }
 
-/// Refuses an output that is the store (`$PISESS_STORE` or its default) or the copy of its
-/// catalogue beside it, by any name ([`same_file`]): the store may hold the only copy of
-/// sessions whose files are gone.
+/// Refuses an output that is the store (`$PISESS_STORE` or its default), the copy of its
+/// catalogue or its gate beside it, by any name ([`same_file`]): the store may hold the only
+/// copy of sessions whose files are gone.
 fn refuse_the_store(given: &Path, target: &Path) -> Result<(), CommandError> {
     let Ok(store) = pisess_engine::default_store_path() else {
         return Ok(());
     };
     let copy = pisess_engine::source_copy::path_for(&store);
-    if same_file(target, &store) || same_file(target, &copy) {
+    // The gate beside it too: replacing it would let two processes lock two files of one name.
+    let gate = pisess_engine::gate::path_for(&store);
+    if same_file(target, &store) || same_file(target, &copy) || same_file(target, &gate) {
         return Err(CommandError::with_hint(
             anyhow!(
                 "{} is pisess's store ({}); writing there would destroy it",
@@ -198,7 +200,8 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 /// command that reads a session never overwrites it by way of `-o`. `hint` says what to do
 /// instead.
 pub fn refuse_the_source(output: &Path, source: &Path, hint: &str) -> Result<(), CommandError> {
-    if same_file(output, source) {
+    // An emptied one is let through, as for stdout ([`refuse_stdout_as_source`]).
+    if same_file(output, source) && fs::metadata(source).is_ok_and(|m| m.len() > 0) {
         return Err(CommandError::with_hint(
             anyhow!("{} is the session file itself", output.display()),
             hint.to_owned(),
@@ -288,6 +291,14 @@ impl Output {
                             dir.display()
                         ),
                         "create the folder first, or give a file in a folder that exists",
+                    ));
+                }
+                // A read-only file is the user's way of saying "do not change this" (a rename
+                // would replace it all the same), as for the commands that change sessions.
+                if fs::metadata(&target).is_ok_and(|m| m.is_file() && m.permissions().readonly()) {
+                    return Err(CommandError::with_hint(
+                        anyhow!("{} is read-only; left alone", path.display()),
+                        "make it writable (`chmod u+w FILE`) to replace it, or give another file",
                     ));
                 }
                 // Temp files of a run that was killed (never those of a live pisess).

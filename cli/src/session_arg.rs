@@ -522,7 +522,14 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
                 // since the last import is not named as a choice).
                 let gone: Vec<bool> = records
                     .iter()
-                    .map(|(_, r)| r.gone || !Path::new(&r.path).exists())
+                    .map(|(_, r)| {
+                        // (A file replaced by a symbolic link is gone for the import too.)
+                        r.gone
+                            || std::fs::symlink_metadata(&r.path).map_or_else(
+                                |e| e.kind() == std::io::ErrorKind::NotFound,
+                                |m| m.file_type().is_symlink(),
+                            )
+                    })
                     .collect();
                 let live: Vec<SessionKey> = records
                     .iter()

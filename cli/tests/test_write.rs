@@ -1349,6 +1349,21 @@ fn stdout_that_is_the_session_file_itself_is_refused() {
     let (code, err) = into(&a, false, &["export", a.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{err}");
     assert!(std::fs::read(&a).unwrap() == a0);
+    // The same by `-o /dev/stdout`: refused while it holds the session, written when emptied.
+    let (code, err) = into(
+        &a,
+        true,
+        &["export", a.to_str().unwrap(), "-o", "/dev/stdout"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(std::fs::read(&a).unwrap() == a0);
+    let (code, err) = into(
+        &a,
+        false,
+        &["export", a.to_str().unwrap(), "-o", "/dev/stdout"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(std::fs::read(&a).unwrap() == a0);
 }
 
 /// A session file without write permission is left alone by every command that would change
@@ -1383,6 +1398,37 @@ fn a_read_only_session_file_is_left_alone() {
         );
     }
     assert!(!dir.join("c.jsonl.bak").exists());
+    // Nor replaced by `-o` (a rename would do it all the same).
+    let r = crate::common::run(
+        &env,
+        &[
+            "export",
+            fixture("sessions/01-tiny.jsonl").to_str().unwrap(),
+            "-o",
+            fs_,
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is read-only; left alone"),
+        "{}",
+        r.stderr
+    );
+    assert!(std::fs::read(&f).unwrap() == before);
+    // An in-place prune that would drop nothing leaves it as it is: no refusal.
+    let chain = dir.join("chain.jsonl");
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), &chain).unwrap();
+    std::fs::set_permissions(&chain, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let r = crate::common::run(
+        &env,
+        &[
+            "prune",
+            chain.to_str().unwrap(),
+            "--keep-leaf",
+            "--in-place",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
     // Writable again: changed.
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
     let r = crate::common::run(&env, &["compact", fs_, "--keep", "1000"]);

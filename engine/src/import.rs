@@ -789,7 +789,8 @@ impl Store {
             Plan::Fresh(Some((s, old))) => {
                 // Read again (`--full`, or a changed time): the same bytes store the same
                 // blocks, which the report then counts as unchanged.
-                if old.file_size == size {
+                // (A v1/v2 file's rows are its migrated copy, which does not keep every byte.)
+                if old.file_size == size && old.version >= 3.0 && content.migrated_from.is_none() {
                     same_as = Some(w.rows_digest(s)?);
                 }
                 w.delete_session(s, &old)?;
@@ -1661,24 +1662,33 @@ impl<'t> Writer<'t> {
         })
     }
 
-    /// Removes every row of a session (before reading its file again).
-    /// blake3 of a session's stored row blocks in key order. Blocks hold the rows' bytes and
-    /// facts but not their keys, and are cut the same way however the file was read in
-    /// ([`crate::row_block`]), so two imports of the same bytes give the same digest.
+    /// blake3 of a session's stored records in key order. A record holds its row's bytes
+    /// (as written: v3 files only, the caller's rule) and facts, with the line and offset it
+    /// has in the file, but not its key, so two imports of the same bytes give the same digest
+    /// however they were read (whole, or in appends, whose blocks may be cut elsewhere).
     fn rows_digest(&self, s: SessionKey) -> Result<[u8; 32], StoreError> {
         let mut h = blake3::Hasher::new();
         for run in self.session_runs.range((s.0, 0)..=(s.0, u64::MAX))? {
             let (first, n) = run?.1.value();
-            for block in self.entries.range(first..first.saturating_add(n))? {
-                let block = block?.1;
-                let bytes = block.value();
-                h.update(&(bytes.len() as u64).to_le_bytes());
-                h.update(bytes);
+            for stored in self.entries.range(first..first.saturating_add(n))? {
+                let (key, value) = stored?;
+                let corrupt = |source| StoreError::CorruptBlock {
+                    table: schema::ENTRIES_NAME,
+                    key: key.value(),
+                    source,
+                };
+                let block = Block::decode(value.value()).map_err(corrupt)?;
+                for i in 0..block.rows() {
+                    let record = block.record(i).map_err(corrupt)?;
+                    h.update(&(record.len() as u64).to_le_bytes());
+                    h.update(record);
+                }
             }
         }
         Ok(*h.finalize().as_bytes())
     }
 
+    /// Removes every row of a session (before reading its file again).
     fn delete_session(&mut self, s: SessionKey, old: &SessionRecord) -> Result<(), StoreError> {
         let mut keys = Vec::new();
         for row in self.session_runs.range((s.0, 0)..=(s.0, u64::MAX))? {

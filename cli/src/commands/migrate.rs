@@ -710,7 +710,8 @@ fn commit(p: Pending, opts: &Opts) -> FileReport {
         meta,
     } = p;
     let fail = |r: FileReport, why: String| r.end(Status::Failed, why);
-    if let Err(e) = tmp.finish(&meta) {
+    // In place, the new file takes the old one's owner; a copy under --out is the user's.
+    if let Err(e) = tmp.finish(&meta, matches!(opts.mode, Mode::InPlace { .. })) {
         return fail(r, format!("cannot write the temp file: {e}"));
     }
     // pi appends to a session by its path: a line appended since the file was read would go to

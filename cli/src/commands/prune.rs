@@ -165,6 +165,12 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
             .iter()
             .all(|r| matches!(r.1, RowFate::Header | RowFate::Kept));
     let target = if untouched { None } else { target };
+    if rewrites && !untouched {
+        crate::session_arg::refuse_read_only(
+            &session.record.path,
+            ", or -o FILE to write the pruned session elsewhere",
+        )?;
+    }
     let mut backup = None;
     let bytes_after = if dry || untouched {
         let mut counter = Counter(0);
@@ -240,10 +246,6 @@ fn check_in_place(session: Session, arg: &str) -> Result<Session, CommandError> 
             "-o FILE writes the pruned session to a new file",
         ));
     }
-    crate::session_arg::refuse_read_only(
-        &path,
-        ", or -o FILE to write the pruned session elsewhere",
-    )?;
     let mut session = session;
     if Path::new(arg) != Path::new(&path) {
         // Refresh the store from the file about to be replaced.
@@ -751,8 +753,14 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     let absent = pisess_engine::default_store_path().is_ok_and(|p| {
         std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
     });
-    let mut store = if absent {
-        crate::session_arg::open_store_to_query()?
+    let queried = if absent {
+        // Made meanwhile (an import started beside this): opened as usual below.
+        Some(crate::session_arg::open_store_to_query()?).filter(Store::is_absent)
+    } else {
+        None
+    };
+    let mut store = if let Some(store) = queried {
+        store
     } else if args.dry_run {
         open_store_read()?
     } else {

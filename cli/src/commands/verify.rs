@@ -34,7 +34,8 @@ pub struct VerifyArgs {
 /// not the work: `--repair` still repairs, and the status is still the check's.
 pub fn cmd_verify(ui: &mut Ui, args: &VerifyArgs) -> CommandResult {
     // Nothing to check is no "ok": a mistyped PISESS_STORE would pass (and be created).
-    let path = pisess_engine::default_store_path()?;
+    let path = pisess_engine::default_store_path()
+        .map_err(|e| CommandError::with_hint(e, "set PISESS_STORE=/path/store.redb"))?;
     if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         return Err(CommandError::with_hint(
             anyhow::anyhow!("there is no store at {}", safe(&path.to_string_lossy())),

@@ -885,7 +885,15 @@ pub fn create_new_file_with<E>(
     );
     let (tmp, f) = loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".pisess-tmp-{}-{n}-{name}.tmp", std::process::id()));
+        let prefix = format!(".pisess-tmp-{}-{n}-", std::process::id());
+        // Cut so that the temp name stays a legal one (255 bytes) for a long target name.
+        let mut room = 255usize
+            .saturating_sub(prefix.len() + ".tmp".len())
+            .min(name.len());
+        while !name.is_char_boundary(room) {
+            room -= 1;
+        }
+        let tmp = dir.join(format!("{prefix}{}.tmp", &name[..room]));
         match OpenOptions::new().write(true).create_new(true).open(&tmp) {
             Ok(f) => break (tmp, f),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}

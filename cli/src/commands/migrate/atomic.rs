@@ -47,7 +47,11 @@ fn name_part(name: &std::ffi::OsStr, max: usize) -> OsString {
 /// file away, so the owner is kept where that is allowed and left as it is otherwise.
 pub fn keep_owner_and_mode(f: &File, old: &Metadata) -> io::Result<()> {
     use std::os::unix::fs::MetadataExt;
-    let _ = std::os::unix::fs::fchown(f, Some(old.uid()), Some(old.gid()));
+    if std::os::unix::fs::fchown(f, Some(old.uid()), Some(old.gid())).is_err() {
+        // Not root: the group alone, which a member of it may give (a 0660 file of a shared
+        // group stays readable by the group).
+        let _ = std::os::unix::fs::fchown(f, None, Some(old.gid()));
+    }
     f.set_permissions(old.permissions())
 }
 
@@ -101,11 +105,16 @@ impl TempFile {
         &self.path
     }
 
-    /// Gives the file `meta`'s owner (where allowed: [`keep_owner_and_mode`]), permissions and
-    /// modification time, then flushes it to disk.
-    pub fn finish(&self, meta: &Metadata) -> io::Result<()> {
+    /// Gives the file `meta`'s permissions and modification time, and with `owner` its owner
+    /// too (where allowed: [`keep_owner_and_mode`]; for a file that takes the place or the
+    /// role of the one `meta` describes, not for a copy made elsewhere), then flushes it.
+    pub fn finish(&self, meta: &Metadata, owner: bool) -> io::Result<()> {
         let f = self.file()?;
-        keep_owner_and_mode(f, meta)?;
+        if owner {
+            keep_owner_and_mode(f, meta)?;
+        } else {
+            f.set_permissions(meta.permissions())?;
+        }
         f.set_modified(meta.modified()?)?;
         f.sync_all()
     }
@@ -284,7 +293,8 @@ pub fn copy_atomic(src: &Path, target: &Path) -> io::Result<()> {
     let mut from = open_regular(src)?;
     let meta = from.metadata()?;
     io::copy(&mut from, &mut tmp.file()?)?;
-    tmp.finish(&meta)?;
+    // A backup beside the file, as `cp -p` makes it.
+    tmp.finish(&meta, true)?;
     tmp.persist(target)
 }
 
