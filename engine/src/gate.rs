@@ -111,6 +111,8 @@ fn open(path: &Path) -> Option<File> {
 
 /// Opens the gate file for reading (and, with `write`, writing and creating it), never
 /// waiting: a FIFO in its place would otherwise hang a read-only open until a writer came.
+/// A symbolic link in its place is not followed (a dangling one had its target created,
+/// anywhere it pointed): no gate then.
 fn open_mode(path: &Path, write: bool) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     OpenOptions::new()
@@ -118,13 +120,24 @@ fn open_mode(path: &Path, write: bool) -> std::io::Result<File> {
         .write(write)
         .create(write)
         .truncate(false)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
         .open(path)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_symbolic_link_in_the_gates_place_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("s.redb");
+        let target = dir.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, path_for(&store)).unwrap();
+        assert!(!Gate::try_writer(&store).unwrap().is_held());
+        assert!(!Gate::try_reader(&store).unwrap().is_held());
+        assert!(!target.exists(), "the link's target was created");
+    }
 
     #[test]
     fn a_writer_excludes_readers_and_writers_and_readers_share() {
