@@ -964,6 +964,29 @@ fn a_backup_suffix_ending_in_jsonl_is_refused() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, ["a.jsonl"]);
+    // A suffix that makes `.jsonl` only with the file's name (`x.json` + `l`): that file fails.
+    put(&corpus().join("16-v1-60.jsonl"), &d.join("x.json"));
+    let (files, summary, code) = run_json(
+        &env,
+        &[
+            d.join("x.json").to_str().unwrap(),
+            "--in-place",
+            "--backup-suffix",
+            "l",
+        ],
+    );
+    assert_eq!(code, 2, "{summary}");
+    assert_eq!(files[0]["status"], "failed");
+    assert!(
+        files[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("would end in .jsonl"),
+        "{}",
+        files[0]
+    );
+    assert!(!d.join("x.jsonl").exists());
+    assert!(fs::read(d.join("x.json")).unwrap() == before);
 }
 
 /// A symbolic link where the backup goes is refused, by `migrate --in-place` and `prune

@@ -733,6 +733,17 @@ fn commit(p: Pending, opts: &Opts) -> FileReport {
             let mut b = target.clone().into_os_string();
             b.push(suffix);
             let b = PathBuf::from(b);
+            // The suffix alone may not say it (`x.json` + `l`).
+            if b.as_os_str().as_encoded_bytes().ends_with(b".jsonl") {
+                return fail(
+                    r,
+                    format!(
+                        "the backup {} would end in .jsonl: pi and `pisess import` would take it \
+                         for a session of its own; left alone",
+                        safe(&b.to_string_lossy())
+                    ),
+                );
+            }
             if let Err(e) = atomic::make_backup(&target, &b) {
                 return fail(r, e.to_string());
             }
