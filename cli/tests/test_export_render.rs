@@ -551,3 +551,68 @@ fn export_md_and_html_of_every_edge_case_succeed_or_fail_with_an_error() {
     }
     assert!(pages >= 20, "{pages}");
 }
+
+/// The HTML tree of a session with 300 branch points on one path nests at most 150 branches
+/// (browsers stop nesting elements at 512 and drew deeper entries under the wrong parents);
+/// deeper branches are written in place under their "branch i of n" line, and every entry is
+/// still in the tree with its parent.
+#[test]
+fn export_html_tree_nesting_stays_under_the_browsers_limit() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("deep.jsonl");
+    let mut lines = vec![
+        r#"{"type":"session","version":3,"id":"deep","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#.to_owned(),
+    ];
+    let mut parent = Value::Null;
+    let mut ids = Vec::new();
+    for i in 0..300 {
+        // The path goes on through the first child; the second is a leaf.
+        for (id, t) in [(format!("p{i:05}"), "00"), (format!("s{i:05}"), "01")] {
+            lines.push(
+                json!({"type": "message", "id": id, "parentId": parent,
+                    "timestamp": format!("2026-01-01T00:00:{t}.000Z"),
+                    "message": {"role": "user", "content": format!("entry {id}"), "timestamp": 1}})
+                .to_string(),
+            );
+            ids.push((id, parent.as_str().unwrap_or("").to_owned()));
+        }
+        parent = json!(format!("p{i:05}"));
+    }
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let out = env
+        .pisess()
+        .args(["export", file.to_str().unwrap(), "--format", "html"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = String::from_utf8(out.stdout).unwrap();
+    let tree = &page[page.find("<nav id=\"tree\">").unwrap()..];
+    let tree = &tree[..tree.find("</nav>").unwrap() + 6];
+    // Element depth, tag by tag (the tree holds no void elements).
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut rest = tree;
+    while let Some(i) = rest.find('<') {
+        rest = &rest[i + 1..];
+        if rest.starts_with('/') {
+            depth -= 1;
+        } else {
+            depth += 1;
+            deepest = deepest.max(depth);
+        }
+    }
+    assert_eq!(depth, 0, "unbalanced tree");
+    assert!(deepest < 500, "the tree nests {deepest} elements deep");
+    assert!(
+        deepest > 400,
+        "only {deepest}: the first 150 branches still nest"
+    );
+    assert!(tree.contains("<li class=\"branch flat\">branch 2 of 2:"));
+    let mut nodes = tree_nodes(tree);
+    nodes.sort();
+    ids.sort();
+    assert_eq!(nodes, ids);
+}

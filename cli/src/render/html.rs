@@ -10,7 +10,8 @@
 //!   network;
 //! - the tree is written with an explicit stack (no recursion): linear runs stay in one list,
 //!   only an entry with several children opens nested, collapsible `<details>` blocks (open
-//!   on the exported branch), so the nesting depth is the number of branch points on a path;
+//!   on the exported branch), so the nesting depth is the number of branch points on a path,
+//!   up to [`MAX_NESTED`] (deeper branches are written in place, under a heading line);
 //! - every tree node is an `<li data-id=… data-parent=…>` in pi's `getTree` order (siblings by
 //!   timestamp, then file order).
 
@@ -132,7 +133,12 @@ pub fn tree(
 ) -> Result<(), CommandError> {
     enum Step {
         Node(super::super::commands::tree::Node),
-        Raw(String),
+        /// Opens a nested, collapsible branch.
+        Open(String),
+        /// Closes the innermost one.
+        Close,
+        /// A branch's heading written in place, past [`MAX_NESTED`].
+        Flat(String),
     }
     writeln!(
         out,
@@ -146,10 +152,10 @@ pub fn tree(
     for r in roots.into_iter().rev() {
         let nd = node(session, r)?;
         if many {
-            stack.push(Step::Raw("</ul></details></li>\n".into()));
+            stack.push(Step::Close);
             let open = if on_path.contains(&r) { " open" } else { "" };
             stack.push(Step::Node(nd));
-            stack.push(Step::Raw(format!(
+            stack.push(Step::Open(format!(
                 "<li class=\"branch\"><details{open}><summary>root</summary><ul class=\"tree\">\n"
             )));
         } else {
@@ -157,9 +163,21 @@ pub fn tree(
         }
     }
     let width = 120;
+    // Branches open now.
+    let mut nested = 0usize;
     while let Some(step) = stack.pop() {
         let nd = match step {
-            Step::Raw(s) => {
+            Step::Open(s) => {
+                nested += 1;
+                out.write_all(s.as_bytes())?;
+                continue;
+            }
+            Step::Close => {
+                nested = nested.saturating_sub(1);
+                out.write_all(b"</ul></details></li>\n")?;
+                continue;
+            }
+            Step::Flat(s) => {
                 out.write_all(s.as_bytes())?;
                 continue;
             }
@@ -216,9 +234,17 @@ pub fn tree(
                 sa::kind(&first),
                 sa::clip(&sa::summary(&first), 60)
             );
-            stack.push(Step::Raw("</ul></details></li>\n".into()));
+            if nested >= MAX_NESTED {
+                stack.push(Step::Node(c));
+                stack.push(Step::Flat(format!(
+                    "<li class=\"branch flat\">{}</li>\n",
+                    esc(&summary)
+                )));
+                continue;
+            }
+            stack.push(Step::Close);
             stack.push(Step::Node(c));
-            stack.push(Step::Raw(format!(
+            stack.push(Step::Open(format!(
                 "<li class=\"branch\"><details{open}><summary>{}</summary><ul class=\"tree\">\n",
                 esc(&summary)
             )));
@@ -227,6 +253,13 @@ pub fn tree(
     writeln!(out, "</ul></nav>")?;
     Ok(())
 }
+
+/// How many branches the tree nests at most; deeper ones are written in place, each headed by
+/// its "branch i of n" line (`data-parent` still says where each entry hangs). A branch nests
+/// three elements (`li`, `details`, `ul`), and browsers stop nesting at 512 (the HTML
+/// standard's parser: deeper elements become siblings), which drew the tree of a session with
+/// ~170 branch points on one path under the wrong parents.
+const MAX_NESTED: usize = 150;
 
 /// Writes the session facts at the top of the transcript.
 pub fn facts(out: &mut dyn Write, t: &Title) -> io::Result<()> {
