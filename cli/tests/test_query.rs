@@ -897,8 +897,9 @@ fn stats_human_snapshots() {
 
 // ---- grep -------------------------------------------------------------------------------------
 
-/// Entry ids whose searchable strings (anything under `message.content`, a bash execution's
-/// `command`/`output`, a summary, a custom message's `content`) match, by a generic walk.
+/// Entry ids whose searchable strings, numbers and booleans (anything under `message.content`,
+/// a bash execution's `command`/`output`, a summary, a custom message's `content`) match, by
+/// a generic walk.
 fn scan_grep(f: &Path, re: &regex::Regex, role: Option<&str>) -> Vec<String> {
     let mut hits = Vec::new();
     for (_, v) in file_entries(f) {
@@ -925,6 +926,8 @@ fn scan_grep(f: &Path, re: &regex::Regex, role: Option<&str>) -> Vec<String> {
         while let Some(x) = stack.pop() {
             match x {
                 Value::String(s) => hit |= s.split('\n').any(|l| re.is_match(l)),
+                // Numbers and booleans as JSON writes them (tool-call arguments hold them).
+                Value::Number(_) | Value::Bool(_) => hit |= re.is_match(&x.to_string()),
                 Value::Array(a) => stack.extend(a),
                 Value::Object(o) => stack.extend(
                     o.iter()
@@ -964,6 +967,8 @@ fn grep_finds_what_an_independent_scan_finds() {
         (&["^Successfully"], "^Successfully", Some("toolResult")),
         (&["src/[a-z]+\\.rs"], "src/[a-z]+\\.rs", Some("assistant")),
         (&["explored"], "explored", Some("branch_summary")),
+        // Numbers in tool-call arguments (the fixtures hold no booleans there).
+        (&["^[0-9]+$"], "^[0-9]+$", None),
         (&["the"], "the", Some("compaction")),
         // -w, against other spellings of "no word character on either side".
         (&["-w", "the"], r"\bthe\b", None),

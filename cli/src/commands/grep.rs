@@ -14,6 +14,7 @@
 //!   nothing is held per session beyond its row keys and one block's results;
 //! - every piece of session text printed for a human passes through [`safe`].
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use anyhow::anyhow;
@@ -576,17 +577,17 @@ fn snippet(line: &str, start: usize, end: usize) -> (String, usize) {
 }
 
 /// The searchable text fields of an entry: (field name, text).
-fn fields(v: &Value) -> Vec<(String, &str)> {
-    fn str_of(x: Option<&Value>) -> Option<&str> {
-        x.and_then(Value::as_str)
+fn fields(v: &Value) -> Vec<(String, Cow<'_, str>)> {
+    fn str_of(x: Option<&Value>) -> Option<Cow<'_, str>> {
+        x.and_then(Value::as_str).map(Cow::Borrowed)
     }
-    let mut out: Vec<(String, &str)> = Vec::new();
+    let mut out: Vec<(String, Cow<'_, str>)> = Vec::new();
     match sa::entry_type(v) {
         "message" => {
             let Some(m) = v.get("message") else {
                 return out;
             };
-            let role = str_of(m.get("role")).unwrap_or("");
+            let role = m.get("role").and_then(Value::as_str).unwrap_or("");
             let text_field = if role == "toolResult" {
                 "output"
             } else {
@@ -616,33 +617,37 @@ fn fields(v: &Value) -> Vec<(String, &str)> {
 fn content_fields<'v>(
     content: Option<&'v Value>,
     text_field: &str,
-    out: &mut Vec<(String, &'v str)>,
+    out: &mut Vec<(String, Cow<'v, str>)>,
 ) {
     match content {
-        Some(Value::String(s)) => out.push((text_field.to_owned(), s)),
+        Some(Value::String(s)) => out.push((text_field.to_owned(), Cow::Borrowed(s))),
         Some(Value::Array(blocks)) => {
             for b in blocks {
                 match b.get("type").and_then(Value::as_str) {
                     Some("text") => {
                         if let Some(t) = b.get("text").and_then(Value::as_str) {
-                            out.push((text_field.to_owned(), t));
+                            out.push((text_field.to_owned(), Cow::Borrowed(t)));
                         }
                     }
                     Some("thinking") => {
                         if let Some(t) = b.get("thinking").and_then(Value::as_str) {
-                            out.push(("thinking".into(), t));
+                            out.push(("thinking".into(), Cow::Borrowed(t)));
                         }
                     }
                     Some("toolCall") => {
                         let name = b.get("name").and_then(Value::as_str).unwrap_or("tool");
-                        // Every string in the arguments, found with an explicit stack.
+                        // Every string, number and boolean in the arguments (`grep 8080` finds
+                        // `{"port":8080}`), found with an explicit stack.
                         let mut stack: Vec<(String, &Value)> = Vec::new();
                         if let Some(a) = b.get("arguments") {
                             stack.push((name.to_owned(), a));
                         }
                         while let Some((path, x)) = stack.pop() {
                             match x {
-                                Value::String(s) => out.push((path, s)),
+                                Value::String(s) => out.push((path, Cow::Borrowed(s))),
+                                Value::Number(n) => out.push((path, Cow::Owned(n.to_string()))),
+                                Value::Bool(b) => out
+                                    .push((path, Cow::Borrowed(if *b { "true" } else { "false" }))),
                                 Value::Array(items) => {
                                     for (i, it) in items.iter().enumerate().rev() {
                                         stack.push((format!("{path}[{i}]"), it));
