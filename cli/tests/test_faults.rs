@@ -561,3 +561,117 @@ fn a_read_only_store_answers_for_a_changed_session_from_its_copy() {
     assert!(err.contains("Read-only file system"), "{err}");
     assert!(fs::read(&store).unwrap() == image, "the store changed");
 }
+
+/// `prune --sessions` moving a session to a trash on another file system (the store's folder on
+/// a tmpfs): a move that fails after the copy (the session's file system read-only, so the
+/// original cannot be removed) leaves no copy in the trash (each retry left one more, and
+/// "move it back" restored a stale one); the dry run names the places the real run uses, also
+/// for two files of one name; and the real move gives the trash the file's bytes.
+#[test]
+fn prune_sessions_across_file_systems_leaves_no_copy_behind_a_failed_move() {
+    let env = TestEnv::new();
+    let pi = Tmpfs::mount("8M");
+    let disk = Tmpfs::mount("8M");
+    let store = disk.path().join("store.redb");
+    let agent = pi.path().join("agent");
+    let (d1, d2) = (agent.join("sessions/--w--"), agent.join("sessions/x/--w--"));
+    fs::create_dir_all(&d1).unwrap();
+    fs::create_dir_all(&d2).unwrap();
+    let src = fixture("sessions/01-tiny.jsonl");
+    fs::copy(&src, d1.join("a.jsonl")).unwrap();
+    fs::copy(fixture("sessions/03-compactions.jsonl"), d2.join("a.jsonl")).unwrap();
+    let prune = |extra: &[&str]| {
+        let out = env
+            .pisess_child()
+            .env("PISESS_STORE", &store)
+            .env("PI_CODING_AGENT_DIR", &agent)
+            .args([
+                "--json",
+                "prune",
+                "--sessions",
+                "--older-than",
+                "30d",
+                "--any-folder",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = run(
+        &env,
+        &store,
+        &[os("import"), d1.as_os_str(), d2.as_os_str()],
+    );
+    assert_eq!(code, 0, "{err}");
+    let trash = disk.path().join("trash");
+    fs::create_dir_all(&trash).unwrap();
+    let st = std::process::Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(pi.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for _ in 0..2 {
+        let (code, out, err) = prune(&[]);
+        assert_eq!(code, Some(2), "{out}{err}");
+        assert!(out.contains("Read-only file system"), "{out}");
+        let left: Vec<_> = walk(&trash);
+        assert!(left.is_empty(), "copies left in the trash: {left:?}");
+    }
+    let st = std::process::Command::new("mount")
+        .args(["-o", "remount,rw"])
+        .arg(pi.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let paths = |out: &str| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+        let mut p: Vec<String> = v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["trashPath"].as_str().unwrap().to_owned())
+            .collect();
+        p.sort();
+        p
+    };
+    let (code, dry, err) = prune(&["--dry-run"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, real, err) = prune(&[]);
+    assert_eq!(code, Some(0), "{real}{err}");
+    assert_eq!(paths(&dry), paths(&real));
+    let moved = paths(&real);
+    assert_eq!(moved.len(), 2);
+    assert_ne!(moved[0], moved[1]);
+    let mut got: Vec<Vec<u8>> = moved.iter().map(|p| fs::read(p).unwrap()).collect();
+    let mut want = vec![
+        fs::read(&src).unwrap(),
+        fs::read(fixture("sessions/03-compactions.jsonl")).unwrap(),
+    ];
+    got.sort();
+    want.sort();
+    assert!(got == want, "the trash does not hold the files' bytes");
+    assert!(!d1.join("a.jsonl").exists() && !d2.join("a.jsonl").exists());
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -1061,3 +1061,41 @@ fn prune_writes_a_cut_cycle_as_a_root_so_pi_can_open_the_output() {
     let v = run_json(&env, &["prune", orphan.to_str().unwrap(), "--keep-leaf"]);
     assert_eq!(v["rerooted"], serde_json::json!([]), "{v}");
 }
+
+/// A session file replaced by a symbolic link since it was imported is not moved: the link
+/// leads to another file (here a newer session), not the session judged old (the link was
+/// moved to the trash, where it dangled, and that session left pi's folder).
+#[test]
+fn prune_sessions_leaves_a_file_replaced_by_a_link() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join(".pi/agent/sessions/--work--");
+    std::fs::create_dir_all(&dir).unwrap();
+    let old = dir.join("old.jsonl");
+    std::fs::copy(fixture("sessions/03-compactions.jsonl"), &old).unwrap();
+    let out = env
+        .pisess()
+        .args(["import", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let other = env.home.path().join("other.jsonl");
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), &other).unwrap();
+    std::fs::remove_file(&old).unwrap();
+    std::os::unix::fs::symlink(&other, &old).unwrap();
+    let r = crate::common::run(&env, &["prune", "--sessions", "--older-than", "30d"]);
+    assert!(
+        r.stdout.contains("symbolic link now") || r.stderr.contains("symbolic link now"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        std::fs::symlink_metadata(&old)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(other.is_file());
+    let trash = env.home.path().join("trash");
+    assert!(!trash.join("--work--/old.jsonl").exists());
+}

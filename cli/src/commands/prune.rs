@@ -703,34 +703,65 @@ impl KeptCells {
 
 // ---- --sessions ---------------------------------------------------------------------------
 
-/// A free name for `file` in `dir`: the file name, else `NAME.1`, `NAME.2`, ….
-fn free_name(dir: &Path, file: &Path) -> PathBuf {
+/// A free name for `file` in `dir`: the file name, else `NAME.1`, `NAME.2`, …; a name taken
+/// earlier in this run (`taken`: a dry run moves nothing, so the folder does not show it) is
+/// not free either, so a dry run names the places the real run uses.
+fn free_name(dir: &Path, file: &Path, taken: &mut BTreeSet<PathBuf>) -> PathBuf {
     let name = file.file_name().unwrap_or_default();
     let mut candidate = dir.join(name);
     let mut i = 1u32;
-    while candidate.symlink_metadata().is_ok() {
+    while candidate.symlink_metadata().is_ok() || taken.contains(&candidate) {
         let mut n = name.to_owned();
         n.push(format!(".{i}"));
         candidate = dir.join(n);
         i += 1;
     }
+    taken.insert(candidate.clone());
     candidate
 }
 
 /// Moves `src` to `dst` (a new name): rename, else (another file system) a checked atomic copy
-/// and then the removal of the original.
+/// and then the removal of the original. A copy that fails its check is removed again. The
+/// original is held open across its removal: what was appended to it between the check and
+/// the removal (pi appends by path, a line per write) is read through it and added to the
+/// copy, so no line is lost; a line appended after the removal makes a new file in its place.
 fn move_file(src: &Path, dst: &Path) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
     match std::fs::rename(src, dst) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
-            atomic::copy_atomic(src, dst)?;
-            if !atomic::same_bytes(src, dst)? {
-                return Err(std::io::Error::other(format!(
-                    "the copy at {} differs from the original; the original was left in place",
-                    dst.display()
-                )));
+            let mut original = pisess_formats::open::open_regular(src)?;
+            let checked = atomic::copy_atomic(src, dst).and_then(|()| {
+                if atomic::same_bytes(src, dst)? {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other(format!(
+                        "the copy at {} differs from the original (is pi writing to it?); the \
+                         original was left in place",
+                        dst.display()
+                    )))
+                }
+            });
+            if let Err(e) = checked {
+                if std::fs::symlink_metadata(dst).is_ok() {
+                    let _ = std::fs::remove_file(dst);
+                }
+                return Err(e);
             }
-            std::fs::remove_file(src)?;
+            let copied = std::fs::metadata(dst)?.len();
+            if let Err(e) = std::fs::remove_file(src) {
+                // Left in place: the copy goes again (a second one came each retry).
+                let _ = std::fs::remove_file(dst);
+                return Err(e);
+            }
+            let mut tail = Vec::new();
+            original.seek(SeekFrom::Start(copied))?;
+            original.read_to_end(&mut tail)?;
+            if !tail.is_empty() {
+                let mut f = std::fs::OpenOptions::new().append(true).open(dst)?;
+                f.write_all(&tail)?;
+                f.sync_all()?;
+            }
         }
         Err(e) => return Err(e),
     }
@@ -827,6 +858,7 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     let mut moved = Vec::new();
     let mut failed = 0usize;
     let mut folders = BTreeSet::new();
+    let mut taken = BTreeSet::new();
     for (r, modified) in &old {
         let src = PathBuf::from(&r.path);
         let sub = src
@@ -834,10 +866,22 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
             .and_then(Path::file_name)
             .map_or_else(|| PathBuf::from("_"), PathBuf::from);
         let dir = trash.join(sub);
-        let dst = free_name(&dir, &src);
-        let status = if !src.is_file() {
+        let dst = free_name(&dir, &src, &mut taken);
+        let status = if let Err(e) = std::fs::metadata(&src) {
             failed += 1;
-            Err("the file is missing".to_owned())
+            Err(if e.kind() == std::io::ErrorKind::NotFound {
+                "the file is missing".to_owned()
+            } else {
+                format!("the file cannot be looked at ({e}); left in place")
+            })
+        } else if !src.is_file() {
+            failed += 1;
+            Err("the file is no regular file now; left in place".to_owned())
+        } else if std::fs::symlink_metadata(&src).is_ok_and(|m| m.file_type().is_symlink()) {
+            // Replaced by a link since it was imported: what it leads to is another file, not
+            // the session judged old.
+            failed += 1;
+            Err("the file is a symbolic link now; left in place".to_owned())
         } else if let Some(e) = unreadable.get(&r.path) {
             // Changed since it was imported, and what it holds now cannot be judged.
             failed += 1;
