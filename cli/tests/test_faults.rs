@@ -620,7 +620,7 @@ fn prune_sessions_across_file_systems_leaves_no_copy_behind_a_failed_move() {
         let (code, out, err) = prune(&[]);
         assert_eq!(code, Some(2), "{out}{err}");
         assert!(out.contains("Read-only file system"), "{out}");
-        let left: Vec<_> = walk(&trash);
+        let left = crate::common::files_under(&trash);
         assert!(left.is_empty(), "copies left in the trash: {left:?}");
     }
     let st = std::process::Command::new("mount")
@@ -657,21 +657,4 @@ fn prune_sessions_across_file_systems_leaves_no_copy_behind_a_failed_move() {
     want.sort();
     assert!(got == want, "the trash does not hold the files' bytes");
     assert!(!d1.join("a.jsonl").exists() && !d2.join("a.jsonl").exists());
-}
-
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }

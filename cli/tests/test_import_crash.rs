@@ -15,20 +15,13 @@ use crate::common::{Rng, TestEnv, corpus, fixture};
 
 /// Every file under `dir`: relative path → blake3 hash.
 fn hashes(dir: &Path) -> BTreeMap<PathBuf, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let h = blake3::hash(&fs::read(&p).unwrap()).to_hex().to_string();
-                out.insert(p.strip_prefix(dir).unwrap().to_path_buf(), h);
-            }
-        }
-    }
-    out
+    crate::common::files_under(dir)
+        .into_iter()
+        .map(|p| {
+            let h = blake3::hash(&fs::read(&p).unwrap()).to_hex().to_string();
+            (p.strip_prefix(dir).unwrap().to_path_buf(), h)
+        })
+        .collect()
 }
 
 /// An environment whose store is `store`.

@@ -27,22 +27,15 @@ fn put(src: &Path, dst: &Path) {
 
 /// Every file under `dir`: relative path → bytes.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(
-                    p.strip_prefix(dir).unwrap().to_path_buf(),
-                    fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    out
+    crate::common::files_under(dir)
+        .into_iter()
+        .map(|p| {
+            (
+                p.strip_prefix(dir).unwrap().to_path_buf(),
+                fs::read(&p).unwrap(),
+            )
+        })
+        .collect()
 }
 
 /// Runs `pisess migrate ARGS --json`; returns the file records, the summary and the exit code.
