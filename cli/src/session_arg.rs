@@ -144,11 +144,7 @@ fn open_store_as(
     // The writer's gate, held from when it is taken until the store is open.
     let mut gate: Option<Gate> = None;
     loop {
-        let missing = || {
-            std::fs::symlink_metadata(&path)
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-        };
-        let opened = if read_only && missing() {
+        let opened = if read_only && pisess_engine::no_store_at(&path) {
             // Read as empty, and nothing created: not even the gate.
             Store::open_read_only(&path)
         } else if read_only {

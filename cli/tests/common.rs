@@ -355,6 +355,19 @@ pub fn append_once_a_temp_file_appears(
     false
 }
 
+/// Every file under `dir`: its path below `dir` → blake3 of its bytes (hex).
+pub fn file_hashes(dir: &Path) -> std::collections::BTreeMap<PathBuf, String> {
+    files_under(dir)
+        .into_iter()
+        .map(|p| {
+            let h = blake3::hash(&std::fs::read(&p).unwrap())
+                .to_hex()
+                .to_string();
+            (p.strip_prefix(dir).unwrap().to_path_buf(), h)
+        })
+        .collect()
+}
+
 /// Every file under `dir` (folders walked with an explicit stack), in no particular order.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -13,17 +13,6 @@ use std::time::{Duration, Instant};
 
 use crate::common::{Rng, TestEnv, corpus, fixture};
 
-/// Every file under `dir`: relative path → blake3 hash.
-fn hashes(dir: &Path) -> BTreeMap<PathBuf, String> {
-    crate::common::files_under(dir)
-        .into_iter()
-        .map(|p| {
-            let h = blake3::hash(&fs::read(&p).unwrap()).to_hex().to_string();
-            (p.strip_prefix(dir).unwrap().to_path_buf(), h)
-        })
-        .collect()
-}
-
 /// An environment whose store is `store`.
 fn pisess(env: &TestEnv, store: &Path) -> assert_cmd::Command {
     let mut cmd = env.pisess();
@@ -173,7 +162,7 @@ fn a_killed_import_leaves_a_valid_store_that_a_second_import_completes() {
         files.push(dst);
     }
     assert!(files.len() >= 15, "only {} inputs", files.len());
-    let originals = hashes(src.path());
+    let originals = crate::common::file_hashes(src.path());
 
     // The reference: one uninterrupted import into a fresh store.
     let stores = tempfile::tempdir().unwrap();
@@ -240,7 +229,7 @@ fn a_killed_import_leaves_a_valid_store_that_a_second_import_completes() {
             describe_diff(&reference, &got)
         );
         assert_eq!(
-            hashes(src.path()),
+            crate::common::file_hashes(src.path()),
             originals,
             "{what}: source files changed"
         );
@@ -255,7 +244,11 @@ fn a_killed_import_leaves_a_valid_store_that_a_second_import_completes() {
         partial + empty > 0,
         "no kill fell inside the import (no store {no_store}, complete {complete})"
     );
-    assert_eq!(hashes(src.path()), originals, "source files changed");
+    assert_eq!(
+        crate::common::file_hashes(src.path()),
+        originals,
+        "source files changed"
+    );
 }
 
 /// `pisess import` of a session file that grew since the last import, killed (SIGKILL) while it

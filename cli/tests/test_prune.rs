@@ -255,26 +255,6 @@ fn prune_of_a_v1_file_keeps_its_context() {
     );
 }
 
-fn hash_tree(dir: &Path) -> BTreeMap<PathBuf, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let bytes = std::fs::read(&p).unwrap();
-                out.insert(
-                    p.strip_prefix(dir).unwrap().to_path_buf(),
-                    blake3::hash(&bytes).to_hex().to_string(),
-                );
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn prune_dry_run_changes_nothing_and_in_place_keeps_a_backup() {
     let env = TestEnv::new();
@@ -283,7 +263,7 @@ fn prune_dry_run_changes_nothing_and_in_place_keeps_a_backup() {
     let file = dir.join("s.jsonl");
     std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
     let f = file.to_str().unwrap();
-    let before = hash_tree(&dir);
+    let before = crate::common::file_hashes(&dir);
     let store = env.home.path().join("store.redb");
     // The first run imports the file; after that a dry run only reads the store.
     let mut store_bytes = None;
@@ -297,7 +277,11 @@ fn prune_dry_run_changes_nothing_and_in_place_keeps_a_backup() {
         let r = run_json(&env, &args);
         assert_eq!(r["dryRun"], true, "{args:?}");
         assert!(r["droppedEntries"].as_u64().unwrap() > 0, "{args:?}");
-        assert_eq!(hash_tree(&dir), before, "{args:?} changed the folder");
+        assert_eq!(
+            crate::common::file_hashes(&dir),
+            before,
+            "{args:?} changed the folder"
+        );
         let now = std::fs::read(&store).unwrap();
         if let Some(b) = &store_bytes {
             assert!(b == &now, "{args:?} wrote the store");
@@ -312,7 +296,7 @@ fn prune_dry_run_changes_nothing_and_in_place_keeps_a_backup() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("dry run: nothing written"), "{text}");
-    assert_eq!(hash_tree(&dir), before);
+    assert_eq!(crate::common::file_hashes(&dir), before);
 
     // -o into a second file, then --in-place: same bytes; the backup is the original.
     let expect = env.home.path().join("expect.jsonl");
@@ -419,7 +403,7 @@ fn prune_sessions_moves_old_sessions_to_the_trash_and_deletes_nothing() {
     let age = format!("{cut_days}d");
 
     let all_hashes = |home: &Path| -> Vec<String> {
-        let mut v: Vec<String> = hash_tree(home)
+        let mut v: Vec<String> = crate::common::file_hashes(home)
             .into_iter()
             .filter(|(p, _)| p.extension().is_some_and(|x| x == "jsonl"))
             .map(|(_, h)| h)
@@ -427,14 +411,18 @@ fn prune_sessions_moves_old_sessions_to_the_trash_and_deletes_nothing() {
         v.sort();
         v
     };
-    let before = hash_tree(&dir);
+    let before = crate::common::file_hashes(&dir);
     let hashes_before = all_hashes(env.home.path());
     let store_before = std::fs::read(env.home.path().join("store.redb")).unwrap();
     let r = run_json(
         &env,
         &["prune", "--sessions", "--older-than", &age, "--dry-run"],
     );
-    assert_eq!(hash_tree(&dir), before, "the dry run changed the folder");
+    assert_eq!(
+        crate::common::file_hashes(&dir),
+        before,
+        "the dry run changed the folder"
+    );
     let store_after = std::fs::read(env.home.path().join("store.redb")).unwrap();
     assert!(store_after == store_before, "the dry run wrote the store");
     assert!(!env.home.path().join("trash").exists());

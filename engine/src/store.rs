@@ -93,6 +93,12 @@ pub fn store_path_from(
     Err(StoreError::NoLocation)
 }
 
+/// Whether nothing at all is at `path` (not even a dangling link): a store there does not
+/// exist yet, and [`Store::open_read_only`] reads it as empty without creating it.
+pub fn no_store_at(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+}
+
 /// The default pi session folder: `$PI_CODING_AGENT_SESSION_DIR`, else
 /// `$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions`.
 pub fn default_session_dir() -> Option<PathBuf> {
@@ -187,8 +193,7 @@ impl Store {
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         regular_or_missing(&path)?;
-        if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-        {
+        if no_store_at(&path) {
             return Self::open_absent(path);
         }
         let Some(db) = open_db_read_only(&path).map_err(|e| match e {

@@ -781,9 +781,7 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     // The dry run moves nothing, so it only reads the store (and writes it only to refresh a
     // session whose file changed, below).
     // A store that does not exist holds nothing to move: read as empty, not created.
-    let absent = pisess_engine::default_store_path().is_ok_and(|p| {
-        std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-    });
+    let absent = pisess_engine::default_store_path().is_ok_and(|p| pisess_engine::no_store_at(&p));
     let queried = if absent {
         // Made meanwhile (an import started beside this): opened as usual below.
         Some(crate::session_arg::open_store_to_query()?).filter(Store::is_absent)

@@ -36,7 +36,7 @@ pub fn cmd_verify(ui: &mut Ui, args: &VerifyArgs) -> CommandResult {
     // Nothing to check is no "ok": a mistyped PISESS_STORE would pass (and be created).
     let path = pisess_engine::default_store_path()
         .map_err(|e| CommandError::with_hint(e, "set PISESS_STORE=/path/store.redb"))?;
-    if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+    if pisess_engine::no_store_at(&path) {
         return Err(CommandError::with_hint(
             anyhow::anyhow!("there is no store at {}", safe(&path.to_string_lossy())),
             "`pisess import` creates it; PISESS_STORE names another store",
