@@ -201,14 +201,24 @@ fn a_killed_import_leaves_a_valid_store_that_a_second_import_completes() {
         kill_import_after(&env, src.path(), &store, wait);
 
         let existed = store.exists();
-        // The killed store verifies.
+        // The killed store verifies; a kill before the store was created leaves none, and
+        // verify says so (exit 2) rather than creating one.
         let mut cmd = pisess(&env, &store);
         cmd.arg("verify");
         let (code, out, err) = run(cmd);
-        assert_eq!(
-            code, 0,
-            "{what} ({wait} ms of {full:?}): verify after the kill failed\n{out}\n{err}"
-        );
+        if existed {
+            assert_eq!(
+                code, 0,
+                "{what} ({wait} ms of {full:?}): verify after the kill failed\n{out}\n{err}"
+            );
+        } else {
+            assert!(
+                code == 2 && err.contains("there is no store at"),
+                "{what} ({wait} ms of {full:?}): verify of the missing store: \
+                 exit {code}\n{out}\n{err}"
+            );
+            assert!(!store.exists(), "{what}: verify created the store");
+        }
         // Where the kill landed.
         let n = catalogue(&env, &store, &what).len();
         if !existed {
