@@ -1087,3 +1087,96 @@ fn prune_sessions_leaves_a_file_replaced_by_a_link() {
     let trash = env.home.path().join("trash");
     assert!(!trash.join("--work--/old.jsonl").exists());
 }
+
+/// A store kept inside pi's session folder has its trash there too: an import of the folder
+/// does not read the sessions `prune --sessions` moved into the trash back as sessions, though
+/// the trash named alone is read, and a folder merely named `trash` elsewhere is read as usual.
+#[test]
+fn a_store_inside_pis_folder_does_not_import_its_own_trash() {
+    let env = TestEnv::new();
+    let root = env.home.path().join(".pi/agent/sessions");
+    let dir = root.join("--work--");
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in ["01-tiny", "03-compactions"] {
+        std::fs::copy(
+            fixture(&format!("sessions/{n}.jsonl")),
+            dir.join(format!("{n}.jsonl")),
+        )
+        .unwrap();
+    }
+    // A folder of pi's named `trash` that is not the store's: its session is pi's.
+    let other = root.join("--work--").join("trash");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(
+        fixture("sessions/04-many-branches.jsonl"),
+        other.join("kept.jsonl"),
+    )
+    .unwrap();
+    let store = root.join("store.redb");
+    let run = |args: &[&str]| -> Value {
+        let out = env
+            .pisess()
+            .env("PISESS_STORE", &store)
+            .arg("--json")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // JSON Lines (ls) or one JSON value (import, prune): an array of the lines.
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        if args[0] == "ls" {
+            Value::Array(lines)
+        } else {
+            assert_eq!(lines.len(), 1, "{args:?}: {text}");
+            lines.remove(0)
+        }
+    };
+    let files = |v: &Value| -> Vec<String> {
+        let mut f: Vec<String> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["file"].as_str().unwrap().to_string())
+            .collect();
+        f.sort();
+        f
+    };
+    run(&["import"]);
+    assert_eq!(files(&run(&["ls"])).len(), 3);
+    let r = run(&["prune", "--sessions", "--older-than", "1d"]);
+    let trash = root.join("trash");
+    assert_eq!(r["trash"], trash.to_str().unwrap());
+    assert_eq!(r["sessions"].as_array().unwrap().len(), 3, "{r}");
+    assert!(!dir.join("01-tiny.jsonl").exists());
+    assert!(!other.join("kept.jsonl").exists());
+    let in_trash = crate::common::files_under(&trash);
+    assert_eq!(in_trash.len(), 3, "{in_trash:?}");
+
+    // Pi writes a new session into a folder named `trash` of its own.
+    std::fs::copy(
+        fixture("sessions/05-context-edits-labels.jsonl"),
+        other.join("new.jsonl"),
+    )
+    .unwrap();
+    let r = run(&["import"]);
+    let listed = files(&run(&["ls"]));
+    let canon_other = std::fs::canonicalize(&other).unwrap();
+    assert_eq!(
+        listed,
+        vec![canon_other.join("new.jsonl").to_str().unwrap().to_string()],
+        "import of pi's folder read the store's trash: {r}"
+    );
+
+    // Named alone, the trash is read.
+    run(&["import", trash.to_str().unwrap()]);
+    assert_eq!(files(&run(&["ls"])).len(), 4);
+}

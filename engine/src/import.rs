@@ -374,7 +374,7 @@ impl Store {
         opts: &ImportOptions,
         progress: &mut dyn FnMut(ImportEvent<'_>),
     ) -> Result<ImportReport, StoreError> {
-        let (files, folders) = discover(paths);
+        let (files, folders) = discover(paths, &crate::store::trash_dir(self.path()));
         // The common case of a re-import: nothing changed. Decided in one read transaction,
         // so it also works on a store opened read-only and writes nothing.
         if !opts.full
@@ -433,7 +433,7 @@ impl Store {
     /// [`Store::import`]'s when it is `Some`.
     pub fn unchanged_by_copy(store: &Path, paths: &[PathBuf]) -> Option<ImportReport> {
         let copy = SourceCopy::load(store)?;
-        let (files, folders) = discover(paths);
+        let (files, folders) = discover(paths, &crate::store::trash_dir(store));
         let sessions = unchanged_in(&copy, &files, &folders).ok().flatten()?;
         Some(unchanged_report(files, sessions))
     }
@@ -2606,18 +2606,25 @@ fn unchanged_in(
 
 /// The files to import for `paths` (folders scanned with [`files_under`]), and the folders
 /// (canonical when they can be) whose vanished files are marked gone.
-fn discover(paths: &[PathBuf]) -> (Vec<Found>, Vec<PathBuf>) {
+///
+/// `trash` is the store's trash folder ([`crate::store::trash_dir`]): a scan does not go into
+/// it (the files `prune --sessions` moved there are not sessions to import again), though a
+/// path naming it, or a file in it, is read as given.
+fn discover(paths: &[PathBuf], trash: &Path) -> (Vec<Found>, Vec<PathBuf>) {
     let mut files: Vec<Found> = Vec::new();
     let mut folders = Vec::new();
+    // The trash's canonical path; none when it does not exist (then there is nothing to skip).
+    let trash = std::fs::canonicalize(trash).ok();
+    let skip = trash.as_deref();
     for p in paths {
         if p.is_dir() {
             match std::fs::canonicalize(p) {
                 Ok(canon) => {
-                    files.extend(files_under(p, Some(&canon)));
+                    files.extend(files_under(p, Some(&canon), skip));
                     folders.push(canon);
                 }
                 Err(_) => {
-                    files.extend(files_under(p, None));
+                    files.extend(files_under(p, None, skip));
                     folders.push(p.clone());
                 }
             }
@@ -2702,7 +2709,10 @@ enum Scan {
 /// `statx` and as few allocations as the paths need: the name used for sorting is a slice of
 /// the entry's path, and a file's canonical path is its folder's canonical path joined with
 /// its name (the same path `canon_dir` joined with the file's path below `dir`).
-fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
+///
+/// A sub-folder whose canonical path is `skip` (the store's trash) is not read. Only a folder
+/// named like it is looked at for that, so the scan costs no more for the others.
+fn files_under(dir: &Path, canon_dir: Option<&Path>, skip: Option<&Path>) -> Vec<Found> {
     use std::os::unix::ffi::OsStrExt;
     let mut out = Vec::new();
     let mut stack = vec![Scan::Dir(
@@ -2778,6 +2788,15 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>) -> Vec<Found> {
                 let c = canon_d
                     .as_deref()
                     .map(|c| std::sync::Arc::from(joined(c, &name)));
+                if let Some(skip) = skip
+                    && skip.file_name() == Some(name.as_os_str())
+                    && match c.as_deref() {
+                        Some(c) => c == skip,
+                        None => std::fs::canonicalize(&p).is_ok_and(|c| c == skip),
+                    }
+                {
+                    continue;
+                }
                 here.push((prefix(name.as_bytes()), at, Scan::Dir(p, c)));
             } else {
                 let (canon_dir, stat) = if ft.is_symlink() {
@@ -2817,7 +2836,7 @@ fn joined(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
 /// (and symlinks to them) that an import would read, without the folders it could not read
 /// and the files it would refuse.
 pub fn jsonl_files_under(dir: &Path) -> Vec<PathBuf> {
-    files_under(dir, None)
+    files_under(dir, None, None)
         .into_iter()
         .filter(|f| f.error.is_none())
         .map(|f| f.path)
@@ -3076,7 +3095,7 @@ mod tests {
         walk(&root, &mut want);
         want.sort();
         let canon_root = std::fs::canonicalize(&root).unwrap();
-        let got = files_under(&root, Some(&canon_root));
+        let got = files_under(&root, Some(&canon_root), None);
         let paths: Vec<&Path> = got.iter().map(|f| f.path.as_path()).collect();
         assert_eq!(paths, want);
         for f in &got {

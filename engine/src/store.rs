@@ -99,6 +99,17 @@ pub fn no_store_at(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
 }
 
+/// The folder `prune --sessions` moves old session files into: `trash/` beside the store at
+/// `store`. An import never reads it as part of a folder it scans (a store kept inside pi's
+/// session folder would otherwise take its trash back as sessions); named alone, it is read.
+pub fn trash_dir(store: &Path) -> PathBuf {
+    store
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join("trash")
+}
+
 /// The default pi session folder: `$PI_CODING_AGENT_SESSION_DIR`, else
 /// `$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions`.
 pub fn default_session_dir() -> Option<PathBuf> {

@@ -795,12 +795,7 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     } else {
         open_store()?
     };
-    let trash = store
-        .path()
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .join("trash");
+    let trash = pisess_engine::trash_dir(store.path());
     let pi_root =
         pisess_formats::layout::session_root().map(|r| std::fs::canonicalize(&r).unwrap_or(r));
     let select = |store: &Store| -> Result<(Vec<Old>, usize), CommandError> {
