@@ -2544,7 +2544,27 @@ impl Snapshot {
             }
         }
         self.read_ranges(&mut scan)?;
+        if scan.filter.session.is_none() {
+            self.drop_gone(&mut scan)?;
+        }
         Ok(scan)
+    }
+
+    /// Leaves out the blocks of sessions whose files are gone (deleted or moved since their
+    /// import: a moved file is imported again under its new path, and its hits must not be
+    /// listed twice), as `ls`, `grep` and `stats` do. One catalogue lookup per session met.
+    fn drop_gone(&self, scan: &mut FileScan<'_>) -> Result<(), StoreError> {
+        let mut gone = Vec::new();
+        for s in scan.sessions() {
+            if self.session(s)?.is_some_and(|r| r.gone) {
+                gone.push(s.0);
+            }
+        }
+        if !gone.is_empty() {
+            scan.blocks
+                .retain(|b| gone.binary_search(&b.session).is_err());
+        }
+        Ok(())
     }
 
     /// Every hit of one session, in file order.

@@ -2437,11 +2437,13 @@ fn catalogue_key(p: &Path) -> Option<&str> {
 /// Whether a session's file has disappeared from its path (a catalogue key, canonical when it
 /// was imported): nothing is there any more, or a symbolic link is (the file was replaced by a
 /// link: what the link leads to is imported under its own canonical path, so the session of
-/// the old file must not stay live beside it). A path that cannot be looked at (a folder on
-/// the way that the user cannot search) has not vanished.
+/// the old file must not stay live beside it), or anything else that is no regular file (a
+/// folder, a FIFO: the scan never reads one, so the session could never be refreshed or
+/// marked gone otherwise). A path that cannot be looked at (a folder on the way that the user
+/// cannot search) has not vanished.
 fn vanished(path: &Path) -> bool {
     match std::fs::symlink_metadata(path) {
-        Ok(md) => md.file_type().is_symlink(),
+        Ok(md) => !md.file_type().is_file(),
         Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
 }
