@@ -1256,6 +1256,36 @@ fn stats_count_a_copied_session_once() {
     }
 }
 
+/// Which copy of a session owns the entries the copies share does not depend on the order
+/// they were imported in: a store that took the longer copy first counts as a fresh import of
+/// the same files (the first copy by path owns them).
+#[test]
+fn stats_of_copies_do_not_depend_on_the_import_order() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(session("04-many-branches")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let half = lines.len() / 2;
+    let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+    // b.jsonl first, then a.jsonl, a copy of its first half, and b grows.
+    let b = dir.path().join("b.jsonl");
+    std::fs::write(&b, join(&lines[..half])).unwrap();
+    out(&env, &["import", dir.path().to_str().unwrap()], 0);
+    std::fs::copy(&b, dir.path().join("a.jsonl")).unwrap();
+    std::fs::write(&b, join(&lines)).unwrap();
+    out(&env, &["import", dir.path().to_str().unwrap()], 0);
+    let args = ["stats", "--by", "session", "--json"];
+    let got = json_lines(&env, &args, 0);
+    let fresh = TestEnv::new();
+    out(&fresh, &["import", dir.path().to_str().unwrap()], 0);
+    let want = json_lines(&fresh, &args, 0);
+    assert_eq!(got, want);
+    // a.jsonl owns the first half: b adds the rest.
+    let total = want.last().unwrap();
+    assert_eq!(total["sessions"], 2, "{total}");
+    assert_eq!(total["sharedEntries"], half - 1, "{total}");
+}
+
 /// Two files with the same session id (pi's edge cases share one) are two sessions.
 #[test]
 fn stats_tell_apart_files_that_share_a_session_id() {

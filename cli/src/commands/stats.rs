@@ -15,7 +15,7 @@
 //!   before their forks, so the parent owns the shared entries and a fork's row shows only
 //!   what it added (`sharedEntries` says how many were skipped). Files that hold the same
 //!   session id (a copy of a session file, a backup) are a family too: the entries a copy
-//!   shares with the first are counted once;
+//!   shares with the first (by file path) are counted once;
 //! - with SESSION, that one session is counted in full (nothing is shared with itself);
 //! - rows are read through the snapshot (`with_entry` + `json_text`), one at a time;
 //! - an entry whose JSON cannot be read is not counted, is named on stderr (file and line) and
@@ -295,7 +295,7 @@ fn report_unreadable(unreadable: &[(String, Vec<u64>)]) -> Outcome {
 
 /// The order to count sessions in, and whether each is in a fork family (or shares its id with
 /// another file): parents before their forks (by the length of the `parentSession` chain, then
-/// creation time, then id).
+/// creation time, then id, then file path).
 fn family_order(
     snap: &Snapshot,
     sessions: &[(SessionKey, SessionRecord)],
@@ -350,6 +350,9 @@ fn family_order(
             .cmp(&depth(b))
             .then_with(|| ra.created_ms.cmp(&rb.created_ms))
             .then_with(|| ra.session_id.cmp(&rb.session_id))
+            // Copies of one session (same id and creation time): by file path, not by the
+            // order they were imported in, so that the counts are those of a fresh import.
+            .then_with(|| ra.path.cmp(&rb.path))
     });
     Ok(order.into_iter().map(|i| (i, in_family[i])).collect())
 }
