@@ -18,10 +18,14 @@
 //! output linear in N, where one lane per sibling made it quadratic. `--json`'s `column` is
 //! the lane itself, unfolded.
 //!
-//! Filtering (`--type`): an entry left out draws no line, but the lanes are those of the whole
-//! tree. A join line waits for the next line shown and is drawn just before it; joins with no
-//! line shown above them (before the first line shown) or below them (after the last) are
-//! dropped, so a filter that matches nothing prints nothing, as `log --type` does.
+//! Filtering (`--type`): the graph is that of the entries shown, each linked to its nearest
+//! shown ancestor (`git log --graph`'s history simplification), found in a first pass over the
+//! rows' facts; the order is the same walk's, restricted to them (the restriction of a
+//! pre-order is a pre-order of the simplified tree, the active child still last), so the lanes
+//! stay a stack. A branch of hidden entries draws nothing, and a join is drawn where the
+//! branches meet among the entries shown. An entry shown whose ancestors are all hidden is
+//! followed by a `~` line at its column (as `jj log` marks elided parents). A filter that
+//! matches nothing prints nothing, as `log --type` does.
 //!
 //! Invariants: no recursion (the walk uses an explicit stack, so a 1,000,000-deep chain is one
 //! lane and one loop); the tree comes from the store in a few range reads
@@ -75,19 +79,55 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
         stack.extend(kids);
     }
 
+    // With --type, the graph is that of the entries shown: each linked to its nearest shown
+    // ancestor (as `git log --graph` simplifies history), so branches of hidden entries draw
+    // nothing. Pre-order lists ancestors first, so one pass finds each node's link.
+    let (keep, link) = match &args.kind {
+        None => (None, Vec::new()),
+        Some(t) => {
+            let mut keep = vec![false; n_nodes];
+            let mut facts_reader = tree.reader(snap, false);
+            for (i, k) in keep.iter_mut().enumerate() {
+                let row = facts_reader.row(i)?;
+                *k = match row.facts {
+                    Some(f) => kind_matches(t, f.entry_type(), f.role),
+                    None => {
+                        let v = session.value_or_unreadable(row.key)?;
+                        kind_matches(t, sa::entry_type(&v), sa::role(&v))
+                    }
+                };
+            }
+            let mut link: Vec<Option<usize>> = vec![None; n_nodes];
+            for &n in &pre {
+                link[n] = tree
+                    .parent(n)
+                    .and_then(|p| if keep[p] { Some(p) } else { link[p] });
+            }
+            (Some(keep), link)
+        }
+    };
+    let parent_of = |n: usize| match &keep {
+        None => tree.parent(n),
+        Some(_) => link[n],
+    };
+
     let mut lanes: Vec<usize> = Vec::new();
     let mut shown = 0usize;
     let mut buf = Vec::with_capacity(1 << 17);
     // Join lines drawn at entries --type leaves out wait here for the next line shown: those
     // before the first line shown or after the last join nothing shown, and are dropped.
     let mut joins: Vec<u8> = Vec::new();
-    for &n in pre.iter().rev() {
+    for &n in pre
+        .iter()
+        .rev()
+        .filter(|&&n| keep.as_ref().is_none_or(|k| k[n]))
+    {
         if args.max_count.is_some_and(|m| shown >= m) {
             break;
         }
         let k = lanes.iter().rev().take_while(|&&w| w == n).count();
         let col = lanes.len() - k;
-        let parent = tree.parent(n);
+        let parent = parent_of(n);
         let row = reader.row(n)?;
         // A row without facts is decoded before anything of it is written (as the per-entry
         // walk does; a line that cannot be read stands in as `(unreadable)` in both).
@@ -190,6 +230,13 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
                     writeln!(ui.out(), "{lanes_before}{glyph} {text}")?;
                 }
             }
+        }
+        if !ui.json && parent.is_none() && tree.parent(n).is_some() {
+            // Shown without a shown ancestor, though it has hidden ones: marked as `jj log`
+            // marks elided parents, so that the next line at this column is not read as its
+            // parent.
+            listing::drain(ui, &mut buf, true)?;
+            writeln!(ui.out(), "{lanes_before}~")?;
         }
         listing::drain(ui, &mut buf, false)?;
         lanes.truncate(col);

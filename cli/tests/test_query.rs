@@ -260,38 +260,116 @@ fn log_all_human_snapshots() {
     );
 }
 
-/// `log --all --type T` draws the lanes of the whole tree, but a join line only between lines
-/// it shows: when nothing matches it prints nothing (as `log --type T` does), and it neither
-/// starts nor ends with a join.
+/// `log --all --type T` draws the graph of the entries it shows, each linked to its nearest
+/// shown ancestor (git's history simplification): the graph read back from the text (lanes,
+/// joins, and `~` where an entry's ancestors are all hidden) links each entry shown to exactly
+/// that ancestor, computed here from the file. When nothing matches it prints nothing (as
+/// `log --type T` does).
 #[test]
-fn log_all_with_a_type_draws_joins_only_between_lines_shown() {
+fn log_all_with_a_type_draws_the_graph_of_the_lines_shown() {
     let env = TestEnv::new();
-    let f = session("04-many-branches");
-    let f = f.to_str().unwrap();
-    for t in ["nosuch", "compaction"] {
-        let flat = run(&env, &["log", f, "--type", t]);
-        let all = run(&env, &["log", f, "--all", "--type", t]);
-        assert_eq!((flat.code, flat.stdout.as_str()), (0, ""), "{t}");
-        assert_eq!((all.code, all.stdout.as_str()), (0, ""), "--all --type {t}");
-    }
-    let is_node = |l: &str| {
-        l.trim_start_matches(['│', ' '])
-            .starts_with(['@', '●', '○'])
-    };
-    for t in ["user", "label", "branch_summary", "toolResult"] {
-        let human = out(&env, &["log", f, "--all", "--type", t], 0);
-        let lines: Vec<&str> = human.lines().collect();
-        let want = json_lines(&env, &["log", f, "--all", "--type", t, "--json"], 0).len();
-        assert!(want > 0, "{t}");
-        assert_eq!(
-            lines.iter().filter(|l| is_node(l)).count(),
-            want,
-            "{t}:\n{human}"
-        );
-        let is_join = |l: &str| l.trim_start_matches(['│', ' ']).starts_with('├');
-        assert!(lines.iter().any(|l| is_join(l)), "{t}:\n{human}");
-        assert!(!is_join(lines[0]), "{t}:\n{human}");
-        assert!(is_node(lines[lines.len() - 1]), "{t}:\n{human}");
+    for name in [
+        "04-many-branches",
+        "02-small-branches",
+        "05-context-edits-labels",
+    ] {
+        let path = session(name);
+        let f = path.to_str().unwrap();
+        for t in ["nosuch", "compaction"] {
+            let flat = run(&env, &["log", f, "--type", t]);
+            let all = run(&env, &["log", f, "--all", "--type", t]);
+            if flat.stdout.is_empty() {
+                assert_eq!((all.code, all.stdout.as_str()), (0, ""), "--all --type {t}");
+            }
+        }
+        let entries = file_entries(&path);
+        let parent: HashMap<String, Option<String>> = entries
+            .iter()
+            .map(|(_, v)| {
+                (
+                    v["id"].as_str().unwrap().to_owned(),
+                    v["parentId"].as_str().map(str::to_owned),
+                )
+            })
+            .collect();
+        for t in ["user", "label", "branch_summary", "toolResult", "assistant"] {
+            let shown = |id: &str| {
+                let v = &entries.iter().find(|(_, v)| v["id"] == id).unwrap().1;
+                v["type"] == t || v["message"]["role"] == t
+            };
+            // The nearest shown ancestor of each entry shown, from the file.
+            let mut want: HashMap<String, Option<String>> = HashMap::new();
+            for id in parent.keys().filter(|id| shown(id)) {
+                let mut at = parent[id].clone();
+                while let Some(p) = at.clone().filter(|p| !shown(p)) {
+                    at = parent[&p].clone();
+                }
+                want.insert(id.clone(), at);
+            }
+            if want.is_empty() {
+                continue;
+            }
+            // The graph as drawn: a lane holds the entries waiting for their parent, the next
+            // entry drawn at its column; a join merges lanes; `~` ends one.
+            let human = out(&env, &["log", f, "--all", "--type", t], 0);
+            let mut lanes: Vec<Vec<String>> = Vec::new();
+            let mut got: HashMap<String, Option<String>> = HashMap::new();
+            let what = format!("{name} --type {t}:\n{human}");
+            for l in human.lines() {
+                let rest = l.trim_start_matches("│ ");
+                let col = (l.len() - rest.len()) / "│ ".len();
+                if rest.starts_with("────") || rest.starts_with("│ ────") {
+                    continue;
+                }
+                if rest == "~" {
+                    assert_eq!(lanes.len(), col + 1, "{what}");
+                    for child in lanes.pop().unwrap() {
+                        got.insert(child, None);
+                    }
+                } else if let Some(j) = rest.strip_prefix("├─") {
+                    let k = 2 + j.matches("┴─").count();
+                    assert!(j.ends_with('╯'), "{what}");
+                    assert_eq!(lanes.len(), col + k, "{what}");
+                    let merged: Vec<String> = lanes.drain(col..).flatten().collect();
+                    lanes.push(merged);
+                } else {
+                    let mut chars = rest.chars();
+                    let glyph = chars.next().unwrap();
+                    assert!(['@', '●', '○'].contains(&glyph), "{l}\n{what}");
+                    let short: String = chars.skip(1).take(8).collect();
+                    let id = parent
+                        .keys()
+                        .find(|id| id.starts_with(&short))
+                        .unwrap()
+                        .clone();
+                    assert!(lanes.len() <= col + 1, "{what}");
+                    if lanes.len() == col + 1 {
+                        for child in lanes.pop().unwrap() {
+                            got.insert(child, Some(id.clone()));
+                        }
+                    }
+                    lanes.push(vec![id]);
+                }
+            }
+            for child in lanes.into_iter().flatten() {
+                got.insert(child, None);
+            }
+            let mut diff: Vec<String> = want
+                .keys()
+                .chain(got.keys())
+                .filter(|k| got.get(*k) != want.get(*k))
+                .map(|k| {
+                    format!(
+                        "{k}: drawn {:?}, nearest shown {:?}",
+                        got.get(k),
+                        want.get(k)
+                    )
+                })
+                .collect();
+            diff.sort();
+            diff.dedup();
+            assert!(diff.is_empty(), "{}\n{what}", diff.join("\n"));
+        }
     }
 }
 
