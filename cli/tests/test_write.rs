@@ -1132,7 +1132,8 @@ fn compact_and_navigate_let_the_store_go_while_summarising_and_refuse_a_changed_
     }
 }
 
-/// `fork -o` of a folder says it is a folder (it said "already exists", hinting at a new name).
+/// `fork -o` of a folder says it is a folder (it said "already exists", hinting at a new name);
+/// `fork -o` into a folder that does not exist is refused, as `export -o` refuses it.
 #[test]
 fn fork_into_a_folder_says_it_is_a_folder() {
     let env = TestEnv::new();
@@ -1154,6 +1155,31 @@ fn fork_into_a_folder_says_it_is_a_folder() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is a directory"), "{err}");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+
+    // A folder that does not exist is not made (as `export -o` and a shell's `>`): a typo in
+    // the folder's name would otherwise hide the fork where nobody looks.
+    let target = dir.join("no/such/fork.jsonl");
+    let out = env
+        .pisess()
+        .args([
+            "fork",
+            f.to_str().unwrap(),
+            "@leaf",
+            "-o",
+            target.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "the folder {} does not exist",
+            dir.join("no/such").display()
+        )),
+        "{err}"
+    );
+    assert!(!dir.join("no").exists());
 }
 
 /// A command that wrote a file and then could not write its report to stdout (a full device)

@@ -79,7 +79,25 @@ pub fn cmd_fork(ui: &mut Ui, args: &ForkArgs) -> CommandResult {
                  branch as JSONL",
             ));
         }
-        Some(p) => p.clone(),
+        Some(p) => {
+            // As `export -o` (and a shell's `>`): a folder named by the user must exist; only
+            // pi's own session folder for the cwd is created, as pi creates it.
+            let dir = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !dir.is_dir() {
+                return Err(CommandError::with_hint(
+                    anyhow!(
+                        "cannot write {}: the folder {} does not exist",
+                        p.display(),
+                        dir.display()
+                    ),
+                    "create the folder first, or give a file in a folder that exists",
+                ));
+            }
+            p.clone()
+        }
         None => pi_session_dir(&cwd)
             .ok_or_else(|| {
                 CommandError::with_hint(
