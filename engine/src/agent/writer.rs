@@ -1039,15 +1039,9 @@ fn repair_drops_bytes(tail: &[u8]) -> bool {
 /// killed between its cut and its write leaves, the file then being `missing` bytes short of
 /// the stored copy. Named in the "cut short" errors so the line can be put back.
 pub fn saved_torn_line(path: &Path, missing: u64) -> Option<PathBuf> {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".torn");
     let mut found = None;
     for n in 0..1000 {
-        let mut candidate = name.clone();
-        if n > 0 {
-            candidate.push(format!(".{n}"));
-        }
-        let candidate = PathBuf::from(candidate);
+        let candidate = torn_name(path, n);
         match fs::symlink_metadata(&candidate) {
             Ok(m) if m.is_file() && m.len() == missing => found = Some(candidate),
             Ok(_) => {}
@@ -1057,17 +1051,34 @@ pub fn saved_torn_line(path: &Path, missing: u64) -> Option<PathBuf> {
     found
 }
 
+/// The `n`-th name for a saved torn line of the file at `path`: `FILE.torn`, then
+/// `FILE.torn.N`. A file name too long for that (names hold at most 255 bytes) is cut first,
+/// at a character boundary, so that every session file can have its copy.
+fn torn_name(path: &Path, n: usize) -> PathBuf {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let suffix = if n == 0 {
+        ".torn".to_owned()
+    } else {
+        format!(".torn.{n}")
+    };
+    let name = path.file_name().map_or(&[][..], |f| f.as_bytes());
+    let mut room = 255usize.saturating_sub(suffix.len()).min(name.len());
+    // A name that is not UTF-8 is cut where it is: any byte but `/` and NUL is legal.
+    if let Ok(text) = std::str::from_utf8(name) {
+        while !text.is_char_boundary(room) {
+            room -= 1;
+        }
+    }
+    let mut cut = name.get(..room).unwrap_or(name).to_vec();
+    cut.extend_from_slice(suffix.as_bytes());
+    path.with_file_name(std::ffi::OsString::from_vec(cut))
+}
+
 /// Saves a torn last line beside the session file, under a name no file has yet
 /// (`FILE.torn`, then `FILE.torn.1`, …), and returns that name.
 fn save_torn_line(path: &Path, tail: &[u8]) -> io::Result<PathBuf> {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".torn");
     for n in 0..1000 {
-        let mut candidate = name.clone();
-        if n > 0 {
-            candidate.push(format!(".{n}"));
-        }
-        let candidate = PathBuf::from(candidate);
+        let candidate = torn_name(path, n);
         match create_new_file(&candidate, tail) {
             Ok(()) => return Ok(candidate),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -1303,6 +1314,34 @@ mod tests {
             fs::read(&path).unwrap(),
             b"{\"a\":1}\n{\"b\":2}\n{\"ours\":2}\n"
         );
+    }
+
+    #[test]
+    fn a_file_whose_name_is_255_bytes_gets_its_torn_line_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        // 249 bytes of ASCII, a 2-byte character and 4 more: 255 bytes, so `NAME.torn` would
+        // be 260; the cut to 250 bytes would split the `é`, so it keeps 249.
+        let name = format!("{}éabcd", "a".repeat(249));
+        assert_eq!(name.len(), 255);
+        let path = dir.path().join(&name);
+        fs::write(&path, b"{\"a\":1}\n{\"torn\":").unwrap();
+        let undo = append_repairing(&path, b"{\"ours\":2}\n").unwrap();
+        let saved = undo.saved.clone().unwrap();
+        let saved_name = saved.file_name().unwrap().to_str().unwrap();
+        assert!(saved_name.len() <= 255, "{saved_name}");
+        assert_eq!(saved_name, format!("{}.torn", "a".repeat(249)));
+        assert_eq!(fs::read(&saved).unwrap(), b"{\"torn\":");
+        assert_eq!(saved_torn_line(&path, 8), Some(saved.clone()));
+        // A second repair takes the next name, cut the same way.
+        fs::write(&path, b"{\"a\":1}\n{\"torn\":").unwrap();
+        let undo = append_repairing(&path, b"{\"ours\":2}\n").unwrap();
+        let second = undo.saved.unwrap();
+        let second_name = second.file_name().unwrap().to_str().unwrap();
+        assert!(
+            second_name.len() <= 255 && second_name.ends_with(".torn.1"),
+            "{second_name}"
+        );
+        assert!(saved.exists());
     }
 
     #[test]
