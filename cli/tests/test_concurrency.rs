@@ -631,3 +631,49 @@ fn an_import_waits_for_a_writer_that_lets_go_within_the_grace() {
     }
     assert!(ok(&env, &store, &["ls", "--json"]).contains("t.jsonl"));
 }
+
+/// `export -o FIFO` waits for the FIFO's reader before it opens the store: an import meanwhile
+/// is not told the store is busy (it was, for as long as nobody read the FIFO), and the reader
+/// then gets the session's bytes.
+#[test]
+fn an_export_waiting_for_its_fifos_reader_does_not_hold_the_store() {
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let file = env.home.path().join("s.jsonl");
+    fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
+    ok(&env, &store, &["import", file.to_str().unwrap()]);
+    let fifo = env.home.path().join("out.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let export = spawn(
+        &env,
+        &store,
+        &[
+            "export",
+            file.to_str().unwrap(),
+            "-o",
+            fifo.to_str().unwrap(),
+        ],
+    );
+    // Until it waits in the FIFO's open (Linux names that wait `wait_for_partner`).
+    let wchan = format!("/proc/{}/wchan", export.id());
+    let start = Instant::now();
+    while fs::read_to_string(&wchan).unwrap_or_default() != "wait_for_partner" {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "export never waited for a reader"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let other = env.home.path().join("t.jsonl");
+    fs::copy(fixture("sessions/03-compactions.jsonl"), &other).unwrap();
+    let (code, out, err) = run(&env, &store, &["import", other.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let read = fs::read(&fifo).unwrap();
+    let (code, out, err) = finish(export, "export -o FIFO");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        read == fs::read(&file).unwrap(),
+        "the FIFO's reader got other bytes"
+    );
+}

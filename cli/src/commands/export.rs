@@ -52,9 +52,17 @@ pub enum Format {
 
 /// Runs `pisess export`.
 pub fn cmd_export(ui: &mut Ui, args: &ExportArgs) -> CommandResult {
-    let sess = open_session_read(&args.session)?;
     // `-o -` is stdout, as for most tools that take an output file.
     let output = args.output.as_deref().filter(|o| *o != Path::new("-"));
+    // A FIFO (or a device) is opened before the store: opening a FIFO waits for its reader,
+    // and the store must not be held meanwhile (an import would find it busy).
+    let stream = match output {
+        Some(path) if matches!(output::resolve(path)?, output::Target::Stream(_)) => {
+            Some(output::Output::create(path)?)
+        }
+        _ => None,
+    };
+    let sess = open_session_read(&args.session)?;
     if output.is_none() {
         output::refuse_stdout_as_source(
             Path::new(&sess.record.path),
@@ -75,7 +83,12 @@ pub fn cmd_export(ui: &mut Ui, args: &ExportArgs) -> CommandResult {
                 Path::new(&sess.record.path),
                 "give another FILE (`pisess export` writes a copy; the session stays as it is)",
             )?;
-            output::write_to(path, |out| write(&sess, args, out))?;
+            let out = match stream {
+                Some(out) => out,
+                None => output::Output::create(path)?,
+            };
+            out.write_with(|w| write(&sess, args, w))?;
+            out.commit()?;
         }
     }
     Ok(Outcome::Success)
