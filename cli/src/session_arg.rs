@@ -2,7 +2,8 @@
 //! entries shared by the inspection commands (`log`, `tree`, `show`, `diff`, `context`).
 //!
 //! SESSION is a file path (imported, or refreshed incrementally, first), a session id or unique
-//! id prefix, or `@latest` (the file `pi -c` continues: the latest valid session file by mtime
+//! id prefix (a bare word that is both a file of the current folder and an id or prefix is the
+//! id, as in pi: only a word with a `/` or ending in `.jsonl` is always a path), or `@latest` (the file `pi -c` continues: the latest valid session file by mtime
 //! in pi's session folder for the current folder; when there is none, the imported session
 //! whose header `cwd` is the current folder with the latest message).
 //!
@@ -257,7 +258,7 @@ pub fn open_session_read(arg: &str) -> Result<Session, CommandError> {
 /// naming the file (the commands that write refuse it when they open it).
 fn resolve_fresh(store: Store, arg: &str) -> Result<(Store, SessionKey), CommandError> {
     let key = resolve_session(&store, arg)?;
-    if arg != "@latest" && Path::new(arg).is_file() {
+    if arg != "@latest" && names_a_file(&store, Path::new(arg))? {
         // Imported or refreshed by `resolve_session` itself.
         return Ok((store, key));
     }
@@ -319,7 +320,7 @@ fn writable_if_needed(store: Store, args: &[&str]) -> Result<Store, CommandError
     for arg in args {
         let latest = (*arg == "@latest").then(pi_latest_file).flatten();
         let path = Path::new(latest.as_deref().unwrap_or(arg));
-        if path.is_file() {
+        if names_a_file(&store, path)? {
             match store.import_file(path) {
                 Err(StoreError::ReadOnly { .. }) => {
                     drop(store);
@@ -425,6 +426,27 @@ fn matches_list(names: Vec<String>, more: bool) -> String {
     s
 }
 
+/// Whether a SESSION argument names a file, as pi's `resolveSessionPath` decides: one with a
+/// `/` (or `\`) or ending in `.jsonl` is a path; any other is a session id or prefix first,
+/// and names a file (of the current folder) only when it is one and no session matches it.
+fn names_a_file(store: &Store, path: &Path) -> Result<bool, CommandError> {
+    use std::os::unix::ffi::OsStrExt;
+    if !path.is_file() {
+        return Ok(false);
+    }
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.contains(&b'/') || bytes.contains(&b'\\') || bytes.ends_with(b".jsonl") {
+        return Ok(true);
+    }
+    let Some(arg) = path.to_str() else {
+        return Ok(true);
+    };
+    Ok(matches!(
+        store.snapshot()?.find_session(arg)?,
+        Lookup::NotFound
+    ))
+}
+
 fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError> {
     if arg.is_empty() {
         return Err(CommandError::with_hint(
@@ -438,7 +460,7 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
     let key = if arg == "@latest" {
         let snap = store.snapshot()?;
         latest_for_cwd(&snap)?
-    } else if path.is_file() {
+    } else if names_a_file(store, path)? {
         let report = match store.import_file(path) {
             // A store that may only be read (see `open_store_writable_or_read`, which warned):
             // the stored copy of the file, if it has one.

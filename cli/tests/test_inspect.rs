@@ -782,6 +782,36 @@ fn entry_ancestor_suffixes_chain_and_errors_quote_what_was_typed() {
     );
 }
 
+/// A bare word that is a session id (or prefix) and also the name of a file in the current
+/// folder names the session, as pi's `resolveSessionPath` decides (only a word with a `/` or
+/// ending in `.jsonl` is a path); the file is read when no session matches the word, and
+/// `./WORD` always names the file.
+#[test]
+fn a_bare_word_is_a_session_id_before_a_file_of_that_name() {
+    let env = TestEnv::new();
+    let by_id = session("02-small-branches");
+    run(&env, &["log", by_id.to_str().unwrap()]);
+    let sid = "019f9da7";
+    assert!(std::fs::read_to_string(&by_id).unwrap().contains(sid));
+    let work = tempfile::tempdir().unwrap();
+    std::fs::copy(session("01-tiny"), work.path().join(sid)).unwrap();
+    std::fs::copy(session("01-tiny"), work.path().join("tiny")).unwrap();
+    let leaf = |args: &[&str]| {
+        let r = run_in(&env, args, Some(work.path()));
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        v["id"].as_str().unwrap().to_owned()
+    };
+    let leaf_02 = golden("02-small-branches", "tree")["leafId"].clone();
+    let leaf_01 = golden("01-tiny", "tree")["leafId"].clone();
+    assert_eq!(leaf(&["show", sid, "@leaf", "--json"]), leaf_02);
+    assert_eq!(
+        leaf(&["show", &format!("./{sid}"), "@leaf", "--json"]),
+        leaf_01
+    );
+    assert_eq!(leaf(&["show", "tiny", "@leaf", "--json"]), leaf_01);
+}
+
 #[test]
 fn session_by_id_prefix_and_latest() {
     let env = TestEnv::new();
