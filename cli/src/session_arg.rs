@@ -673,52 +673,100 @@ impl SeenFile {
     }
 }
 
-/// The file `pi -c` would continue in the current folder, as a SESSION argument: in pi's
-/// session folder for this cwd (`$PI_CODING_AGENT_SESSION_DIR` itself when set; else
-/// `--<cwd with / \\ : as ->--` under the sessions folder), the `*.jsonl` file with the latest
-/// mtime among those whose first line (within the first 512 bytes, as pi reads it) is a JSON
-/// object with `type` "session" and a string `id`. `None` when there is no such file (or its
-/// path is not UTF-8): then `@latest` is looked up in the store ([`latest_for_cwd`]).
+/// The file `pi -c` would continue in the current folder, as a SESSION argument (pi's
+/// `continueRecent` and `findMostRecentSession`): in pi's session folder for this cwd
+/// (`$PI_CODING_AGENT_SESSION_DIR` itself when set; else `--<cwd with / \\ : as ->--` under the
+/// sessions folder), the `*.jsonl` file with the latest mtime whose header ([`pi_header`]) is
+/// a session's. A `$PI_CODING_AGENT_SESSION_DIR` other than that default folder holds every
+/// project's sessions, so there the header's `cwd`, resolved, must also be the current folder.
+/// `None` when there is no such file (or its path is not UTF-8): then `@latest` is looked up in
+/// the store ([`latest_for_cwd`]).
 fn pi_latest_file() -> Option<String> {
-    use std::io::Read;
-    let root = pisess_engine::default_session_dir()?;
-    let flat = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").is_some_and(|v| !v.is_empty());
-    let dir = if flat {
-        root
-    } else {
-        let cwd = std::env::current_dir().ok()?;
-        let cwd = cwd.to_str()?;
-        let trimmed = cwd
-            .strip_prefix(['/', '\\'])
-            .unwrap_or(cwd)
-            .replace(['/', '\\', ':'], "-");
-        root.join(format!("--{trimmed}--"))
+    let cwd = std::env::current_dir().ok()?;
+    let cwd = cwd.to_str()?;
+    let home = std::env::var("HOME").unwrap_or_default();
+    let resolve = |p: &str| {
+        let expanded = match p.strip_prefix('~') {
+            Some("") => home.clone(),
+            Some(rest) if rest.starts_with('/') => format!("{home}{rest}"),
+            _ => p.to_owned(),
+        };
+        pisess_engine::files::normalize(cwd, &expanded)
     };
-    let mut best: Option<(std::time::SystemTime, std::path::PathBuf)> = None;
+    let default_dir = pisess_formats::layout::agent_dir().map(|a| {
+        a.join("sessions")
+            .join(pisess_formats::layout::project_dir_name(cwd))
+    });
+    let flat = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").is_some_and(|v| !v.is_empty());
+    let (dir, filter_cwd) = if flat {
+        let root = pisess_engine::default_session_dir()?;
+        let same = default_dir
+            .as_ref()
+            .and_then(|d| d.to_str())
+            .zip(root.to_str())
+            .is_some_and(|(d, r)| resolve(d) == resolve(r));
+        (root, !same)
+    } else {
+        (default_dir?, false)
+    };
+    let here = resolve(cwd);
+    let mut files: Vec<(std::time::SystemTime, std::path::PathBuf)> = Vec::new();
     for e in std::fs::read_dir(&dir).ok()?.flatten() {
         let path = e.path();
         if !path.to_str().is_some_and(|p| p.ends_with(".jsonl")) {
             continue;
         }
-        let mut head = Vec::with_capacity(512);
-        let Ok(f) = std::fs::File::open(&path) else {
-            continue;
-        };
-        if f.take(512).read_to_end(&mut head).is_err() {
-            continue;
-        }
-        let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
-        let valid =
-            serde_json::from_slice::<serde_json::Value>(String::from_utf8_lossy(first).as_bytes())
-                .is_ok_and(|v| v["type"] == "session" && v["id"].is_string());
-        let Ok(mtime) = std::fs::metadata(&path).and_then(|m| m.modified()) else {
-            continue;
-        };
-        if valid && best.as_ref().is_none_or(|(t, _)| mtime > *t) {
-            best = Some((mtime, path));
+        if let Ok(mtime) = std::fs::metadata(&path).and_then(|m| m.modified()) {
+            files.push((mtime, path));
         }
     }
-    best.and_then(|(_, p)| p.to_str().map(str::to_owned))
+    // Newest first; the first whose header qualifies (headers read only as far as needed).
+    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files
+        .into_iter()
+        .find(|(_, path)| {
+            pi_header(path).is_some_and(|h| {
+                !filter_cwd
+                    || h["cwd"]
+                        .as_str()
+                        .is_some_and(|c| !c.is_empty() && resolve(c) == here)
+            })
+        })
+        .and_then(|(_, p)| p.to_str().map(str::to_owned))
+}
+
+/// The header of a session file as pi's discovery reads it (`readSessionHeader`): the first
+/// line that parses as JSON within the first MiB, blank and malformed lines skipped; it is the
+/// header when it is an object with `type` "session" and a string `id`. `None` otherwise (also
+/// for a file that cannot be read, or a first MiB without a whole line that parses).
+fn pi_header(path: &Path) -> Option<Value> {
+    use std::io::BufRead;
+    const SCAN: u64 = 1 << 20;
+    let f = std::fs::File::open(path).ok()?;
+    let mut r = std::io::BufReader::new(std::io::Read::take(f, SCAN + 1));
+    let mut line = Vec::new();
+    let mut read = 0u64;
+    loop {
+        line.clear();
+        let n = r.read_until(b'\n', &mut line).ok()?;
+        if n == 0 {
+            return None;
+        }
+        read += n as u64;
+        // A line cut by the limit (one byte past it read) is not whole.
+        if read > SCAN {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        if text.trim().is_empty() {
+            continue;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(text) else {
+            continue;
+        };
+        return (v["type"] == "session" && v["id"].is_string()).then_some(v);
+    }
 }
 
 /// The session a `@latest` that [`pi_latest_file`] does not answer names: among the imported

@@ -920,6 +920,105 @@ fn session_by_id_prefix_and_latest() {
     assert_eq!(r.stdout.lines().next().unwrap(), want(&older));
 }
 
+/// `@latest` reads headers as pi's discovery does (`readSessionHeader`: blank and malformed
+/// lines before the header are skipped), and in a `$PI_CODING_AGENT_SESSION_DIR` shared by
+/// every project it takes only a session whose header `cwd`, resolved, is the current folder
+/// (pi's `continueRecent` filters by cwd there): it took another project's newest session.
+#[test]
+fn latest_reads_headers_and_filters_a_shared_folder_as_pi_does() {
+    let env = TestEnv::new();
+    let work = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(work.path()).unwrap();
+    let cwd_s = cwd.to_str().unwrap();
+    let shared = env.home.path().join("all-sessions");
+    std::fs::create_dir_all(&shared).unwrap();
+    // A session of `cwd` (through a `..` that resolves to it), one of another folder, each
+    // the copy of a fixture with its header's cwd changed; `lead` goes before the header.
+    let write = |name: &str, fixture: &str, cwd: &str, lead: &str, secs: u64| {
+        let text = std::fs::read_to_string(session(fixture)).unwrap();
+        let mut lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        lines[0]["cwd"] = Value::String(cwd.to_owned());
+        let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let p = shared.join(name);
+        std::fs::write(&p, format!("{lead}{body}")).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+            .unwrap();
+        p
+    };
+    let dotted = format!("{cwd_s}/../{}", cwd.file_name().unwrap().to_str().unwrap());
+    let mine = write("mine.jsonl", "01-tiny", &dotted, "", 1_000_000);
+    write(
+        "other.jsonl",
+        "02-small-branches",
+        "/elsewhere",
+        "",
+        2_000_000,
+    );
+    let first = |extra_env: bool| {
+        let mut cmd = env.pisess();
+        if extra_env {
+            cmd.env("PI_CODING_AGENT_SESSION_DIR", &shared);
+        }
+        let out = cmd
+            .args(["--json", "log", "@latest", "-n", "1"])
+            .current_dir(&cwd)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let leaf_of = |file: &Path| {
+        let r = run(&env, &["--json", "log", file.to_str().unwrap(), "-n", "1"]);
+        r.stdout.lines().next().unwrap().to_owned()
+    };
+    assert_eq!(
+        first(true),
+        leaf_of(&mine),
+        "another project's session was taken"
+    );
+
+    // In pi's own folder for the cwd no header is filtered, and one after a blank and a
+    // malformed line is a header.
+    let folder = env.home.path().join(".pi/agent/sessions").join(format!(
+        "--{}--",
+        cwd_s.trim_start_matches('/').replace('/', "-")
+    ));
+    std::fs::create_dir_all(&folder).unwrap();
+    let older = folder.join("older.jsonl");
+    std::fs::copy(session("01-tiny"), &older).unwrap();
+    let text = std::fs::read_to_string(session("02-small-branches")).unwrap();
+    let newer = folder.join("newer.jsonl");
+    std::fs::write(&newer, format!("\nnot json\n{text}")).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&older)
+        .unwrap()
+        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
+        .unwrap();
+    let want = leaf_of(&session("02-small-branches"));
+    assert_eq!(
+        first(false),
+        want,
+        "the header after a blank line was not read"
+    );
+}
+
 /// A copy of 01-tiny whose first user message and a label carry terminal escapes.
 fn hostile_session(dir: &Path) -> PathBuf {
     let text = std::fs::read_to_string(session("01-tiny")).unwrap();
