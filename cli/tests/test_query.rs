@@ -1874,7 +1874,7 @@ fn ls_json_follows_pis_listing_rules() {
     let d = dir.to_str().unwrap();
     let want = crate::common::oracle(&["list", d]);
     let want = want.as_array().unwrap();
-    assert_eq!(want.len(), 11, "the oracle changed: {want:?}");
+    assert_eq!(want.len(), 14, "the oracle changed: {want:?}");
     let r = run(&env, &["import", d]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let got = json_lines(&env, &["--json", "ls"], 0);

@@ -1529,17 +1529,30 @@ fn plain_message(json: &str) -> Option<String> {
 
 /// The catalogue facts of a message: its role, its time for pi's "modified", and a user
 /// message's text for the first-message preview.
-fn message_facts(rec: &mut EntryRecord, facts: &mut Facts, m: &pisess_formats::entry::Message<'_>) {
+fn message_facts(
+    rec: &mut EntryRecord,
+    facts: &mut Facts,
+    m: &pisess_formats::entry::Message<'_>,
+    json: &str,
+) {
     rec.role = m.role.get().map(|r| r.as_str().to_owned());
     let role = m.role();
     // pi's getLastActivityTime: user and assistant messages that have a `content` key; the
     // message's numeric time, else the entry's as `new Date` reads it.
     if matches!(role, Role::User | Role::Assistant) && m.content.is_present() {
-        facts.message_ms = m
-            .timestamp
-            .get()
-            .map(|t| *t as i64)
-            .or_else(|| rec.timestamp.as_deref().and_then(iso_to_ms));
+        facts.message_ms =
+            m.timestamp
+                .get()
+                .map(|t| *t as i64)
+                .or_else(|| match rec.timestamp.as_deref() {
+                    Some(t) => iso_to_ms(t),
+                    // Not text (a number, `true`, `null`: `new Date` reads each) or missing: read
+                    // from the line itself, which is rare enough to parse again.
+                    None => serde_json::from_str::<serde_json::Value>(json)
+                        .ok()
+                        .and_then(|v| crate::agent::js::date_ms(v.get("timestamp")).as_f64())
+                        .map(|t| t as i64),
+                });
     }
     if role == Role::User {
         // Only the catalogue's first-message preview needs it: at most
@@ -1574,7 +1587,7 @@ fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>, json: &str) {
         EntryType::Message => {
             facts.message = true;
             if let Some(m) = e.message.get() {
-                message_facts(rec, facts, m);
+                message_facts(rec, facts, m, json);
             } else if e.bad_field.is_some() {
                 // A field the typed view cannot hold (a message time written as text): the
                 // message's role, content and numeric time alone, as pi's listing reads them.
@@ -1582,7 +1595,7 @@ fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>, json: &str) {
                     && let Ok(p) = Entry::parse(&plain)
                     && let Some(m) = p.message.get()
                 {
-                    message_facts(rec, facts, m);
+                    message_facts(rec, facts, m, json);
                 }
             }
         }
@@ -1600,7 +1613,8 @@ fn fill(rec: &mut EntryRecord, facts: &mut Facts, e: &Entry<'_>, json: &str) {
             let name = e
                 .name
                 .get()
-                .map(|n| n.as_str().trim().to_owned())
+                // pi's `name.trim()` (JavaScript's: U+FEFF is white space there).
+                .map(|n| pisess_formats::js::trim(n.as_str()).to_owned())
                 .filter(|n| !n.is_empty());
             facts.session_name = Some(name);
         }

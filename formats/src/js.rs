@@ -17,6 +17,12 @@
 
 use serde_json::Value;
 
+/// JavaScript's `String.prototype.trim`: ECMAScript white space (which counts U+FEFF and not
+/// U+0085, unlike Rust's `str::trim`) and line terminators cut from both ends.
+pub fn trim(s: &str) -> &str {
+    s.trim_matches(|c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{FEFF}')
+}
+
 /// Appends `s` as a JSON string literal, escaped as `JSON.stringify` escapes it.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
@@ -333,6 +339,14 @@ pub fn to_string(v: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn trim_is_javascripts() {
+        assert_eq!(super::trim("\u{feff} a b\u{2028}\u{3000}"), "a b");
+        assert_eq!(super::trim("\u{85}a\u{85}"), "\u{85}a\u{85}");
+        assert_eq!(super::trim("\u{200b}a"), "\u{200b}a");
+    }
+
     use super::*;
 
     /// Numbers read from a line and printed through [`to_writer`] come out as node prints

@@ -547,7 +547,7 @@ impl<'s> SessionWriter<'s> {
             }
         }
         let (mut o, id) = self.base("session_info")?;
-        o.insert("name".into(), js_trim(&clean).into());
+        o.insert("name".into(), pisess_formats::js::trim(&clean).into());
         self.commit(o, id)
     }
 
@@ -840,11 +840,6 @@ fn insert_some(o: &mut Map<String, Value>, k: &str, v: Option<Value>) {
 /// be read names the file, line and entry).
 fn stored_value(snap: &Snapshot, e: crate::ids::EntryKey) -> Result<Value, WriteError> {
     Ok(snap.entry_value(e)?)
-}
-
-/// JavaScript's `String.prototype.trim` (ECMAScript white space and line terminators).
-fn js_trim(s: &str) -> &str {
-    s.trim_matches(|c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{FEFF}')
 }
 
 // ---- files -------------------------------------------------------------------------------
