@@ -272,7 +272,9 @@ impl Snapshot {
     }
 }
 
-/// Unix milliseconds as ISO 8601 UTC with milliseconds (`2026-01-01T00:00:00.000Z`).
+/// Unix milliseconds as ISO 8601 UTC with milliseconds (`2026-01-01T00:00:00.000Z`), as
+/// JavaScript's `Date.prototype.toISOString` writes it: a year outside 0–9999 in the extended
+/// form, a sign and six digits (`+275760-09-13T00:00:00.000Z`, `-000100-…`).
 pub fn ms_to_iso(ms: i64) -> String {
     let days = ms.div_euclid(86_400_000);
     let rem = ms.rem_euclid(86_400_000);
@@ -286,8 +288,15 @@ pub fn ms_to_iso(ms: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
+    let year = if (0..=9999).contains(&y) {
+        format!("{y:04}")
+    } else if y < 0 {
+        format!("-{:06}", -y)
+    } else {
+        format!("+{y:06}")
+    };
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        "{year}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
         rem / 3_600_000,
         rem / 60_000 % 60,
         rem / 1000 % 60,
@@ -306,5 +315,24 @@ mod tests {
             assert_eq!(iso_to_ms(&ms_to_iso(ms)), Some(ms), "{}", ms_to_iso(ms));
         }
         assert_eq!(ms_to_iso(1_767_225_600_500), "2026-01-01T00:00:00.500Z");
+    }
+
+    #[test]
+    fn years_outside_four_digits_are_written_as_javascript_writes_them() {
+        // `new Date(8.64e15).toISOString()` and `new Date(Date.UTC(-100, 0, 1))…`,
+        // `new Date(Date.UTC(10000, 0, 1))…` in node.
+        assert_eq!(
+            ms_to_iso(8_640_000_000_000_000),
+            "+275760-09-13T00:00:00.000Z"
+        );
+        assert_eq!(
+            ms_to_iso(-65_322_892_800_000),
+            "-000100-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            ms_to_iso(253_402_300_800_000),
+            "+010000-01-01T00:00:00.000Z"
+        );
+        assert_eq!(ms_to_iso(-62_167_219_200_000), "0000-01-01T00:00:00.000Z");
     }
 }
