@@ -721,7 +721,7 @@ fn pi_latest_file() -> Option<String> {
         }
     }
     // Newest first; the first whose header qualifies (headers read only as far as needed).
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
     files
         .into_iter()
         .find(|(_, path)| {
