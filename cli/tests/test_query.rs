@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, V3, fixture, golden, root, run, session};
+use crate::common::{TestEnv, V3, fixture, golden, root, run, run_in, session};
 
 /// Runs a command that must exit with `code` and returns its stdout.
 fn out(env: &TestEnv, args: &[&str], code: i32) -> String {
@@ -1897,6 +1897,75 @@ fn ls_json_follows_pis_listing_rules() {
             "{ctx}"
         );
     }
+}
+
+/// `ls --cwd DIR` matches a header `cwd` as pi's `pathsEqual(resolvePath(a), resolvePath(b))`
+/// does (`.`, `..`, duplicate and trailing slashes taken out on both sides, a relative DIR
+/// resolved from the current folder), and also by DIR's real path when DIR is a link.
+#[test]
+fn ls_cwd_matches_folders_as_pi_resolves_them() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let real = std::fs::canonicalize(dir.path()).unwrap().join("proj");
+    std::fs::create_dir_all(&real).unwrap();
+    let link = real.with_file_name("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let r = real.to_str().unwrap();
+    let text = std::fs::read_to_string(session("01-tiny")).unwrap();
+    let cwds = [
+        ("plain", r.to_owned()),
+        ("dotted", format!("{r}/../proj/.")),
+        ("slashes", format!("{r}//")),
+        ("other", format!("{r}-other")),
+        ("empty", String::new()),
+    ];
+    let sessions = dir.path().join("s");
+    std::fs::create_dir_all(&sessions).unwrap();
+    for (i, (name, cwd)) in cwds.iter().enumerate() {
+        let mut lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        lines[0]["cwd"] = Value::String(cwd.clone());
+        lines[0]["id"] = Value::String(format!("0000000{i}-{name}"));
+        let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(sessions.join(format!("{name}.jsonl")), body).unwrap();
+    }
+    out(&env, &["import", sessions.to_str().unwrap()], 0);
+    let listed = |cwd: &str, from: &Path| -> Vec<String> {
+        let r = run_in(&env, &["--json", "ls", "--cwd", cwd], Some(from));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let mut ids: Vec<String> = r
+            .stdout
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                v["id"]
+                    .as_str()
+                    .unwrap()
+                    .split('-')
+                    .nth(1)
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        ids.sort();
+        ids
+    };
+    let same = vec!["dotted", "plain", "slashes"];
+    let parent = real.parent().unwrap();
+    for q in [
+        r.to_owned(),
+        format!("{r}/"),
+        format!("{r}/./"),
+        format!("/no/such/../..{r}"),
+        link.to_str().unwrap().to_owned(),
+    ] {
+        assert_eq!(listed(&q, parent), same, "--cwd {q}");
+    }
+    assert_eq!(listed("proj", parent), same, "--cwd proj from its parent");
+    assert_eq!(listed("link", parent), same, "--cwd link from its parent");
+    assert!(listed(&format!("{r}-other/x/.."), parent) == vec!["other"]);
 }
 
 /// `files` normalises an absolute query (`..`, `./`, `//`) as it does a relative one and as the

@@ -56,10 +56,28 @@ pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
         .as_deref()
         .map(super::util::parse_since)
         .transpose()?;
-    let cwd = args
-        .cwd
-        .as_ref()
-        .map(|c| std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
+    // A folder matches as pi's `pathsEqual(resolvePath(a), resolvePath(b))` matches it: both
+    // resolved lexically (`~` expanded, relative to the current folder, `.` and `..` taken out),
+    // and also by the folder's real path (symbolic links followed) when it exists.
+    let here = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let home = std::env::var("HOME").unwrap_or_default();
+    let resolve = |p: &str| {
+        let expanded = match p.strip_prefix('~') {
+            Some("") => home.clone(),
+            Some(rest) if rest.starts_with('/') => format!("{home}{rest}"),
+            _ => p.to_owned(),
+        };
+        pisess_engine::files::normalize(&here, &expanded)
+    };
+    let cwd: Option<Vec<String>> = args.cwd.as_ref().map(|c| {
+        let mut forms = vec![resolve(&c.to_string_lossy())];
+        if let Ok(real) = std::fs::canonicalize(c) {
+            forms.push(real.to_string_lossy().into_owned());
+        }
+        forms
+    });
     let store = open_store_to_query()?;
     let snap = store.snapshot()?;
     let all = snap.sessions()?;
@@ -74,9 +92,11 @@ pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
         .map(|(_, r)| r)
         .filter(|r| !r.gone)
         .filter(|r| {
-            cwd.as_ref().is_none_or(|c| {
-                std::path::Path::new(&r.cwd) == c.as_path()
-                    || args.cwd.as_deref() == Some(std::path::Path::new(&r.cwd))
+            cwd.as_ref().is_none_or(|forms| {
+                !r.cwd.is_empty() && {
+                    let theirs = resolve(&r.cwd);
+                    forms.contains(&theirs)
+                }
             })
         })
         .filter(|r| since.is_none_or(|s| modified(r).is_some_and(|m| m >= s)))
