@@ -441,10 +441,22 @@ fn names_a_file(store: &Store, path: &Path) -> Result<bool, CommandError> {
     let Some(arg) = path.to_str() else {
         return Ok(true);
     };
-    Ok(matches!(
-        store.snapshot()?.find_session(arg)?,
-        Lookup::NotFound
-    ))
+    // Sessions whose files are gone do not hide the file here.
+    let snap = store.snapshot()?;
+    let live = |k: SessionKey| -> Result<bool, CommandError> {
+        Ok(snap.session(k)?.is_some_and(|r| !r.gone))
+    };
+    Ok(match snap.find_session(arg)? {
+        Lookup::NotFound => true,
+        Lookup::Found(k) => !live(k)?,
+        Lookup::Ambiguous(keys) => {
+            let mut any = false;
+            for k in keys {
+                any |= live(k)?;
+            }
+            !any
+        }
+    })
 }
 
 fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError> {
@@ -699,7 +711,8 @@ fn pi_latest_file() -> Option<String> {
     });
     let flat = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").is_some_and(|v| !v.is_empty());
     let (dir, filter_cwd) = if flat {
-        let root = pisess_engine::default_session_dir()?;
+        // `~` expanded, as pi (and `import`) expand it.
+        let root = pisess_formats::layout::session_root()?;
         let same = default_dir
             .as_ref()
             .and_then(|d| d.to_str())
@@ -762,9 +775,14 @@ fn pi_header(path: &Path) -> Option<Value> {
         if text.trim().is_empty() {
             continue;
         }
-        let Ok(v) = serde_json::from_str::<Value>(text) else {
+        // `JSON.parse` as pi reads it (lone surrogates, repeated keys, deep nesting), and a
+        // line that parses to a falsy value (`null`, `0`, `false`, `""`) skipped as pi skips it.
+        let Ok(v) = pisess_formats::value::parse_owned::<Value>(text) else {
             continue;
         };
+        if !pisess_formats::value::raw_is_truthy(text) {
+            continue;
+        }
         return (v["type"] == "session" && v["id"].is_string()).then_some(v);
     }
 }

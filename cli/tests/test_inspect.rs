@@ -810,6 +810,18 @@ fn a_bare_word_is_a_session_id_before_a_file_of_that_name() {
         leaf_01
     );
     assert_eq!(leaf(&["show", "tiny", "@leaf", "--json"]), leaf_01);
+
+    // A session whose file is gone (marked so by an import of its folder) does not hide a
+    // file of the current folder named by its id.
+    let gone_dir = tempfile::tempdir().unwrap();
+    let gone = gone_dir.path().join("c.jsonl");
+    std::fs::copy(session("03-compactions"), &gone).unwrap();
+    run(&env, &["import", gone_dir.path().to_str().unwrap()]);
+    std::fs::remove_file(&gone).unwrap();
+    run(&env, &["import", gone_dir.path().to_str().unwrap()]);
+    let gone_id = "019bd57b";
+    std::fs::copy(session("01-tiny"), work.path().join(gone_id)).unwrap();
+    assert_eq!(leaf(&["show", gone_id, "@leaf", "--json"]), leaf_01);
 }
 
 #[test]
@@ -964,7 +976,8 @@ fn latest_reads_headers_and_filters_a_shared_folder_as_pi_does() {
     let first = |extra_env: bool| {
         let mut cmd = env.pisess();
         if extra_env {
-            cmd.env("PI_CODING_AGENT_SESSION_DIR", &shared);
+            // `~` expanded as pi expands it.
+            cmd.env("PI_CODING_AGENT_SESSION_DIR", "~/all-sessions");
         }
         let out = cmd
             .args(["--json", "log", "@latest", "-n", "1"])
@@ -993,8 +1006,8 @@ fn latest_reads_headers_and_filters_a_shared_folder_as_pi_does() {
         "another project's session was taken"
     );
 
-    // In pi's own folder for the cwd no header is filtered, and one after a blank and a
-    // malformed line is a header.
+    // In pi's own folder for the cwd no header is filtered, and one after a blank line, a
+    // malformed one and a falsy one (`null`) is a header.
     let folder = env.home.path().join(".pi/agent/sessions").join(format!(
         "--{}--",
         cwd_s.trim_start_matches('/').replace('/', "-")
@@ -1004,7 +1017,7 @@ fn latest_reads_headers_and_filters_a_shared_folder_as_pi_does() {
     std::fs::copy(session("01-tiny"), &older).unwrap();
     let text = std::fs::read_to_string(session("02-small-branches")).unwrap();
     let newer = folder.join("newer.jsonl");
-    std::fs::write(&newer, format!("\nnot json\n{text}")).unwrap();
+    std::fs::write(&newer, format!("\nnot json\nnull\n{text}")).unwrap();
     std::fs::File::options()
         .write(true)
         .open(&older)
