@@ -1233,19 +1233,20 @@ pub fn width() -> usize {
 /// An ISO timestamp shortened for display, in UTC: `2026-01-01 12:34:56` (a time with an
 /// offset is moved to UTC, as every other time shown is; text that is no date as written).
 pub fn short_time(ts: Option<&str>) -> String {
+    // Date and time around the `T`, so that an extended year (`+010000-01-01T…`) is cut right.
+    let cut = |t: &str| {
+        let at = t
+            .find(['T', 't'])
+            .filter(|&i| i >= 10 && t.as_bytes().get(i - 3) == Some(&b'-'));
+        match at.and_then(|i| Some((t.get(..i)?, t.get(i + 1..i + 9)?))) {
+            Some((d, h)) => format!("{d} {h}"),
+            None => t.to_owned(),
+        }
+    };
     match ts {
-        Some(t) if t.ends_with(['Z', 'z']) || t.len() <= 19 => match (t.get(..10), t.get(11..19)) {
-            (Some(d), Some(h)) => format!("{d} {h}"),
-            _ => t.to_owned(),
-        },
+        Some(t) if t.ends_with(['Z', 'z']) || t.len() <= 19 => cut(t),
         Some(t) => match pisess_engine::import::iso_to_ms(t) {
-            Some(ms) => {
-                let iso = pisess_engine::export::ms_to_iso(ms);
-                match (iso.get(..10), iso.get(11..19)) {
-                    (Some(d), Some(h)) => format!("{d} {h}"),
-                    _ => iso,
-                }
-            }
+            Some(ms) => cut(&pisess_engine::export::ms_to_iso(ms)),
             None => t.to_owned(),
         },
         None => String::new(),
@@ -1298,6 +1299,15 @@ mod tests {
             "not a time at all, but long"
         );
         assert_eq!(short_time(None), "");
+        // An extended year (`toISOString` past 9999) is cut at its `T`, not at byte 10.
+        assert_eq!(
+            short_time(Some("+010000-01-01T10:00:00.000Z")),
+            "+010000-01-01 10:00:00"
+        );
+        assert_eq!(
+            short_time(Some("+010000-01-01T12:00:00+02:00")),
+            "+010000-01-01 10:00:00"
+        );
     }
 
     /// A clipped text, escaped for the terminal, fits its columns: CJK characters take two,

@@ -2112,6 +2112,9 @@ fn stats_by_day_uses_the_utc_day_of_each_time() {
         r#"{"type":"message","id":"d0000001","parentId":null,"timestamp":"2026-03-01T23:30:00-05:00","message":{"role":"user","content":"late","timestamp":1772425800000}}"#,
         r#"{"type":"message","id":"d0000002","parentId":"d0000001","timestamp":"2026-03-01T23:59:60Z","message":{"role":"user","content":"leap","timestamp":1772425800000}}"#,
         r#"{"type":"message","id":"d0000003","parentId":"d0000002","timestamp":"2026-03-01T10:00:00.000Z","message":{"role":"user","content":"day","timestamp":1772359200000}}"#,
+        // Years past 9999 (as `toISOString` writes them): two days, not one month.
+        r#"{"type":"message","id":"d0000004","parentId":"d0000003","timestamp":"+010000-01-01T10:00:00.000Z","message":{"role":"user","content":"far","timestamp":1772359200000}}"#,
+        r#"{"type":"message","id":"d0000005","parentId":"d0000004","timestamp":"+010000-01-02T10:00:00.000Z","message":{"role":"user","content":"farther","timestamp":1772359200000}}"#,
     ];
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
     let got = json_lines(
@@ -2128,10 +2131,16 @@ fn stats_by_day_uses_the_utc_day_of_each_time() {
             )
         })
         .collect();
-    let want: HashMap<String, u64> = [("2026-03-02", 1), ("-", 1), ("2026-03-01", 1)]
-        .into_iter()
-        .map(|(k, n)| (k.to_owned(), n))
-        .collect();
+    let want: HashMap<String, u64> = [
+        ("2026-03-02", 1),
+        ("-", 1),
+        ("2026-03-01", 1),
+        ("+010000-01-01", 1),
+        ("+010000-01-02", 1),
+    ]
+    .into_iter()
+    .map(|(k, n)| (k.to_owned(), n))
+    .collect();
     assert_eq!(days, want);
 }
 

@@ -2495,6 +2495,9 @@ impl Snapshot {
         let mut scan = FileScan::new(self, f);
         self.files_scan(&mut scan, path, |p| p == path)?;
         self.read_ranges(&mut scan)?;
+        if scan.filter.session.is_none() {
+            self.drop_gone(&mut scan)?;
+        }
         scan.collect()?.to_vec()
     }
 
@@ -2503,6 +2506,9 @@ impl Snapshot {
         let mut scan = FileScan::new(self, f);
         self.scan_under(&mut scan, folder)?;
         self.read_ranges(&mut scan)?;
+        if scan.filter.session.is_none() {
+            self.drop_gone(&mut scan)?;
+        }
         scan.collect()?.to_vec()
     }
 

@@ -352,7 +352,7 @@ fn family_order(
             .then_with(|| ra.session_id.cmp(&rb.session_id))
             // Copies of one session (same id and creation time): by file path, not by the
             // order they were imported in, so that the counts are those of a fresh import.
-            .then_with(|| ra.path.cmp(&rb.path))
+            .then_with(|| std::path::Path::new(&ra.path).cmp(std::path::Path::new(&rb.path)))
     });
     Ok(order.into_iter().map(|i| (i, in_family[i])).collect())
 }
@@ -473,7 +473,12 @@ fn group_key(by: Option<By>, v: &Value, model: &str, session: &str) -> String {
                 .map_or_else(
                     || "-".to_owned(),
                     #[allow(clippy::cast_possible_truncation)]
-                    |ms| pisess_engine::export::ms_to_iso(ms as i64)[..10].to_owned(),
+                    // The date before the `T` (an extended year is longer than four digits).
+                    |ms| {
+                        let iso = pisess_engine::export::ms_to_iso(ms as i64);
+                        iso.split_once('T')
+                            .map_or(iso.clone(), |(d, _)| d.to_owned())
+                    },
                 )
         }
         Some(By::Model) => model.to_owned(),
