@@ -152,12 +152,31 @@ mod tests {
         assert_eq!(taken.path, path_for(&store));
         assert!(Gate::try_writer(&store).is_err());
         drop(w);
-        let r1 = Gate::try_reader(&store).unwrap();
+        // A process another test forks meanwhile shares this process's open files (and so
+        // their locks) until it execs: a lock let go is free again within moments, not at once.
+        let soon = |reader: bool| {
+            let start = std::time::Instant::now();
+            loop {
+                let got = if reader {
+                    Gate::try_reader(&store)
+                } else {
+                    Gate::try_writer(&store)
+                };
+                match got {
+                    Ok(g) => return g,
+                    Err(t) if start.elapsed() > std::time::Duration::from_secs(10) => {
+                        panic!("the gate stayed taken: {t:?}")
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(2)),
+                }
+            }
+        };
+        let r1 = soon(true);
         let r2 = Gate::try_reader(&store).unwrap();
         assert!(r1.is_held() && r2.is_held());
         assert!(Gate::try_writer(&store).is_err());
         drop((r1, r2));
-        assert!(Gate::try_writer(&store).unwrap().is_held());
+        assert!(soon(false).is_held());
     }
 
     #[test]
