@@ -1540,19 +1540,25 @@ fn message_facts(
     // pi's getLastActivityTime: user and assistant messages that have a `content` key; the
     // message's numeric time, else the entry's as `new Date` reads it.
     if matches!(role, Role::User | Role::Assistant) && m.content.is_present() {
-        facts.message_ms =
-            m.timestamp
-                .get()
-                .map(|t| *t as i64)
-                .or_else(|| match rec.timestamp.as_deref() {
-                    Some(t) => iso_to_ms(t),
-                    // Not text (a number, `true`, `null`: `new Date` reads each) or missing: read
-                    // from the line itself, which is rare enough to parse again.
-                    None => serde_json::from_str::<serde_json::Value>(json)
+        facts.message_ms = m
+            .timestamp
+            .get()
+            // A time no date can hold (|t| > 8.64e15 ms) is none: pi's `new Date` of it is
+            // invalid (and its listing fails on it).
+            .filter(|t| t.is_finite() && t.abs() <= 8.64e15)
+            .map(|t| *t as i64)
+            .or_else(|| match rec.timestamp.as_deref() {
+                Some(t) => iso_to_ms(t),
+                // Not text (a number, `true`, `null`: `new Date` reads each) or missing: read
+                // from the line itself (rare: pi writes the message's own time), as pi reads it.
+                None if memchr::memmem::find(json.as_bytes(), b"\"timestamp\"").is_some() => {
+                    pisess_formats::value::parse_owned::<serde_json::Value>(json)
                         .ok()
                         .and_then(|v| crate::agent::js::date_ms(v.get("timestamp")).as_f64())
-                        .map(|t| t as i64),
-                });
+                        .map(|t| t as i64)
+                }
+                None => None,
+            });
     }
     if role == Role::User {
         // Only the catalogue's first-message preview needs it: at most
