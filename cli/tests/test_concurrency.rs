@@ -655,10 +655,17 @@ fn an_export_waiting_for_its_fifos_reader_does_not_hold_the_store() {
             fifo.to_str().unwrap(),
         ],
     );
-    // Until it waits in the FIFO's open (Linux names that wait `wait_for_partner`).
-    let wchan = format!("/proc/{}/wchan", export.id());
+    // Until it waits in the FIFO's open: Linux names that wait `wait_for_partner` (where the
+    // kernel hides wait channels, the process is in `openat`, syscall 257, and asleep).
+    let proc_dir = PathBuf::from(format!("/proc/{}", export.id()));
+    let waiting = || {
+        let read = |f: &str| fs::read_to_string(proc_dir.join(f)).unwrap_or_default();
+        read("wchan") == "wait_for_partner"
+            || (read("syscall").starts_with("257 ")
+                && read("stat").split_whitespace().nth(2) == Some("S"))
+    };
     let start = Instant::now();
-    while fs::read_to_string(&wchan).unwrap_or_default() != "wait_for_partner" {
+    while !waiting() {
         assert!(
             start.elapsed() < DEADLINE,
             "export never waited for a reader"

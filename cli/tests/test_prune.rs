@@ -1176,7 +1176,16 @@ fn a_store_inside_pis_folder_does_not_import_its_own_trash() {
         "import of pi's folder read the store's trash: {r}"
     );
 
-    // Named alone, the trash is read.
+    // Named alone, the trash is read; its sessions are not moved again (into NAME.1 beside
+    // themselves) by the next prune.
     run(&["import", trash.to_str().unwrap()]);
     assert_eq!(files(&run(&["ls"])).len(), 4);
+    let before = crate::common::files_under(&trash);
+    let r = run(&["prune", "--sessions", "--older-than", "1d"]);
+    assert_eq!(r["sessions"].as_array().unwrap().len(), 1, "{r}");
+    let after = crate::common::files_under(&trash);
+    assert_eq!(after.len(), 4, "{after:?}");
+    for f in &before {
+        assert!(f.exists(), "{} moved", f.display());
+    }
 }

@@ -87,9 +87,14 @@ pub fn cmd_fork(ui: &mut Ui, args: &ForkArgs) -> CommandResult {
                 .filter(|d| !d.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
             if !dir.is_dir() {
+                let why = if dir.exists() {
+                    "is not a folder"
+                } else {
+                    "does not exist"
+                };
                 return Err(CommandError::with_hint(
                     anyhow!(
-                        "cannot write {}: the folder {} does not exist",
+                        "cannot write {}: the folder {} {why}",
                         p.display(),
                         dir.display()
                     ),

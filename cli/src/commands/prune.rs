@@ -796,6 +796,9 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         open_store()?
     };
     let trash = pisess_engine::trash_dir(store.path());
+    // A session whose file is in the trash already (imported from it by naming it) stays
+    // where it is: it was not moved into `NAME.1` beside itself.
+    let trash_real = std::fs::canonicalize(&trash).unwrap_or_else(|_| trash.clone());
     let pi_root =
         pisess_formats::layout::session_root().map(|r| std::fs::canonicalize(&r).unwrap_or(r));
     let select = |store: &Store| -> Result<(Vec<Old>, usize), CommandError> {
@@ -804,7 +807,10 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         let mut outside = 0usize;
         for (_, r) in snap.sessions()? {
             let modified = r.modified_ms.or(r.created_ms);
-            if r.gone || modified.is_none_or(|m| m >= cutoff) {
+            if r.gone
+                || modified.is_none_or(|m| m >= cutoff)
+                || Path::new(&r.path).starts_with(&trash_real)
+            {
                 continue;
             }
             let in_pi = pi_root
