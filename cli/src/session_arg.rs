@@ -685,6 +685,19 @@ impl SeenFile {
     }
 }
 
+/// A folder as pi's `resolvePath` makes it for a comparison (`pathsEqual`): `~` and `~/…`
+/// expanded to `$HOME`, a relative path joined to `here`, then `.`, `..`, repeated and
+/// trailing slashes taken out, lexically (no link is followed).
+pub fn resolve_path(p: &str, here: &str) -> String {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let expanded = match p.strip_prefix('~') {
+        Some("") => home,
+        Some(rest) if rest.starts_with('/') => format!("{home}{rest}"),
+        _ => p.to_owned(),
+    };
+    pisess_engine::files::normalize(here, &expanded)
+}
+
 /// The file `pi -c` would continue in the current folder, as a SESSION argument (pi's
 /// `continueRecent` and `findMostRecentSession`): in pi's session folder for this cwd
 /// (`$PI_CODING_AGENT_SESSION_DIR` itself when set; else `--<cwd with / \\ : as ->--` under the
@@ -696,15 +709,7 @@ impl SeenFile {
 fn pi_latest_file() -> Option<String> {
     let cwd = std::env::current_dir().ok()?;
     let cwd = cwd.to_str()?;
-    let home = std::env::var("HOME").unwrap_or_default();
-    let resolve = |p: &str| {
-        let expanded = match p.strip_prefix('~') {
-            Some("") => home.clone(),
-            Some(rest) if rest.starts_with('/') => format!("{home}{rest}"),
-            _ => p.to_owned(),
-        };
-        pisess_engine::files::normalize(cwd, &expanded)
-    };
+    let resolve = |p: &str| resolve_path(p, cwd);
     let default_dir = pisess_formats::layout::agent_dir().map(|a| {
         a.join("sessions")
             .join(pisess_formats::layout::project_dir_name(cwd))

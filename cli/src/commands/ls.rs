@@ -62,15 +62,7 @@ pub fn cmd_ls(ui: &mut Ui, args: &LsArgs) -> CommandResult {
     let here = std::env::current_dir()
         .map(|d| d.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let home = std::env::var("HOME").unwrap_or_default();
-    let resolve = |p: &str| {
-        let expanded = match p.strip_prefix('~') {
-            Some("") => home.clone(),
-            Some(rest) if rest.starts_with('/') => format!("{home}{rest}"),
-            _ => p.to_owned(),
-        };
-        pisess_engine::files::normalize(&here, &expanded)
-    };
+    let resolve = |p: &str| crate::session_arg::resolve_path(p, &here);
     let cwd: Option<Vec<String>> = args.cwd.as_ref().map(|c| {
         let mut forms = vec![resolve(&c.to_string_lossy())];
         if let Ok(real) = std::fs::canonicalize(c) {
