@@ -1114,21 +1114,12 @@ fn a_store_inside_pis_folder_does_not_import_its_own_trash() {
     .unwrap();
     let store = root.join("store.redb");
     let run = |args: &[&str]| -> Value {
-        let out = env
-            .pisess()
-            .env("PISESS_STORE", &store)
-            .arg("--json")
-            .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let with_json: Vec<&str> = std::iter::once("--json")
+            .chain(args.iter().copied())
+            .collect();
+        let (code, text, err) = crate::common::run_with_store(&env, &store, &with_json);
+        assert_eq!(code, 0, "{args:?}: {err}");
         // JSON Lines (ls) or one JSON value (import, prune): an array of the lines.
-        let text = String::from_utf8(out.stdout).unwrap();
         let mut lines: Vec<Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
