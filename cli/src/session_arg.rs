@@ -700,10 +700,11 @@ pub fn resolve_path(p: &str, here: &str) -> String {
 
 /// The file `pi -c` would continue in the current folder, as a SESSION argument (pi's
 /// `continueRecent` and `findMostRecentSession`): in pi's session folder for this cwd
-/// (`$PI_CODING_AGENT_SESSION_DIR` itself when set; else `--<cwd with / \\ : as ->--` under the
-/// sessions folder), the `*.jsonl` file with the latest mtime whose header ([`pi_header`]) is
-/// a session's. A `$PI_CODING_AGENT_SESSION_DIR` other than that default folder holds every
-/// project's sessions, so there the header's `cwd`, resolved, must also be the current folder.
+/// (`$PI_CODING_AGENT_SESSION_DIR` or the `sessionDir` setting itself when set; else
+/// `--<cwd with / \\ : as ->--` under the sessions folder), the `*.jsonl` file with the latest
+/// mtime whose header ([`pi_header`]) is a session's. Such a shared folder other than that
+/// default folder holds every project's sessions, so there the header's `cwd`, resolved, must
+/// also be the current folder.
 /// `None` when there is no such file (or its path is not UTF-8): then `@latest` is looked up in
 /// the store ([`latest_for_cwd`]).
 fn pi_latest_file() -> Option<String> {
@@ -714,10 +715,10 @@ fn pi_latest_file() -> Option<String> {
         a.join("sessions")
             .join(pisess_formats::layout::project_dir_name(cwd))
     });
-    let flat = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").is_some_and(|v| !v.is_empty());
-    let (dir, filter_cwd) = if flat {
+    let folder = pisess_formats::session_folder::find_from(Some(Path::new(cwd)))?;
+    let (dir, filter_cwd) = if folder.shared {
         // `~` expanded, as pi (and `import`) expand it.
-        let root = pisess_formats::layout::session_root()?;
+        let root = folder.root;
         let same = default_dir
             .as_ref()
             .and_then(|d| d.to_str())

@@ -272,6 +272,107 @@ fn a_session_folder_named_by_a_variable_must_exist() {
     );
 }
 
+/// pi's `sessionDir` setting (global `<agent dir>/settings.json`, the project's
+/// `.pi/settings.json` over it, `$PI_CODING_AGENT_SESSION_DIR` over both) names the folder
+/// that `import`, `fork` and `@latest` use, as pi's command line uses it: pisess read only the
+/// variable and the default folder, so a user with the setting had the wrong sessions indexed.
+#[test]
+fn pis_session_dir_setting_names_the_folder() {
+    let env = TestEnv::new();
+    let home = env.home.path();
+    let work = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(work.path()).unwrap();
+    let project_s = project.to_str().unwrap();
+    std::fs::create_dir_all(home.join(".pi/agent")).unwrap();
+    std::fs::write(
+        home.join(".pi/agent/settings.json"),
+        "{\"theme\": \"dark\", \"sessionDir\": \"~/pi-flat\"}",
+    )
+    .unwrap();
+    let flat = home.join("pi-flat");
+    std::fs::create_dir_all(&flat).unwrap();
+    // One session of this project (its header's cwd changed), one of another.
+    let text = std::fs::read_to_string(fixture("sessions/01-tiny.jsonl")).unwrap();
+    let (head, body) = text.split_once('\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(head).unwrap();
+    header["cwd"] = serde_json::Value::String(project_s.to_owned());
+    let mine = flat.join("mine.jsonl");
+    std::fs::write(&mine, format!("{header}\n{body}")).unwrap();
+    std::fs::copy(
+        fixture("sessions/04-many-branches.jsonl"),
+        flat.join("other.jsonl"),
+    )
+    .unwrap();
+    let in_project = |args: &[&str]| {
+        env.pisess()
+            .args(args)
+            .current_dir(&project)
+            .output()
+            .unwrap()
+    };
+    let out = in_project(&["import"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("importing pi's session folder {}", flat.display())),
+        "{err}"
+    );
+    let out = in_project(&["--json", "ls"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+
+    // @latest: the newest session of this project in the shared folder.
+    let out = in_project(&["--json", "log", "@latest", "-n", "1"]);
+    assert!(out.status.success(), "{out:?}");
+    let mine_s = mine.to_str().unwrap();
+    let want = in_project(&["--json", "log", mine_s, "-n", "1"]);
+    assert_eq!(out.stdout, want.stdout);
+
+    // fork writes into the shared folder, not a per-project one.
+    let out = in_project(&["fork", mine_s, "@leaf"]);
+    assert!(out.status.success(), "{out:?}");
+    let forked = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim_end());
+    assert_eq!(forked.parent().unwrap(), flat.canonicalize().unwrap());
+
+    // The project's setting wins; a folder it names that does not exist is an error naming it.
+    std::fs::create_dir_all(project.join(".pi")).unwrap();
+    let local = project.join(".pi/settings.json");
+    std::fs::write(&local, "{\"sessionDir\": \"here\"}").unwrap();
+    let out = in_project(&["import"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("(from sessionDir in {})", local.display())),
+        "{err}"
+    );
+    // Relative to the current folder, as pi leaves it.
+    std::fs::create_dir_all(project.join("here")).unwrap();
+    let out = in_project(&["import"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("importing pi's session folder here"), "{err}");
+
+    // The variable wins over both settings.
+    let missing = home.join("no-such-folder");
+    let out = env
+        .pisess()
+        .env("PI_CODING_AGENT_SESSION_DIR", &missing)
+        .arg("import")
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("(from $PI_CODING_AGENT_SESSION_DIR)"), "{err}");
+
+    // A project `sessionDir: null` overrides the global one (pi merges the keys): the default
+    // folder, absent here, so the samples.
+    std::fs::write(&local, "{\"sessionDir\": null}").unwrap();
+    let out = in_project(&["import"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("importing the samples"), "{err}");
+}
+
 /// A re-import of a folder from which a session file was removed says so in its human summary
 /// too (only `--json` had `gone`), as rsync and git say what left.
 #[test]

@@ -110,23 +110,6 @@ pub fn trash_dir(store: &Path) -> PathBuf {
         .join("trash")
 }
 
-/// The default pi session folder: `$PI_CODING_AGENT_SESSION_DIR`, else
-/// `$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions`.
-pub fn default_session_dir() -> Option<PathBuf> {
-    let set = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(p) = set("PI_CODING_AGENT_SESSION_DIR") {
-        return Some(p);
-    }
-    if let Some(p) = set("PI_CODING_AGENT_DIR") {
-        return Some(p.join("sessions"));
-    }
-    set("HOME").map(|h| h.join(".pi/agent/sessions"))
-}
-
 /// redb's page cache (its write buffer is at most half of it). redb's default, 1 GiB, let
 /// the import of a 1 GiB session peak at 680 MB of memory; 96 MiB bounds an import, whatever
 /// the file size, to about 200 MB (issue 3: under 256 MiB), and is ample for queries.

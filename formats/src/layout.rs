@@ -1,7 +1,8 @@
 //! Where pi keeps session files (spec §1.2, §1.3).
 //!
 //! Invariants: these functions only compute paths; they never touch the file system except to
-//! read environment variables and the home directory.
+//! read environment variables and the home directory. Which folder pi uses on this machine
+//! (variables, settings files) is [`crate::session_folder`]'s.
 
 use std::path::{Path, PathBuf};
 
@@ -10,14 +11,6 @@ pub fn agent_dir() -> Option<PathBuf> {
     match std::env::var_os("PI_CODING_AGENT_DIR").filter(|v| !v.is_empty()) {
         Some(dir) => Some(expand_tilde(Path::new(&dir))),
         None => home().map(|h| h.join(".pi").join("agent")),
-    }
-}
-
-/// pi's session folder: `$PI_CODING_AGENT_SESSION_DIR`, else `<agent dir>/sessions`.
-pub fn session_root() -> Option<PathBuf> {
-    match std::env::var_os("PI_CODING_AGENT_SESSION_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) => Some(expand_tilde(Path::new(&dir))),
-        None => agent_dir().map(|d| d.join("sessions")),
     }
 }
 
@@ -54,7 +47,8 @@ fn home() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-fn expand_tilde(p: &Path) -> PathBuf {
+/// `~` or a leading `~/` replaced by `$HOME` (pi's `normalizePath`); anything else as it is.
+pub(crate) fn expand_tilde(p: &Path) -> PathBuf {
     match p.strip_prefix("~") {
         Ok(rest) => home().map_or_else(|| p.to_path_buf(), |h| h.join(rest)),
         Err(_) => p.to_path_buf(),

@@ -7,7 +7,8 @@
 //!   pi's key order;
 //! - [`js`] writes JSON exactly as JavaScript's `JSON.stringify` does;
 //! - [`problem`] describes what is wrong with a file, with its location;
-//! - [`open`] opens a session file for reading, regular files only, without blocking.
+//! - [`open`] opens a session file for reading, regular files only, without blocking;
+//! - [`layout`] and [`session_folder`] say where pi keeps its session files.
 //!
 //! This crate knows nothing of storage; it is the ground truth for what a line means.
 #![forbid(unsafe_code)]
@@ -21,6 +22,7 @@ pub mod open;
 pub mod problem;
 pub mod reader;
 pub mod session;
+pub mod session_folder;
 pub mod value;
 
 pub use entry::{Block, Content, Entry, EntryType, Message, Role, Usage};

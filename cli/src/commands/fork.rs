@@ -25,8 +25,8 @@ use crate::ui::{Ui, safe};
 /// Entry ids are kept; label entries are dropped and the labels in force on kept entries are
 /// re-created at the end; the header gets a new session id and `parentSession` = the source
 /// file. Default folder: pi's folder for the source's cwd ($PI_CODING_AGENT_SESSION_DIR, else
-/// $PI_CODING_AGENT_DIR/sessions/--cwd--, else ~/.pi/agent/sessions/--cwd--). The new session
-/// is imported into the store.
+/// pi's sessionDir setting, else $PI_CODING_AGENT_DIR/sessions/--cwd--, else
+/// ~/.pi/agent/sessions/--cwd--). The new session is imported into the store.
 ///
 /// With --json: `{path, sessionId, entries, leafId, parentSession}`.
 #[derive(Debug, clap::Args)]

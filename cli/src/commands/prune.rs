@@ -799,8 +799,8 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     // A session whose file is in the trash already (imported from it by naming it) stays
     // where it is: it was not moved into `NAME.1` beside itself.
     let trash_real = std::fs::canonicalize(&trash).unwrap_or_else(|_| trash.clone());
-    let pi_root =
-        pisess_formats::layout::session_root().map(|r| std::fs::canonicalize(&r).unwrap_or(r));
+    let pi_root = pisess_formats::session_folder::find()
+        .map(|f| std::fs::canonicalize(&f.root).unwrap_or(f.root));
     let select = |store: &Store| -> Result<(Vec<Old>, usize), CommandError> {
         let snap = store.snapshot()?;
         let mut old = Vec::new();

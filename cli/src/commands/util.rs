@@ -24,29 +24,32 @@ pub fn samples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/sessions")
 }
 
-/// The paths to work on: the given ones, else pi's session folder, else (on a machine without
-/// pi, when no variable names the folder) the samples. A folder named by
-/// `$PI_CODING_AGENT_SESSION_DIR` or `$PI_CODING_AGENT_DIR` that does not exist is an error, not
-/// a reason to take the samples: a typo there must not fill the store with demo sessions.
+/// The paths to work on: the given ones, else pi's session folder
+/// ([`pisess_formats::session_folder`]), else (on a machine without pi, when no variable or
+/// setting names the folder) the samples. A folder named by `$PI_CODING_AGENT_SESSION_DIR`,
+/// a `sessionDir` setting or `$PI_CODING_AGENT_DIR` that does not exist is an error, not a
+/// reason to take the samples: a typo there must not fill the store with demo sessions.
 pub fn default_inputs(given: &[PathBuf]) -> Result<(Vec<PathBuf>, Source), CommandError> {
     if !given.is_empty() {
         return Ok((given.to_vec(), Source::Given));
     }
-    let root = pisess_formats::layout::session_root();
-    if let Some(root) = root.filter(|r| r.is_dir()) {
-        return Ok((vec![root.clone()], Source::PiSessions(root)));
+    let folder = pisess_formats::session_folder::find();
+    if let Some(f) = &folder
+        && f.root.is_dir()
+    {
+        return Ok((vec![f.root.clone()], Source::PiSessions(f.root.clone())));
     }
-    let named = ["PI_CODING_AGENT_SESSION_DIR", "PI_CODING_AGENT_DIR"]
-        .into_iter()
-        .find(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
-    if let Some(var) = named {
-        let root = pisess_formats::layout::session_root().unwrap_or_default();
+    if let Some((root, named_by)) = folder.and_then(|f| f.named_by.map(|n| (f.root, n))) {
         return Err(CommandError::with_hint(
             anyhow!(
-                "pi's session folder {} (from ${var}) is not a folder that exists",
-                crate::ui::safe(&root.to_string_lossy())
+                "pi's session folder {} (from {}) is not a folder that exists",
+                crate::ui::safe(&root.to_string_lossy()),
+                crate::ui::safe(&named_by)
             ),
-            format!("check ${var}, or give the files or folders as arguments"),
+            format!(
+                "check {}, or give the files or folders as arguments",
+                crate::ui::safe(&named_by)
+            ),
         ));
     }
     let s = samples_dir();

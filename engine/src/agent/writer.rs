@@ -160,21 +160,12 @@ pub fn valid_session_id(id: &str) -> bool {
         && b.iter().all(ok)
 }
 
-/// pi's folder for the sessions of a working directory (spec §1.2): `$PI_CODING_AGENT_SESSION_DIR`
-/// as it is (tilde expanded), else `<agent dir>/sessions/--<cwd>--` with the agent dir
+/// pi's folder for the new sessions of a working directory (spec §1.2,
+/// [`pisess_formats::session_folder`]): `$PI_CODING_AGENT_SESSION_DIR` or the `sessionDir`
+/// setting as it is (tilde expanded), else `<agent dir>/sessions/--<cwd>--` with the agent dir
 /// `$PI_CODING_AGENT_DIR` or `~/.pi/agent`. `cwd` should be resolved (absolute).
 pub fn pi_session_dir(cwd: &str) -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(d);
-        return Some(match (p.strip_prefix("~"), std::env::var_os("HOME")) {
-            (Ok(rest), Some(h)) => Path::new(&h).join(rest),
-            _ => p,
-        });
-    }
-    pisess_formats::layout::agent_dir().map(|a| {
-        a.join("sessions")
-            .join(pisess_formats::layout::project_dir_name(cwd))
-    })
+    pisess_formats::session_folder::find().map(|f| f.for_cwd(cwd))
 }
 
 impl<'s> SessionWriter<'s> {

@@ -1,0 +1,219 @@
+//! Where pi keeps the sessions on this machine (spec §1.2): the folder pi writes new sessions
+//! to and lists them from, found as pi's command line finds it.
+//!
+//! In order: `$PI_CODING_AGENT_SESSION_DIR`; else the `sessionDir` setting, the project's
+//! `<cwd>/.pi/settings.json` over the global `<agent dir>/settings.json` (pi merges the two,
+//! the project's key winning whenever it is present, even as `null` or `""`); else
+//! `<agent dir>/sessions` with one sub-folder per working directory. The first two hold every
+//! project's sessions in one folder ([`SessionFolder::shared`]).
+//!
+//! Invariants: only reads (the environment, the current directory, at most two settings files);
+//! a settings file that is missing, unreadable, not JSON or not a JSON object counts as no
+//! settings, as pi's settings manager counts it; a `sessionDir` that is not a non-empty string
+//! is no setting (pi stops on a non-string one).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::layout;
+
+/// pi's session folder and what named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionFolder {
+    /// The folder (`~` expanded; relative paths stay relative to the current directory, as pi
+    /// leaves them).
+    pub root: PathBuf,
+    /// Every project's sessions directly in `root` (a variable or setting named it), rather
+    /// than one sub-folder per working directory.
+    pub shared: bool,
+    /// What named the folder, for messages: `$PI_CODING_AGENT_SESSION_DIR`, `sessionDir in
+    /// FILE`, `$PI_CODING_AGENT_DIR`; `None` for the default `~/.pi/agent/sessions`.
+    pub named_by: Option<String>,
+}
+
+impl SessionFolder {
+    /// The folder pi writes a new session for `cwd` (resolved) to.
+    pub fn for_cwd(&self, cwd: &str) -> PathBuf {
+        if self.shared {
+            self.root.clone()
+        } else {
+            self.root.join(layout::project_dir_name(cwd))
+        }
+    }
+}
+
+/// pi's session folder for a process started in the current directory. `None` when neither a
+/// variable, a setting nor `$HOME` gives one.
+pub fn find() -> Option<SessionFolder> {
+    let cwd = std::env::current_dir().ok();
+    find_from(cwd.as_deref())
+}
+
+/// [`find`] with the project settings looked up under `cwd` (none when `None`).
+pub fn find_from(cwd: Option<&Path>) -> Option<SessionFolder> {
+    if let Some(dir) = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").filter(|v| !v.is_empty()) {
+        return Some(SessionFolder {
+            root: layout::expand_tilde(Path::new(&dir)),
+            shared: true,
+            named_by: Some("$PI_CODING_AGENT_SESSION_DIR".to_owned()),
+        });
+    }
+    let agent = layout::agent_dir();
+    if let Some((dir, file)) = session_dir_setting(agent.as_deref(), cwd) {
+        return Some(SessionFolder {
+            root: dir,
+            shared: true,
+            named_by: Some(format!("sessionDir in {}", file.display())),
+        });
+    }
+    let named = std::env::var_os("PI_CODING_AGENT_DIR").is_some_and(|v| !v.is_empty());
+    agent.map(|a| SessionFolder {
+        root: a.join("sessions"),
+        shared: false,
+        named_by: named.then(|| "$PI_CODING_AGENT_DIR".to_owned()),
+    })
+}
+
+/// The `sessionDir` setting and the settings file it came from: the project file
+/// `<cwd>/.pi/settings.json` when it has the key, else the global `<agent>/settings.json`.
+fn session_dir_setting(agent: Option<&Path>, cwd: Option<&Path>) -> Option<(PathBuf, PathBuf)> {
+    let files = [
+        cwd.map(|c| c.join(".pi").join("settings.json")),
+        agent.map(|a| a.join("settings.json")),
+    ];
+    for file in files.into_iter().flatten() {
+        let Some(value) = setting(&file) else {
+            continue;
+        };
+        // Present, even as null or "": it overrides the global one, and names no folder.
+        return match value {
+            Value::String(s) if !s.is_empty() => Some((normalize(&s), file)),
+            _ => None,
+        };
+    }
+    None
+}
+
+/// The `sessionDir` key of one settings file, when the file is a JSON object that has it.
+fn setting(file: &Path) -> Option<Value> {
+    let bytes = std::fs::read(file).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    match serde_json::from_str::<Value>(text).ok()? {
+        Value::Object(mut map) => map.remove("sessionDir"),
+        _ => None,
+    }
+}
+
+/// pi's `normalizePath` of a setting: `~` and `~/…` expanded with the home folder, a
+/// `file://` URL turned into its path; anything else as it is.
+fn normalize(s: &str) -> PathBuf {
+    if let Some(p) = s.strip_prefix("file://").and_then(file_url_path) {
+        return p;
+    }
+    layout::expand_tilde(Path::new(s))
+}
+
+/// The path of a `file://` URL (what follows the scheme): an empty or `localhost` host, the
+/// path percent-decoded, query and fragment dropped. `None` for what Node's `fileURLToPath`
+/// refuses (another host, an encoded `/`).
+fn file_url_path(rest: &str) -> Option<PathBuf> {
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    let slash = rest.find('/')?;
+    let (host, path) = rest.split_at(slash);
+    if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(path.len());
+    let b = path.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                let byte = (h * 16 + l) as u8;
+                if byte == b'/' {
+                    return None;
+                }
+                out.push(byte);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+    }
+    #[cfg(not(unix))]
+    {
+        String::from_utf8(out).ok().map(PathBuf::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_urls_decode_as_node_does() {
+        assert_eq!(
+            file_url_path("/home/me/pi%20sessions"),
+            Some(PathBuf::from("/home/me/pi sessions"))
+        );
+        assert_eq!(
+            file_url_path("localhost/srv/s?x=1#y"),
+            Some(PathBuf::from("/srv/s"))
+        );
+        assert_eq!(file_url_path("example.com/srv"), None);
+        assert_eq!(file_url_path("/a%2Fb"), None);
+        assert_eq!(normalize("relative/dir"), PathBuf::from("relative/dir"));
+    }
+
+    #[test]
+    fn the_project_setting_wins_even_when_it_names_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let agent = t.path().join("agent");
+        let project = t.path().join("project");
+        std::fs::create_dir_all(&agent).unwrap();
+        std::fs::create_dir_all(project.join(".pi")).unwrap();
+        let global = agent.join("settings.json");
+        std::fs::write(&global, "\u{feff}{\"sessionDir\": \"/g\"}").unwrap();
+        let got = session_dir_setting(Some(&agent), Some(&project));
+        assert_eq!(got, Some((PathBuf::from("/g"), global.clone())));
+        let local = project.join(".pi").join("settings.json");
+        for (text, want) in [
+            (
+                "{\"sessionDir\": \"/p\"}",
+                Some((PathBuf::from("/p"), local.clone())),
+            ),
+            ("{\"sessionDir\": null}", None),
+            ("{\"sessionDir\": \"\"}", None),
+            ("{\"sessionDir\": 5}", None),
+            // Not an object, not JSON, empty: no project settings, so the global one.
+            ("[1]", Some((PathBuf::from("/g"), global.clone()))),
+            ("{", Some((PathBuf::from("/g"), global.clone()))),
+            ("", Some((PathBuf::from("/g"), global.clone()))),
+            (
+                "{\"theme\": \"dark\"}",
+                Some((PathBuf::from("/g"), global.clone())),
+            ),
+        ] {
+            std::fs::write(&local, text).unwrap();
+            assert_eq!(
+                session_dir_setting(Some(&agent), Some(&project)),
+                want,
+                "{text}"
+            );
+        }
+    }
+}
