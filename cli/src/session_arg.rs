@@ -794,13 +794,15 @@ fn pi_header(path: &Path) -> Option<Value> {
 }
 
 /// The session a `@latest` that [`pi_latest_file`] does not answer names: among the imported
-/// sessions whose header `cwd` is the current folder, the one with the latest message.
+/// sessions whose header `cwd` is the current folder (both resolved as pi compares folders,
+/// [`resolve_path`]), the one with the latest message.
 fn latest_for_cwd(snap: &Snapshot) -> Result<SessionKey, CommandError> {
     let cwd = std::env::current_dir()?;
     let cwd_s = cwd.to_string_lossy();
+    let here = resolve_path(&cwd_s, &cwd_s);
     let mut best: Option<(i64, SessionKey)> = None;
     for (k, r) in snap.sessions()? {
-        if r.gone || r.cwd != cwd_s {
+        if r.gone || r.cwd.is_empty() || resolve_path(&r.cwd, &cwd_s) != here {
             continue;
         }
         let t = r.modified_ms.or(r.created_ms).unwrap_or(i64::MIN);

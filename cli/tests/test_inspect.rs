@@ -873,7 +873,8 @@ fn session_by_id_prefix_and_latest() {
         assert!(r.stderr.contains(id), "{id}: {}", r.stderr);
     }
 
-    // @latest: the newest session whose header cwd is the current folder.
+    // @latest: the newest session whose header cwd is the current folder (compared as pi
+    // compares folders: resolved, so a trailing `/.` does not matter).
     let work = tempfile::tempdir().unwrap();
     let cwd = std::fs::canonicalize(work.path()).unwrap();
     let text = std::fs::read_to_string(session("01-tiny")).unwrap();
@@ -881,7 +882,7 @@ fn session_by_id_prefix_and_latest() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    lines[0]["cwd"] = Value::String(cwd.to_str().unwrap().to_owned());
+    lines[0]["cwd"] = Value::String(format!("{}/.", cwd.to_str().unwrap()));
     let copy = cwd.join("mine.jsonl");
     let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&copy, body).unwrap();
