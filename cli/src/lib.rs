@@ -106,7 +106,32 @@ pub fn parse_args(argv: Vec<OsString>) -> cli::Args {
     {
         return args;
     }
-    cli::Args::parse_from(argv)
+    match cli::Args::try_parse_from(argv) {
+        Ok(args) => args,
+        Err(e) => std::process::exit(clap_exit(&e)),
+    }
+}
+
+/// Prints clap's message (a usage error on stderr, `--help` or `--version` on stdout) and gives
+/// the exit status: clap's own, but 2 when the help could not be written (a full disk: clap's
+/// `exit` ignores that and says 0, as if the help had been shown) — unless the reader simply
+/// left (`| head`), which is not an error.
+fn clap_exit(e: &clap::Error) -> i32 {
+    use std::io::Write;
+    let written = e.print().and_then(|()| {
+        if e.use_stderr() {
+            Ok(())
+        } else {
+            std::io::stdout().flush()
+        }
+    });
+    match written {
+        Err(w) if !e.use_stderr() && w.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: cannot write to stdout: {w}");
+            2
+        }
+        _ => e.exit_code(),
+    }
 }
 
 /// The arguments of `pisess import [PATH...]` with nothing else on the line: every argument

@@ -877,6 +877,47 @@ fn millions_of_tiny_junk_lines_import_in_bounded_memory() {
     );
 }
 
+/// `--help` and `--version` that cannot be written (a full device) exit 2 and say so on stderr
+/// (clap's exit ignored the error and said 0, as if the help had been shown); a reader that
+/// leaves early (`| head`) is no error.
+#[test]
+fn a_help_that_cannot_be_written_is_an_error() {
+    let env = TestEnv::new();
+    for args in [
+        &["--help"][..],
+        &["log", "--help"],
+        &["--version"],
+        &["help", "ls"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = env.pisess_child().args(args).stdout(full).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("error: cannot write to stdout: No space left"),
+            "{args:?}: {err}"
+        );
+        let out = env.pisess_child().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(!out.stdout.is_empty());
+        let mut child = env
+            .pisess_child()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        assert_eq!(
+            child.wait().unwrap().code(),
+            Some(0),
+            "{args:?} closed pipe"
+        );
+    }
+}
+
 /// Messages that cannot be written to stderr (a full device; a pipe closed before they come)
 /// are dropped: the command ends with its own status, never with a panic (exit 101, as std's
 /// `eprintln!` gave).
