@@ -373,6 +373,85 @@ fn pis_session_dir_setting_names_the_folder() {
     assert!(err.contains("importing the samples"), "{err}");
 }
 
+/// `import FILE` of a session file that was deleted marks its session gone (as `git add` of a
+/// deleted file stages the removal): it failed ("No such file") and left the session live.
+/// A path the store never knew, or a session already gone, still fails.
+#[test]
+fn importing_a_deleted_file_by_name_marks_its_session_gone() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a.jsonl");
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), &file).unwrap();
+    let f = file.to_str().unwrap();
+    assert!(
+        env.pisess()
+            .args(["import", f])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    std::fs::remove_file(&file).unwrap();
+    // Named through a relative path, from its folder.
+    let out = env
+        .pisess()
+        .args(["import", "a.jsonl"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("gone: 1 session"), "{text}");
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    assert!(out.stdout.is_empty(), "{out:?}");
+    for _ in 0..2 {
+        let out = env.pisess().args(["import", f]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("No such file"), "{err}");
+        let other = dir.join("never.jsonl");
+        let out = env
+            .pisess()
+            .args(["import", other.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+    }
+}
+
+/// A project folder in pi's session folder that is a symbolic link is read (pi's listing
+/// takes `isDirectory() || isSymbolicLink()`), by `import` and `check` alike, and a session
+/// whose file left it is marked gone; links deeper down are still not followed.
+#[test]
+fn a_linked_project_folder_is_read_as_pi_lists_it() {
+    let env = TestEnv::new();
+    let home = env.home.path();
+    let sessions = home.join(".pi/agent/sessions");
+    let elsewhere = home.join("synced/--work-proj--");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), elsewhere.join("a.jsonl")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, sessions.join("--work-proj--")).unwrap();
+    // A link back to the folder itself is not read again.
+    std::os::unix::fs::symlink(&sessions, sessions.join("again")).unwrap();
+    let out = env.pisess().arg("import").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.contains("--work-proj--"), "{listed}");
+    let out = env.pisess().arg("check").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{err}");
+    assert!(text.contains("checked 1 file(s): 1 clean"), "{text}");
+    std::fs::remove_file(elsewhere.join("a.jsonl")).unwrap();
+    let out = env.pisess().arg("import").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("gone: 1 session"), "{text}");
+}
+
 /// A re-import of a folder from which a session file was removed says so in its human summary
 /// too (only `--json` had `gone`), as rsync and git say what left.
 #[test]

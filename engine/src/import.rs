@@ -366,8 +366,8 @@ impl Store {
     /// Imports files and folders (folders recursively, `*.jsonl` files), reporting progress.
     ///
     /// Per-file problems are reported in the [`ImportReport`]; only store failures are errors.
-    /// Sessions that were imported from a file inside one of the given folders and whose file no
-    /// longer exists are marked gone.
+    /// Sessions that were imported from a file inside one of the given folders, or from a file
+    /// given by its path, and whose file no longer exists are marked gone.
     pub fn import(
         &self,
         paths: &[PathBuf],
@@ -388,8 +388,19 @@ impl Store {
             return Ok(report);
         }
         self.writer_db()?;
+        // A path given as a file that no longer exists, and that the catalogue holds a live
+        // session for, is marked gone (as `git add` of a deleted file stages its removal);
+        // one the store never knew fails as before.
+        let (deleted, files): (Vec<_>, Vec<_>) = files
+            .into_iter()
+            .partition(|f| f.name_at == 0 && f.error.is_none() && self.known_deleted(&f.path));
         progress(ImportEvent::Start { files: files.len() });
         let mut report = ImportReport::default();
+        for f in &deleted {
+            if let Some(key) = deleted_key(&f.path) {
+                report.gone += u64::from(self.mark_file_gone(&key)?);
+            }
+        }
         for f in &files {
             let r = match &f.error {
                 Some(e) => failed_report(f.path.clone(), e.to_string()),
@@ -398,7 +409,7 @@ impl Store {
             progress(ImportEvent::FileDone(&r));
             report.files.push(r);
         }
-        report.gone = self.mark_gone(&folders)?;
+        report.gone += self.mark_gone(&folders)?;
         // The per-file commits skip fsync; one durable commit at the end persists them all
         // (none when nothing was written: an unchanged folder costs a stat per file).
         let wrote = report.gone > 0
@@ -628,6 +639,38 @@ impl Store {
         }
         tx.commit()?;
         Ok(true)
+    }
+
+    /// Whether `path` (given as a file) does not exist and the catalogue holds a live session
+    /// imported from it ([`deleted_key`]).
+    fn known_deleted(&self, path: &Path) -> bool {
+        let missing = std::fs::symlink_metadata(path)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+        missing
+            && deleted_key(path).is_some_and(|key| {
+                self.db
+                    .begin_read()
+                    .ok()
+                    .and_then(|rtx| rtx.open_table(schema::SOURCES).ok())
+                    .and_then(|t| t.get(key.as_str()).ok().flatten().map(|v| !v.value().3))
+                    .unwrap_or(false)
+            })
+    }
+
+    /// Marks the live session imported from the catalogue key `key` gone; whether one was.
+    fn mark_file_gone(&self, key: &str) -> Result<bool, StoreError> {
+        let owner = {
+            let rtx = self.db.begin_read()?;
+            let sources = rtx.open_table(schema::SOURCES)?;
+            sources
+                .get(key)?
+                .map(|v| v.value())
+                .filter(|(_, _, _, gone)| !gone)
+        };
+        match owner {
+            Some((s, _, _, _)) => self.set_gone(SessionKey(s), true),
+            None => Ok(false),
+        }
     }
 
     /// Marks sessions imported from inside `folders` whose files no longer exist; returns how
@@ -2454,6 +2497,19 @@ fn catalogue_key(p: &Path) -> Option<&str> {
     p.to_str()
 }
 
+/// The catalogue key a file that no longer exists was imported under: its folder's canonical
+/// path joined with its name. `None` when the folder cannot be resolved or the path is not
+/// UTF-8.
+fn deleted_key(path: &Path) -> Option<String> {
+    let name = path.file_name()?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let canon = std::fs::canonicalize(dir).ok()?.join(name);
+    catalogue_key(&canon).map(str::to_owned)
+}
+
 /// Whether a session's file has disappeared from its path (a catalogue key, canonical when it
 /// was imported): nothing is there any more, or a symbolic link is (the file was replaced by a
 /// link: what the link leads to is imported under its own canonical path, so the session of
@@ -2627,7 +2683,8 @@ fn unchanged_in(
 }
 
 /// The files to import for `paths` (folders scanned with [`files_under`]), and the folders
-/// (canonical when they can be) whose vanished files are marked gone.
+/// (canonical when they can be) whose vanished files are marked gone: those given, and the
+/// folders that symlinks directly inside them point to.
 ///
 /// `trash` is the store's trash folder ([`crate::store::trash_dir`]): a scan does not go into
 /// it (the files `prune --sessions` moved there are not sessions to import again), though a
@@ -2642,11 +2699,11 @@ fn discover(paths: &[PathBuf], trash: &Path) -> (Vec<Found>, Vec<PathBuf>) {
         if p.is_dir() {
             match std::fs::canonicalize(p) {
                 Ok(canon) => {
-                    files.extend(files_under(p, Some(&canon), skip));
+                    files.extend(files_under(p, Some(&canon), skip, &mut folders));
                     folders.push(canon);
                 }
                 Err(_) => {
-                    files.extend(files_under(p, None, skip));
+                    files.extend(files_under(p, None, skip, &mut folders));
                     folders.push(p.clone());
                 }
             }
@@ -2723,8 +2780,9 @@ enum Scan {
 ///
 /// Only regular files are taken, and symlinks whose target is one (or cannot be looked at: the
 /// import then says why); a FIFO, socket or device named `*.jsonl` is left out (opening a FIFO
-/// would wait for a writer). Symlinks to folders are not followed. A folder that cannot be
-/// read, and a file whose name is not UTF-8 (the store cannot record its path), come out with
+/// would wait for a writer). Symlinks to folders are followed directly inside `dir` only (as
+/// pi's listing follows them in its session folder; [`linked_folder`]), not deeper. A folder
+/// that cannot be read, and a file whose name is not UTF-8 (the store cannot record its path), come out with
 /// their [`Found::error`], in their place.
 ///
 /// This is most of the work of re-importing an unchanged folder, so each entry costs one
@@ -2734,7 +2792,12 @@ enum Scan {
 ///
 /// A sub-folder whose canonical path is `skip` (the store's trash) is not read. Only a folder
 /// named like it is looked at for that, so the scan costs no more for the others.
-fn files_under(dir: &Path, canon_dir: Option<&Path>, skip: Option<&Path>) -> Vec<Found> {
+fn files_under(
+    dir: &Path,
+    canon_dir: Option<&Path>,
+    skip: Option<&Path>,
+    linked: &mut Vec<PathBuf>,
+) -> Vec<Found> {
     use std::os::unix::ffi::OsStrExt;
     let mut out = Vec::new();
     let mut stack = vec![Scan::Dir(
@@ -2759,6 +2822,8 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>, skip: Option<&Path>) -> Vec
         };
         p.as_os_str().as_bytes().get(*at..).unwrap_or_default()
     }
+    // The first folder read is `dir` itself: symlinks to folders are followed there only.
+    let mut top = true;
     while let Some(item) = stack.pop() {
         let (d, canon_d) = match item {
             Scan::File(f) => {
@@ -2767,6 +2832,7 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>, skip: Option<&Path>) -> Vec
             }
             Scan::Dir(d, c) => (d, c),
         };
+        let is_top = std::mem::take(&mut top);
         let rd = match std::fs::read_dir(&d) {
             Ok(rd) => rd,
             Err(e) => {
@@ -2777,6 +2843,16 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>, skip: Option<&Path>) -> Vec
         for e in rd.flatten() {
             let Ok(ft) = e.file_type() else { continue };
             let name = e.file_name();
+            if is_top && ft.is_symlink() {
+                let p = joined(&d, &name);
+                if let Some(target) = linked_folder(&p, &d, canon_d.as_deref(), skip) {
+                    let at = p.as_os_str().len() - name.len();
+                    linked.push(target.clone());
+                    let c = Some(std::sync::Arc::from(target));
+                    here.push((prefix(name.as_bytes()), at, Scan::Dir(p, c)));
+                    continue;
+                }
+            }
             // `Path::extension` of a name is `jsonl` exactly when the name ends with `.jsonl`
             // after at least one byte (a name whose only dot comes first has no extension).
             let jsonl = name.len() > 6 && name.as_bytes().ends_with(b".jsonl");
@@ -2845,6 +2921,27 @@ fn files_under(dir: &Path, canon_dir: Option<&Path>, skip: Option<&Path>) -> Vec
     out
 }
 
+/// The canonical path of the folder a symlink directly inside the scanned folder `top` points
+/// to, when the scan should read it: pi's session listing reads such links as project folders
+/// (`isDirectory() || isSymbolicLink()`). `None` for a link to anything else, a dangling one,
+/// one to `top` itself or a folder above it (it would read `top` again), and one to `skip`.
+fn linked_folder(
+    link: &Path,
+    top: &Path,
+    canon_top: Option<&Path>,
+    skip: Option<&Path>,
+) -> Option<PathBuf> {
+    if !std::fs::metadata(link).is_ok_and(|md| md.is_dir()) {
+        return None;
+    }
+    let target = std::fs::canonicalize(link).ok()?;
+    let canon_top = match canon_top {
+        Some(c) => c.to_path_buf(),
+        None => std::fs::canonicalize(top).ok()?,
+    };
+    (!canon_top.starts_with(&target) && skip != Some(target.as_path())).then_some(target)
+}
+
 /// `dir.join(name)` in one allocation of the exact size (`join` copies `dir`, then grows the
 /// copy for `name`: a second allocation and a copy per file of a folder scan).
 fn joined(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
@@ -2858,7 +2955,7 @@ fn joined(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
 /// (and symlinks to them) that an import would read, without the folders it could not read
 /// and the files it would refuse.
 pub fn jsonl_files_under(dir: &Path) -> Vec<PathBuf> {
-    files_under(dir, None, None)
+    files_under(dir, None, None, &mut Vec::new())
         .into_iter()
         .filter(|f| f.error.is_none())
         .map(|f| f.path)
@@ -3117,7 +3214,7 @@ mod tests {
         walk(&root, &mut want);
         want.sort();
         let canon_root = std::fs::canonicalize(&root).unwrap();
-        let got = files_under(&root, Some(&canon_root), None);
+        let got = files_under(&root, Some(&canon_root), None, &mut Vec::new());
         let paths: Vec<&Path> = got.iter().map(|f| f.path.as_path()).collect();
         assert_eq!(paths, want);
         for f in &got {
@@ -3130,6 +3227,45 @@ mod tests {
             assert_eq!(f.stat, Some(size_mtime(&md)), "{}", f.path.display());
         }
         assert_eq!(jsonl_files_under(&root), want);
+    }
+
+    /// Symlinks to folders are followed directly inside the scanned folder (pi's listing reads
+    /// them as project folders), not deeper, and not when they lead back to the folder or
+    /// above it; the folders they lead to are returned for the gone check.
+    #[test]
+    fn the_scan_follows_linked_folders_at_the_top_only() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("sessions");
+        let proj = t.path().join("elsewhere").join("proj");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(&proj).unwrap();
+        std::fs::write(proj.join("x.jsonl"), "x").unwrap();
+        std::fs::write(root.join("sub").join("y.jsonl"), "y").unwrap();
+        symlink(&proj, root.join("link")).unwrap();
+        symlink(&root, root.join("loop")).unwrap();
+        symlink(t.path(), root.join("up")).unwrap();
+        symlink(t.path().join("nowhere"), root.join("dangling")).unwrap();
+        symlink(&proj, root.join("sub").join("deeper")).unwrap();
+        let canon_root = std::fs::canonicalize(&root).unwrap();
+        let mut linked = Vec::new();
+        let got = files_under(&root, Some(&canon_root), None, &mut linked);
+        let paths: Vec<&Path> = got.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(
+            paths,
+            [
+                root.join("link").join("x.jsonl"),
+                root.join("sub").join("y.jsonl")
+            ]
+        );
+        let canon_proj = std::fs::canonicalize(&proj).unwrap();
+        assert_eq!(got[0].canon(), Some(canon_proj.join("x.jsonl")));
+        assert_eq!(linked, std::slice::from_ref(&canon_proj));
+        // The store's trash is not read through a link either.
+        let mut linked = Vec::new();
+        let got = files_under(&root, Some(&canon_root), Some(&canon_proj), &mut linked);
+        assert_eq!(got.len(), 1);
+        assert!(linked.is_empty());
     }
 
     /// A duplicate id whose later occurrence lies in a later chunk: the id resolves to the

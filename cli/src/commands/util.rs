@@ -61,9 +61,10 @@ pub fn default_inputs(given: &[PathBuf]) -> Result<(Vec<PathBuf>, Source), Comma
 ///
 /// A folder walk takes regular files only, and symlinks whose target is one (or cannot be
 /// looked at: reading it then says why); a FIFO, socket or device named `*.jsonl` is left out.
-/// Symlinks to folders are not followed. A path given as a file is returned whatever it is:
-/// open it with [`pisess_formats::open::open_regular`], which refuses what is not a regular
-/// file without blocking.
+/// Symlinks to folders are followed directly inside a given folder only (pi's listing reads
+/// them as project folders), and not when they lead back to it. A path given as a file is
+/// returned whatever it is: open it with [`pisess_formats::open::open_regular`], which refuses
+/// what is not a regular file without blocking.
 pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io::Error)>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
@@ -74,7 +75,12 @@ pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io:
         }
         let mut stack = vec![p.clone()];
         let mut found = Vec::new();
+        // Symlinks to folders directly inside `p` are read as folders (as pi's session listing
+        // reads them), unless they lead back to `p` or above it.
+        let canon_top = std::fs::canonicalize(p).ok();
+        let mut top = true;
         while let Some(dir) = stack.pop() {
+            let is_top = std::mem::take(&mut top);
             let rd = match std::fs::read_dir(&dir) {
                 Ok(rd) => rd,
                 Err(e) => {
@@ -86,7 +92,14 @@ pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io:
                 let path = entry.path();
                 let ft = entry.file_type();
                 let Ok(ft) = ft else { continue };
-                if ft.is_dir() {
+                let linked_folder = || {
+                    std::fs::metadata(&path).is_ok_and(|m| m.is_dir())
+                        && std::fs::canonicalize(&path)
+                            .ok()
+                            .zip(canon_top.as_ref())
+                            .is_some_and(|(t, top)| !top.starts_with(t))
+                };
+                if ft.is_dir() || is_top && ft.is_symlink() && linked_folder() {
                     stack.push(path);
                 } else if path.extension().is_some_and(|x| x == "jsonl")
                     && (ft.is_file()
