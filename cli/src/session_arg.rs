@@ -761,7 +761,9 @@ fn pi_latest_file() -> Option<String> {
 fn pi_header(path: &Path) -> Option<Value> {
     use std::io::BufRead;
     const SCAN: u64 = 1 << 20;
-    let f = std::fs::File::open(path).ok()?;
+    // Regular files only, opened so that the open cannot block (pi's own read waits forever
+    // on a FIFO named `*.jsonl`).
+    let f = pisess_formats::open::open_regular(path).ok()?;
     let mut r = std::io::BufReader::new(std::io::Read::take(f, SCAN + 1));
     let mut line = Vec::new();
     let mut read = 0u64;

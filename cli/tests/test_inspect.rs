@@ -931,6 +931,34 @@ fn session_by_id_prefix_and_latest() {
     set(&older, 4_000_000);
     let r = run_in(&env, &["--json", "log", "@latest", "-n", "1"], Some(&cwd));
     assert_eq!(r.stdout.lines().next().unwrap(), want(&older));
+
+    // A FIFO named `*.jsonl`, the newest entry there, is passed over without waiting for a
+    // writer (pi's own header read waits forever).
+    let fifo = folder.join("zzz.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut child = env
+        .pisess_child()
+        .args(["--json", "log", "@latest", "-n", "1"])
+        .current_dir(&cwd)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("@latest waited on the FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let first = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(first.lines().next().unwrap(), want(&older));
 }
 
 /// `@latest` reads headers as pi's discovery does (`readSessionHeader`: blank and malformed

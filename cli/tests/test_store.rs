@@ -350,6 +350,35 @@ fn pis_session_dir_setting_names_the_folder() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("importing pi's session folder here"), "{err}");
+    // fork, run from elsewhere, writes where pi started in the session's folder would: that
+    // folder's project setting, relative to it.
+    let out = env
+        .pisess()
+        .args(["fork", mine_s, "@leaf"])
+        .current_dir(home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let forked = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim_end());
+    assert_eq!(forked.parent().unwrap(), project.join("here"));
+
+    // A `file://` URL in the variable is its path, as pi's normalizePath reads it.
+    let out = env
+        .pisess()
+        .env(
+            "PI_CODING_AGENT_SESSION_DIR",
+            format!("file://{}", flat.display()),
+        )
+        .arg("import")
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("importing pi's session folder {}", flat.display())),
+        "{err}"
+    );
 
     // The variable wins over both settings.
     let missing = home.join("no-such-folder");
@@ -382,7 +411,7 @@ fn importing_a_deleted_file_by_name_marks_its_session_gone() {
     let dir = env.home.path().join("s");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("a.jsonl");
-    std::fs::copy(fixture("sessions/01-tiny.jsonl"), &file).unwrap();
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &file).unwrap();
     let f = file.to_str().unwrap();
     assert!(
         env.pisess()
@@ -393,6 +422,18 @@ fn importing_a_deleted_file_by_name_marks_its_session_gone() {
             .success()
     );
     std::fs::remove_file(&file).unwrap();
+    // A command that writes to the session refreshes it on the fly: that fails as before and
+    // marks nothing (the import of a deleted file it made panicked for a while).
+    let out = env
+        .pisess()
+        .args(["compact", "019fa7f3", "--keep", "1000"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("No such file"), "{err}");
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
     // Named through a relative path, from its folder.
     let out = env
         .pisess()
@@ -446,10 +487,85 @@ fn a_linked_project_folder_is_read_as_pi_lists_it() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{err}");
     assert!(text.contains("checked 1 file(s): 1 clean"), "{text}");
+    // prune --sessions counts it as in pi's folder (pi lists it).
+    let out = env
+        .pisess()
+        .args(["prune", "--sessions", "--older-than", "1d", "--dry-run"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!text.contains("outside pi's session folder"), "{text}");
+    // The same link in a folder that is not pi's is not followed (as rg and git do not).
+    let other = home.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, other.join("link")).unwrap();
+    let out = env
+        .pisess()
+        .args(["--json", "import", other.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\"new\":0,") && text.contains("\"unchanged\":0,"),
+        "{text}"
+    );
+
     std::fs::remove_file(elsewhere.join("a.jsonl")).unwrap();
     let out = env.pisess().arg("import").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("gone: 1 session"), "{text}");
+
+    // A linked folder moved away (the link dangles): its sessions are gone too.
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), elsewhere.join("b.jsonl")).unwrap();
+    assert!(
+        env.pisess()
+            .arg("import")
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+    std::fs::rename(&elsewhere, home.join("synced/moved")).unwrap();
+    let out = env.pisess().arg("import").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("gone: 1 session"), "{text}");
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    assert!(out.stdout.is_empty(), "{out:?}");
+}
+
+/// `fork`'s default folder for a session whose header `cwd` starts with `~`: pi resolves the
+/// cwd (`resolvePath`: `~` expanded) before naming the folder; pisess named it with the `~`.
+#[test]
+fn a_fork_of_a_session_with_a_tilde_cwd_goes_where_pi_puts_it() {
+    let env = TestEnv::new();
+    let home = env.home.path();
+    let text = std::fs::read_to_string(fixture("sessions/04-many-branches.jsonl")).unwrap();
+    let (head, body) = text.split_once('\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(head).unwrap();
+    header["cwd"] = serde_json::Value::String("~/x".to_owned());
+    let file = home.join("t.jsonl");
+    std::fs::write(&file, format!("{header}\n{body}")).unwrap();
+    let out = env
+        .pisess()
+        .args(["fork", file.to_str().unwrap(), "@leaf"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let forked = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim_end());
+    let home_s = home.to_str().unwrap();
+    let name = format!("--{}-x--", home_s.trim_start_matches('/').replace('/', "-"));
+    assert_eq!(
+        forked.parent().unwrap(),
+        std::fs::canonicalize(home.join(".pi/agent/sessions").join(name)).unwrap()
+    );
+    // Its header's cwd is resolved the same way (pi's forkFrom: `resolvePath(targetCwd)`).
+    let text = std::fs::read_to_string(&forked).unwrap();
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(header["cwd"], format!("{home_s}/x"));
 }
 
 /// A re-import of a folder from which a session file was removed says so in its human summary

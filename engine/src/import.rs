@@ -374,6 +374,19 @@ impl Store {
         opts: &ImportOptions,
         progress: &mut dyn FnMut(ImportEvent<'_>),
     ) -> Result<ImportReport, StoreError> {
+        self.import_paths(paths, opts, progress, true)
+    }
+
+    /// [`Self::import`]; a path given as a file that no longer exists is marked gone only when
+    /// `named_gone` (an import the user asked for), else it fails as unreadable (a session
+    /// refreshed on the fly by a command reading it stays as it is).
+    fn import_paths(
+        &self,
+        paths: &[PathBuf],
+        opts: &ImportOptions,
+        progress: &mut dyn FnMut(ImportEvent<'_>),
+        named_gone: bool,
+    ) -> Result<ImportReport, StoreError> {
         let (files, folders) = discover(paths, &crate::store::trash_dir(self.path()));
         // The common case of a re-import: nothing changed. Decided in one read transaction,
         // so it also works on a store opened read-only and writes nothing.
@@ -391,9 +404,9 @@ impl Store {
         // A path given as a file that no longer exists, and that the catalogue holds a live
         // session for, is marked gone (as `git add` of a deleted file stages its removal);
         // one the store never knew fails as before.
-        let (deleted, files): (Vec<_>, Vec<_>) = files
-            .into_iter()
-            .partition(|f| f.name_at == 0 && f.error.is_none() && self.known_deleted(&f.path));
+        let (deleted, files): (Vec<_>, Vec<_>) = files.into_iter().partition(|f| {
+            named_gone && f.name_at == 0 && f.error.is_none() && self.known_deleted(&f.path)
+        });
         progress(ImportEvent::Start { files: files.len() });
         let mut report = ImportReport::default();
         for f in &deleted {
@@ -427,14 +440,19 @@ impl Store {
         Ok(report)
     }
 
-    /// Imports one file (no progress reporting).
+    /// Imports one file (no progress reporting). A file that no longer exists fails as
+    /// unreadable; its session is not marked gone.
     pub fn import_file(&self, path: impl AsRef<Path>) -> Result<FileReport, StoreError> {
-        self.import(
-            &[path.as_ref().to_path_buf()],
+        let path = path.as_ref().to_path_buf();
+        let report = self.import_paths(
+            std::slice::from_ref(&path),
             &ImportOptions::default(),
             &mut |_| {},
-        )
-        .map(|mut r| r.files.remove(0))
+            false,
+        )?;
+        Ok(report.files.into_iter().next().unwrap_or_else(|| {
+            failed_report(path, "the import reported nothing for it".to_owned())
+        }))
     }
 
     /// The report of importing `paths` into the store at `store` when that would change
@@ -2498,15 +2516,15 @@ fn catalogue_key(p: &Path) -> Option<&str> {
 }
 
 /// The catalogue key a file that no longer exists was imported under: its folder's canonical
-/// path joined with its name. `None` when the folder cannot be resolved or the path is not
-/// UTF-8.
+/// path (as far as the folder still exists, [`canonical_prefix`]) joined with its name.
+/// `None` when the path is not UTF-8.
 fn deleted_key(path: &Path) -> Option<String> {
     let name = path.file_name()?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let canon = std::fs::canonicalize(dir).ok()?.join(name);
+    let canon = canonical_prefix(&std::path::absolute(dir).ok()?).join(name);
     catalogue_key(&canon).map(str::to_owned)
 }
 
@@ -2683,8 +2701,8 @@ fn unchanged_in(
 }
 
 /// The files to import for `paths` (folders scanned with [`files_under`]), and the folders
-/// (canonical when they can be) whose vanished files are marked gone: those given, and the
-/// folders that symlinks directly inside them point to.
+/// (canonical when they can be) whose vanished files are marked gone: those given, and in
+/// pi's per-project session folder the folders that its symlinks lead or led to.
 ///
 /// `trash` is the store's trash folder ([`crate::store::trash_dir`]): a scan does not go into
 /// it (the files `prune --sessions` moved there are not sessions to import again), though a
@@ -2695,15 +2713,28 @@ fn discover(paths: &[PathBuf], trash: &Path) -> (Vec<Found>, Vec<PathBuf>) {
     // The trash's canonical path; none when it does not exist (then there is nothing to skip).
     let trash = std::fs::canonicalize(trash).ok();
     let skip = trash.as_deref();
+    // pi's per-project session folder, whose symlinks to folders pi lists as project folders.
+    let mut pi_folder = None;
     for p in paths {
         if p.is_dir() {
             match std::fs::canonicalize(p) {
                 Ok(canon) => {
-                    files.extend(files_under(p, Some(&canon), skip, &mut folders));
+                    let pi = pi_folder
+                        .get_or_insert_with(pisess_formats::session_folder::find)
+                        .as_ref()
+                        .is_some_and(|f| f.reads_links_in(&canon));
+                    let mut linked = Vec::new();
+                    files.extend(files_under(
+                        p,
+                        Some(&canon),
+                        skip,
+                        pi.then_some(&mut linked),
+                    ));
+                    folders.append(&mut linked);
                     folders.push(canon);
                 }
                 Err(_) => {
-                    files.extend(files_under(p, None, skip, &mut folders));
+                    files.extend(files_under(p, None, skip, None));
                     folders.push(p.clone());
                 }
             }
@@ -2780,8 +2811,11 @@ enum Scan {
 ///
 /// Only regular files are taken, and symlinks whose target is one (or cannot be looked at: the
 /// import then says why); a FIFO, socket or device named `*.jsonl` is left out (opening a FIFO
-/// would wait for a writer). Symlinks to folders are followed directly inside `dir` only (as
-/// pi's listing follows them in its session folder; [`linked_folder`]), not deeper. A folder
+/// would wait for a writer). With `linked` (`dir` is pi's per-project session folder, where
+/// pi's listing reads them as project folders), symlinks to folders directly inside `dir` are
+/// followed ([`linked_folder`]), not deeper, and the folders they lead to are added to
+/// `linked`, with where dangling ones led ([`dangling_target`]): the gone check covers them.
+/// Otherwise symlinks to folders are not followed. A folder
 /// that cannot be read, and a file whose name is not UTF-8 (the store cannot record its path), come out with
 /// their [`Found::error`], in their place.
 ///
@@ -2796,7 +2830,7 @@ fn files_under(
     dir: &Path,
     canon_dir: Option<&Path>,
     skip: Option<&Path>,
-    linked: &mut Vec<PathBuf>,
+    linked: Option<&mut Vec<PathBuf>>,
 ) -> Vec<Found> {
     use std::os::unix::ffi::OsStrExt;
     let mut out = Vec::new();
@@ -2822,8 +2856,10 @@ fn files_under(
         };
         p.as_os_str().as_bytes().get(*at..).unwrap_or_default()
     }
-    // The first folder read is `dir` itself: symlinks to folders are followed there only.
-    let mut top = true;
+    // The first folder read is `dir` itself: symlinks to folders are followed there only,
+    // and only when `linked` asks for it.
+    let mut top = linked.is_some();
+    let mut linked = linked;
     while let Some(item) = stack.pop() {
         let (d, canon_d) = match item {
             Scan::File(f) => {
@@ -2843,13 +2879,20 @@ fn files_under(
         for e in rd.flatten() {
             let Ok(ft) = e.file_type() else { continue };
             let name = e.file_name();
-            if is_top && ft.is_symlink() {
+            if is_top
+                && ft.is_symlink()
+                && let (Some(canon_top), Some(linked)) = (canon_d.as_deref(), linked.as_mut())
+            {
                 let p = joined(&d, &name);
-                if let Some(target) = linked_folder(&p, &d, canon_d.as_deref(), skip) {
+                if let Some(target) = linked_folder(&p, canon_top, skip) {
                     let at = p.as_os_str().len() - name.len();
                     linked.push(target.clone());
                     let c = Some(std::sync::Arc::from(target));
                     here.push((prefix(name.as_bytes()), at, Scan::Dir(p, c)));
+                    continue;
+                }
+                if let Some(gone) = dangling_target(&p, canon_top) {
+                    linked.push(gone);
                     continue;
                 }
             }
@@ -2921,25 +2964,44 @@ fn files_under(
     out
 }
 
-/// The canonical path of the folder a symlink directly inside the scanned folder `top` points
-/// to, when the scan should read it: pi's session listing reads such links as project folders
-/// (`isDirectory() || isSymbolicLink()`). `None` for a link to anything else, a dangling one,
-/// one to `top` itself or a folder above it (it would read `top` again), and one to `skip`.
-fn linked_folder(
-    link: &Path,
-    top: &Path,
-    canon_top: Option<&Path>,
-    skip: Option<&Path>,
-) -> Option<PathBuf> {
-    if !std::fs::metadata(link).is_ok_and(|md| md.is_dir()) {
+/// The canonical path of the folder a symlink directly inside the scanned folder (canonical
+/// path `canon_top`) leads to, when the scan should read it
+/// ([`pisess_formats::session_folder::linked_folder`]) and it is not `skip` (the store's
+/// trash).
+fn linked_folder(link: &Path, canon_top: &Path, skip: Option<&Path>) -> Option<PathBuf> {
+    pisess_formats::session_folder::linked_folder(link, canon_top)
+        .filter(|t| skip != Some(t.as_path()))
+}
+
+/// Where a dangling symlink directly inside the scanned folder (canonical path `canon_top`)
+/// led: its target made absolute against `canon_top` and canonical as far as it exists
+/// ([`canonical_prefix`]). The sessions imported from there are then checked for being gone.
+fn dangling_target(link: &Path, canon_top: &Path) -> Option<PathBuf> {
+    if std::fs::metadata(link).is_ok() {
         return None;
     }
-    let target = std::fs::canonicalize(link).ok()?;
-    let canon_top = match canon_top {
-        Some(c) => c.to_path_buf(),
-        None => std::fs::canonicalize(top).ok()?,
-    };
-    (!canon_top.starts_with(&target) && skip != Some(target.as_path())).then_some(target)
+    let target = std::fs::read_link(link).ok()?;
+    Some(canonical_prefix(&canon_top.join(target)))
+}
+
+/// `p` with its longest existing ancestor made canonical and the rest appended as written
+/// (`p` itself canonical when it exists): the catalogue key a file imported from a path that
+/// has since disappeared was most likely recorded under.
+fn canonical_prefix(p: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = p;
+    loop {
+        if let Ok(c) = std::fs::canonicalize(at) {
+            return rest.iter().rev().fold(c, |acc: PathBuf, n| acc.join(n));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
 }
 
 /// `dir.join(name)` in one allocation of the exact size (`join` copies `dir`, then grows the
@@ -2955,7 +3017,7 @@ fn joined(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
 /// (and symlinks to them) that an import would read, without the folders it could not read
 /// and the files it would refuse.
 pub fn jsonl_files_under(dir: &Path) -> Vec<PathBuf> {
-    files_under(dir, None, None, &mut Vec::new())
+    files_under(dir, None, None, None)
         .into_iter()
         .filter(|f| f.error.is_none())
         .map(|f| f.path)
@@ -3214,7 +3276,7 @@ mod tests {
         walk(&root, &mut want);
         want.sort();
         let canon_root = std::fs::canonicalize(&root).unwrap();
-        let got = files_under(&root, Some(&canon_root), None, &mut Vec::new());
+        let got = files_under(&root, Some(&canon_root), None, None);
         let paths: Vec<&Path> = got.iter().map(|f| f.path.as_path()).collect();
         assert_eq!(paths, want);
         for f in &got {
@@ -3249,7 +3311,7 @@ mod tests {
         symlink(&proj, root.join("sub").join("deeper")).unwrap();
         let canon_root = std::fs::canonicalize(&root).unwrap();
         let mut linked = Vec::new();
-        let got = files_under(&root, Some(&canon_root), None, &mut linked);
+        let got = files_under(&root, Some(&canon_root), None, Some(&mut linked));
         let paths: Vec<&Path> = got.iter().map(|f| f.path.as_path()).collect();
         assert_eq!(
             paths,
@@ -3260,12 +3322,25 @@ mod tests {
         );
         let canon_proj = std::fs::canonicalize(&proj).unwrap();
         assert_eq!(got[0].canon(), Some(canon_proj.join("x.jsonl")));
-        assert_eq!(linked, std::slice::from_ref(&canon_proj));
+        // Where the dangling link led is checked for gone sessions too.
+        linked.sort();
+        let nowhere = std::fs::canonicalize(t.path()).unwrap().join("nowhere");
+        let mut want = vec![canon_proj.clone(), nowhere.clone()];
+        want.sort();
+        assert_eq!(linked, want);
+        // Without `linked` (not pi's folder), no link is followed.
+        let got = files_under(&root, Some(&canon_root), None, None);
+        assert_eq!(got.len(), 1);
         // The store's trash is not read through a link either.
         let mut linked = Vec::new();
-        let got = files_under(&root, Some(&canon_root), Some(&canon_proj), &mut linked);
+        let got = files_under(
+            &root,
+            Some(&canon_root),
+            Some(&canon_proj),
+            Some(&mut linked),
+        );
         assert_eq!(got.len(), 1);
-        assert!(linked.is_empty());
+        assert_eq!(linked, [nowhere]);
     }
 
     /// A duplicate id whose later occurrence lies in a later chunk: the id resolves to the

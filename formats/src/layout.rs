@@ -6,10 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-/// pi's agent directory: `$PI_CODING_AGENT_DIR` (with `~` expanded), else `~/.pi/agent`.
+/// pi's agent directory: `$PI_CODING_AGENT_DIR` (as pi's `normalizePath` reads it: `~`
+/// expanded, a `file://` URL as its path), else `~/.pi/agent`.
 pub fn agent_dir() -> Option<PathBuf> {
     match std::env::var_os("PI_CODING_AGENT_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) => Some(expand_tilde(Path::new(&dir))),
+        Some(dir) => Some(normalize_os(&dir)),
         None => home().map(|h| h.join(".pi").join("agent")),
     }
 }
@@ -41,6 +42,68 @@ pub fn session_file_name(timestamp: &str, session_id: &str) -> String {
     format!("{ts}_{session_id}.jsonl")
 }
 
+/// pi's `normalizePath` of a configured folder (a variable, a setting): `~` and `~/…` expanded with the home folder, a
+/// `file://` URL turned into its path; anything else as it is.
+pub fn normalize(s: &str) -> PathBuf {
+    if let Some(p) = s.strip_prefix("file://").and_then(file_url_path) {
+        return p;
+    }
+    expand_tilde(Path::new(s))
+}
+
+/// The path of a `file://` URL (what follows the scheme): an empty or `localhost` host, the
+/// path percent-decoded, query and fragment dropped. `None` for what Node's `fileURLToPath`
+/// refuses (another host, an encoded `/`).
+fn file_url_path(rest: &str) -> Option<PathBuf> {
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    let slash = rest.find('/')?;
+    let (host, path) = rest.split_at(slash);
+    if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(path.len());
+    let b = path.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                let byte = (h * 16 + l) as u8;
+                if byte == b'/' {
+                    return None;
+                }
+                out.push(byte);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+    }
+    #[cfg(not(unix))]
+    {
+        String::from_utf8(out).ok().map(PathBuf::from)
+    }
+}
+
+/// [`normalize`] of a variable's value; one that is not UTF-8 only has `~` expanded.
+pub fn normalize_os(s: &std::ffi::OsStr) -> PathBuf {
+    match s.to_str() {
+        Some(s) => normalize(s),
+        None => expand_tilde(Path::new(s)),
+    }
+}
+
 fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
@@ -58,6 +121,21 @@ pub(crate) fn expand_tilde(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_urls_decode_as_node_does() {
+        assert_eq!(
+            file_url_path("/home/me/pi%20sessions"),
+            Some(PathBuf::from("/home/me/pi sessions"))
+        );
+        assert_eq!(
+            file_url_path("localhost/srv/s?x=1#y"),
+            Some(PathBuf::from("/srv/s"))
+        );
+        assert_eq!(file_url_path("example.com/srv"), None);
+        assert_eq!(file_url_path("/a%2Fb"), None);
+        assert_eq!(normalize("relative/dir"), PathBuf::from("relative/dir"));
+    }
 
     #[test]
     fn names_follow_pi() {

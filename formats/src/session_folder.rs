@@ -43,6 +43,46 @@ impl SessionFolder {
     }
 }
 
+impl SessionFolder {
+    /// Whether pi's listing reads symlinks directly inside the folder whose canonical path is
+    /// `canon_dir` as project folders: it is this folder, and one sub-folder per project
+    /// (pi's `listAll` takes `isDirectory() || isSymbolicLink()` there; a shared folder is
+    /// read for its files only).
+    pub fn reads_links_in(&self, canon_dir: &Path) -> bool {
+        !self.shared && std::fs::canonicalize(&self.root).is_ok_and(|r| r == canon_dir)
+    }
+
+    /// The canonical folders that symlinks directly inside this per-project folder lead to
+    /// ([`linked_folder`]); none for a shared folder.
+    pub fn linked_folders(&self) -> Vec<PathBuf> {
+        let Some(root) = std::fs::canonicalize(&self.root)
+            .ok()
+            .filter(|_| !self.shared)
+        else {
+            return Vec::new();
+        };
+        let Ok(rd) = std::fs::read_dir(&root) else {
+            return Vec::new();
+        };
+        rd.flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
+            .filter_map(|e| linked_folder(&e.path(), &root))
+            .collect()
+    }
+}
+
+/// The canonical path of the folder that the symlink `link`, directly inside the folder whose
+/// canonical path is `canon_top`, leads to, when a scan should read it as a project folder:
+/// `None` for a link to anything but a folder, a dangling one, and one to `canon_top` itself,
+/// a folder above it (it would be read again) or a folder inside it (read anyway).
+pub fn linked_folder(link: &Path, canon_top: &Path) -> Option<PathBuf> {
+    if !std::fs::metadata(link).is_ok_and(|md| md.is_dir()) {
+        return None;
+    }
+    let target = std::fs::canonicalize(link).ok()?;
+    (!canon_top.starts_with(&target) && !target.starts_with(canon_top)).then_some(target)
+}
+
 /// pi's session folder for a process started in the current directory. `None` when neither a
 /// variable, a setting nor `$HOME` gives one.
 pub fn find() -> Option<SessionFolder> {
@@ -54,7 +94,7 @@ pub fn find() -> Option<SessionFolder> {
 pub fn find_from(cwd: Option<&Path>) -> Option<SessionFolder> {
     if let Some(dir) = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").filter(|v| !v.is_empty()) {
         return Some(SessionFolder {
-            root: layout::expand_tilde(Path::new(&dir)),
+            root: layout::normalize_os(&dir),
             shared: true,
             named_by: Some("$PI_CODING_AGENT_SESSION_DIR".to_owned()),
         });
@@ -88,7 +128,7 @@ fn session_dir_setting(agent: Option<&Path>, cwd: Option<&Path>) -> Option<(Path
         };
         // Present, even as null or "": it overrides the global one, and names no folder.
         return match value {
-            Value::String(s) if !s.is_empty() => Some((normalize(&s), file)),
+            Value::String(s) if !s.is_empty() => Some((layout::normalize(&s), file)),
             _ => None,
         };
     }
@@ -106,78 +146,9 @@ fn setting(file: &Path) -> Option<Value> {
     }
 }
 
-/// pi's `normalizePath` of a setting: `~` and `~/…` expanded with the home folder, a
-/// `file://` URL turned into its path; anything else as it is.
-fn normalize(s: &str) -> PathBuf {
-    if let Some(p) = s.strip_prefix("file://").and_then(file_url_path) {
-        return p;
-    }
-    layout::expand_tilde(Path::new(s))
-}
-
-/// The path of a `file://` URL (what follows the scheme): an empty or `localhost` host, the
-/// path percent-decoded, query and fragment dropped. `None` for what Node's `fileURLToPath`
-/// refuses (another host, an encoded `/`).
-fn file_url_path(rest: &str) -> Option<PathBuf> {
-    let rest = rest.split(['?', '#']).next().unwrap_or_default();
-    let slash = rest.find('/')?;
-    let (host, path) = rest.split_at(slash);
-    if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(path.len());
-    let b = path.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).copied().and_then(hex),
-            b.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                let byte = (h * 16 + l) as u8;
-                if byte == b'/' {
-                    return None;
-                }
-                out.push(byte);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStringExt;
-        Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
-    }
-    #[cfg(not(unix))]
-    {
-        String::from_utf8(out).ok().map(PathBuf::from)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn file_urls_decode_as_node_does() {
-        assert_eq!(
-            file_url_path("/home/me/pi%20sessions"),
-            Some(PathBuf::from("/home/me/pi sessions"))
-        );
-        assert_eq!(
-            file_url_path("localhost/srv/s?x=1#y"),
-            Some(PathBuf::from("/srv/s"))
-        );
-        assert_eq!(file_url_path("example.com/srv"), None);
-        assert_eq!(file_url_path("/a%2Fb"), None);
-        assert_eq!(normalize("relative/dir"), PathBuf::from("relative/dir"));
-    }
 
     #[test]
     fn the_project_setting_wins_even_when_it_names_nothing() {

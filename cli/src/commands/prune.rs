@@ -799,8 +799,14 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     // A session whose file is in the trash already (imported from it by naming it) stays
     // where it is: it was not moved into `NAME.1` beside itself.
     let trash_real = std::fs::canonicalize(&trash).unwrap_or_else(|_| trash.clone());
-    let pi_root = pisess_formats::session_folder::find()
-        .map(|f| std::fs::canonicalize(&f.root).unwrap_or(f.root));
+    // pi's session folder, and the folders its symlinks lead to (pi lists those sessions too).
+    let pi_folders: Vec<PathBuf> = pisess_formats::session_folder::find()
+        .map(|f| {
+            let mut v = f.linked_folders();
+            v.push(std::fs::canonicalize(&f.root).unwrap_or(f.root));
+            v
+        })
+        .unwrap_or_default();
     let select = |store: &Store| -> Result<(Vec<Old>, usize), CommandError> {
         let snap = store.snapshot()?;
         let mut old = Vec::new();
@@ -813,9 +819,9 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
             {
                 continue;
             }
-            let in_pi = pi_root
-                .as_ref()
-                .is_some_and(|root| Path::new(&r.path).starts_with(root));
+            let in_pi = pi_folders
+                .iter()
+                .any(|root| Path::new(&r.path).starts_with(root));
             if !in_pi && !args.any_folder {
                 outside += 1;
                 continue;

@@ -61,13 +61,15 @@ pub fn default_inputs(given: &[PathBuf]) -> Result<(Vec<PathBuf>, Source), Comma
 ///
 /// A folder walk takes regular files only, and symlinks whose target is one (or cannot be
 /// looked at: reading it then says why); a FIFO, socket or device named `*.jsonl` is left out.
-/// Symlinks to folders are followed directly inside a given folder only (pi's listing reads
-/// them as project folders), and not when they lead back to it. A path given as a file is
+/// Symlinks to folders are followed only directly inside pi's per-project session folder, where
+/// pi's listing reads them as project folders
+/// ([`pisess_formats::session_folder::linked_folder`]). A path given as a file is
 /// returned whatever it is: open it with [`pisess_formats::open::open_regular`], which refuses
 /// what is not a regular file without blocking.
 pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io::Error)>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
+    let pi_folder = pisess_formats::session_folder::find();
     for p in paths {
         if !p.is_dir() {
             files.push(p.clone());
@@ -75,9 +77,11 @@ pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io:
         }
         let mut stack = vec![p.clone()];
         let mut found = Vec::new();
-        // Symlinks to folders directly inside `p` are read as folders (as pi's session listing
-        // reads them), unless they lead back to `p` or above it.
-        let canon_top = std::fs::canonicalize(p).ok();
+        // In pi's per-project session folder, symlinks directly inside it are read as project
+        // folders, as pi's listing reads them.
+        let canon_top = std::fs::canonicalize(p)
+            .ok()
+            .filter(|c| pi_folder.as_ref().is_some_and(|f| f.reads_links_in(c)));
         let mut top = true;
         while let Some(dir) = stack.pop() {
             let is_top = std::mem::take(&mut top);
@@ -93,11 +97,9 @@ pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io:
                 let ft = entry.file_type();
                 let Ok(ft) = ft else { continue };
                 let linked_folder = || {
-                    std::fs::metadata(&path).is_ok_and(|m| m.is_dir())
-                        && std::fs::canonicalize(&path)
-                            .ok()
-                            .zip(canon_top.as_ref())
-                            .is_some_and(|(t, top)| !top.starts_with(t))
+                    canon_top.as_ref().is_some_and(|top| {
+                        pisess_formats::session_folder::linked_folder(&path, top).is_some()
+                    })
                 };
                 if ft.is_dir() || is_top && ft.is_symlink() && linked_folder() {
                     stack.push(path);

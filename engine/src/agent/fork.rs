@@ -253,6 +253,15 @@ pub fn new_header(id: &str, timestamp: &str, cwd: &str, parent_session: Option<&
     Value::Object(o)
 }
 
+/// pi's `resolvePath(p, base)`: `p` read as `normalizePath` reads it (`~` and `~/…` expanded,
+/// a `file://` URL as its path), then [`resolve_path`] against `base`.
+pub fn resolve_pi_path(p: &str, base: &str) -> String {
+    resolve_path(
+        &pisess_formats::layout::normalize(p).to_string_lossy(),
+        base,
+    )
+}
+
 /// Node's `path.resolve(p)` on POSIX, lexically: relative paths (and `""`) against `base`,
 /// `.` and `..` segments folded, repeated and trailing slashes removed.
 pub fn resolve_path(p: &str, base: &str) -> String {
@@ -329,7 +338,7 @@ pub fn branched_session(
     let base = std::env::current_dir()
         .map(|d| d.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "/".to_owned());
-    let cwd = resolve_path(&rec.cwd, &base);
+    let cwd = resolve_pi_path(&rec.cwd, &base);
     let header = new_header(&id, &ts, &cwd, Some(&rec.path));
     Ok(BranchPlan {
         file_name: pisess_formats::layout::session_file_name(&ts, &id),

@@ -161,11 +161,26 @@ pub fn valid_session_id(id: &str) -> bool {
 }
 
 /// pi's folder for the new sessions of a working directory (spec §1.2,
-/// [`pisess_formats::session_folder`]): `$PI_CODING_AGENT_SESSION_DIR` or the `sessionDir`
-/// setting as it is (tilde expanded), else `<agent dir>/sessions/--<cwd>--` with the agent dir
-/// `$PI_CODING_AGENT_DIR` or `~/.pi/agent`. `cwd` should be resolved (absolute).
+/// [`pisess_formats::session_folder`]), as pi started in that folder finds it:
+/// `$PI_CODING_AGENT_SESSION_DIR` or the `sessionDir` setting (the project's settings being
+/// those of `cwd`), a relative one taken from `cwd` when `cwd` exists; else
+/// `<agent dir>/sessions/--<cwd>--` with the agent dir `$PI_CODING_AGENT_DIR` or
+/// `~/.pi/agent`. `cwd` is resolved as pi's `resolvePath` resolves it (`~` expanded, relative
+/// to the current folder).
 pub fn pi_session_dir(cwd: &str) -> Option<PathBuf> {
-    pisess_formats::session_folder::find().map(|f| f.for_cwd(cwd))
+    // pi's `resolvePath`: `~` and `file://` read as `normalizePath` reads them, then resolved
+    // against the current folder.
+    let base = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "/".to_owned());
+    let cwd = super::fork::resolve_pi_path(cwd, &base);
+    let here = Path::new(&cwd);
+    let dir = pisess_formats::session_folder::find_from(Some(here))?.for_cwd(&cwd);
+    Some(if dir.is_relative() && here.is_dir() {
+        here.join(dir)
+    } else {
+        dir
+    })
 }
 
 impl<'s> SessionWriter<'s> {
