@@ -535,6 +535,41 @@ fn a_linked_project_folder_is_read_as_pi_lists_it() {
     assert!(text.contains("gone: 1 session"), "{text}");
     let out = env.pisess().args(["--json", "ls"]).output().unwrap();
     assert!(out.stdout.is_empty(), "{out:?}");
+
+    // Through two links (pi's folder → hop → the real folder), the real folder deleted.
+    let real = home.join("real2");
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), real.join("c.jsonl")).unwrap();
+    std::os::unix::fs::symlink(&real, home.join("hop")).unwrap();
+    std::os::unix::fs::symlink(home.join("hop"), sessions.join("--hop--")).unwrap();
+    assert!(
+        env.pisess()
+            .arg("import")
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+    // Read the same from a folder whose project settings name another session folder: the
+    // links of ~/.pi/agent/sessions do not depend on where pisess runs.
+    let proj = home.join("proj");
+    std::fs::create_dir_all(proj.join(".pi")).unwrap();
+    std::fs::write(proj.join(".pi/settings.json"), "{\"sessionDir\": \"/x\"}").unwrap();
+    let out = env
+        .pisess()
+        .env("PISESS_STORE", home.join("other.redb"))
+        .args(["--json", "import", sessions.to_str().unwrap()])
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"new\":1,"), "{text}");
+    std::fs::remove_dir_all(&real).unwrap();
+    let out = env.pisess().arg("import").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("gone: 1 session"), "{text}");
 }
 
 /// `fork`'s default folder for a session whose header `cwd` starts with `~`: pi resolves the

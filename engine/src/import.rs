@@ -2720,9 +2720,9 @@ fn discover(paths: &[PathBuf], trash: &Path) -> (Vec<Found>, Vec<PathBuf>) {
             match std::fs::canonicalize(p) {
                 Ok(canon) => {
                     let pi = pi_folder
-                        .get_or_insert_with(pisess_formats::session_folder::find)
+                        .get_or_insert_with(pisess_formats::session_folder::per_project_root)
                         .as_ref()
-                        .is_some_and(|f| f.reads_links_in(&canon));
+                        .is_some_and(|r| *r == canon);
                     let mut linked = Vec::new();
                     files.extend(files_under(
                         p,
@@ -2891,7 +2891,7 @@ fn files_under(
                     here.push((prefix(name.as_bytes()), at, Scan::Dir(p, c)));
                     continue;
                 }
-                if let Some(gone) = dangling_target(&p, canon_top) {
+                if let Some(gone) = dangling_target(&p) {
                     linked.push(gone);
                     continue;
                 }
@@ -2973,35 +2973,47 @@ fn linked_folder(link: &Path, canon_top: &Path, skip: Option<&Path>) -> Option<P
         .filter(|t| skip != Some(t.as_path()))
 }
 
-/// Where a dangling symlink directly inside the scanned folder (canonical path `canon_top`)
-/// led: its target made absolute against `canon_top` and canonical as far as it exists
-/// ([`canonical_prefix`]). The sessions imported from there are then checked for being gone.
-fn dangling_target(link: &Path, canon_top: &Path) -> Option<PathBuf> {
+/// Where a dangling symlink directly inside the scanned folder led: its target, through any
+/// further links, canonical as far as it exists ([`canonical_prefix`]). The sessions imported
+/// from there are then checked for being gone.
+fn dangling_target(link: &Path) -> Option<PathBuf> {
     if std::fs::metadata(link).is_ok() {
         return None;
     }
-    let target = std::fs::read_link(link).ok()?;
-    Some(canonical_prefix(&canon_top.join(target)))
+    Some(canonical_prefix(link))
 }
 
 /// `p` with its longest existing ancestor made canonical and the rest appended as written
-/// (`p` itself canonical when it exists): the catalogue key a file imported from a path that
-/// has since disappeared was most likely recorded under.
+/// (`p` itself canonical when it exists); a dangling symbolic link met on the way is replaced
+/// by its target (up to 40 of them, as the kernel allows). The catalogue key a file imported
+/// from a path that has since disappeared was most likely recorded under.
 fn canonical_prefix(p: &Path) -> PathBuf {
-    let mut rest = Vec::new();
-    let mut at = p;
-    loop {
-        if let Ok(c) = std::fs::canonicalize(at) {
-            return rest.iter().rev().fold(c, |acc: PathBuf, n| acc.join(n));
-        }
-        match (at.parent(), at.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                at = parent;
+    let mut p = p.to_path_buf();
+    'links: for _ in 0..40 {
+        let mut rest: Vec<std::ffi::OsString> = Vec::new();
+        let mut at = p.as_path();
+        loop {
+            let append = |base: PathBuf| rest.iter().rev().fold(base, |acc, n| acc.join(n));
+            if let Ok(c) = std::fs::canonicalize(at) {
+                return append(c);
             }
-            _ => return p.to_path_buf(),
+            if std::fs::symlink_metadata(at).is_ok_and(|m| m.file_type().is_symlink())
+                && let Ok(target) = std::fs::read_link(at)
+            {
+                let base = at.parent().unwrap_or(Path::new("/"));
+                p = append(base.join(target));
+                continue 'links;
+            }
+            match (at.parent(), at.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_os_string());
+                    at = parent;
+                }
+                _ => return p.clone(),
+            }
         }
     }
+    p
 }
 
 /// `dir.join(name)` in one allocation of the exact size (`join` copies `dir`, then grows the

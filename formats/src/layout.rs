@@ -56,11 +56,25 @@ pub fn normalize(s: &str) -> PathBuf {
 /// refuses (another host, an encoded `/`).
 fn file_url_path(rest: &str) -> Option<PathBuf> {
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    // The URL parser reads `\` as `/` in a file URL, and folds `.` and `..` segments (also
+    // written `%2e`) before the path is decoded.
+    let rest = rest.replace('\\', "/");
     let slash = rest.find('/')?;
     let (host, path) = rest.split_at(slash);
     if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
         return None;
     }
+    let mut segments: Vec<&str> = Vec::new();
+    for seg in path.split('/').skip(1) {
+        match seg.to_ascii_lowercase().as_str() {
+            "." | "%2e" => {}
+            ".." | ".%2e" | "%2e." | "%2e%2e" => {
+                segments.pop();
+            }
+            _ => segments.push(seg),
+        }
+    }
+    let path = format!("/{}", segments.join("/"));
     let mut out = Vec::with_capacity(path.len());
     let b = path.as_bytes();
     let mut i = 0;
@@ -133,6 +147,10 @@ mod tests {
             Some(PathBuf::from("/srv/s"))
         );
         assert_eq!(file_url_path("example.com/srv"), None);
+        assert_eq!(
+            file_url_path("/h/nonexist/../sd%20x/./%2E%2e/y\\z"),
+            Some(PathBuf::from("/h/y/z"))
+        );
         assert_eq!(file_url_path("/a%2Fb"), None);
         assert_eq!(normalize("relative/dir"), PathBuf::from("relative/dir"));
     }

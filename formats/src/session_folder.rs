@@ -21,8 +21,8 @@ use crate::layout;
 /// pi's session folder and what named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionFolder {
-    /// The folder (`~` expanded; relative paths stay relative to the current directory, as pi
-    /// leaves them).
+    /// The folder (as pi's `normalizePath` reads it: `~` expanded, a `file://` URL as its
+    /// path; relative paths stay relative to the current directory, as pi leaves them).
     pub root: PathBuf,
     /// Every project's sessions directly in `root` (a variable or setting named it), rather
     /// than one sub-folder per working directory.
@@ -43,32 +43,34 @@ impl SessionFolder {
     }
 }
 
-impl SessionFolder {
-    /// Whether pi's listing reads symlinks directly inside the folder whose canonical path is
-    /// `canon_dir` as project folders: it is this folder, and one sub-folder per project
-    /// (pi's `listAll` takes `isDirectory() || isSymbolicLink()` there; a shared folder is
-    /// read for its files only).
-    pub fn reads_links_in(&self, canon_dir: &Path) -> bool {
-        !self.shared && std::fs::canonicalize(&self.root).is_ok_and(|r| r == canon_dir)
-    }
+/// The canonical path of pi's per-project session folder, `<agent dir>/sessions` (whatever
+/// a variable or setting says: pi's listing reads symlinks as project folders there), when it
+/// exists.
+pub fn per_project_root() -> Option<PathBuf> {
+    layout::agent_dir().and_then(|a| std::fs::canonicalize(a.join("sessions")).ok())
+}
 
-    /// The canonical folders that symlinks directly inside this per-project folder lead to
-    /// ([`linked_folder`]); none for a shared folder.
-    pub fn linked_folders(&self) -> Vec<PathBuf> {
-        let Some(root) = std::fs::canonicalize(&self.root)
-            .ok()
-            .filter(|_| !self.shared)
-        else {
-            return Vec::new();
-        };
-        let Ok(rd) = std::fs::read_dir(&root) else {
-            return Vec::new();
-        };
-        rd.flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
-            .filter_map(|e| linked_folder(&e.path(), &root))
-            .collect()
-    }
+/// Whether pi's listing reads symlinks directly inside the folder whose canonical path is
+/// `canon_dir` as project folders: it is [`per_project_root`] (pi's `listAll` takes
+/// `isDirectory() || isSymbolicLink()` there). Decided without the settings, so that an
+/// import of that folder reads the same files from any current folder.
+pub fn reads_links_in(canon_dir: &Path) -> bool {
+    per_project_root().is_some_and(|r| r == canon_dir)
+}
+
+/// The canonical folders that symlinks directly inside [`per_project_root`] lead to
+/// ([`linked_folder`]).
+pub fn linked_folders() -> Vec<PathBuf> {
+    let Some(root) = per_project_root() else {
+        return Vec::new();
+    };
+    let Ok(rd) = std::fs::read_dir(&root) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
+        .filter_map(|e| linked_folder(&e.path(), &root))
+        .collect()
 }
 
 /// The canonical path of the folder that the symlink `link`, directly inside the folder whose

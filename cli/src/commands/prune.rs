@@ -800,13 +800,10 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     // where it is: it was not moved into `NAME.1` beside itself.
     let trash_real = std::fs::canonicalize(&trash).unwrap_or_else(|_| trash.clone());
     // pi's session folder, and the folders its symlinks lead to (pi lists those sessions too).
-    let pi_folders: Vec<PathBuf> = pisess_formats::session_folder::find()
-        .map(|f| {
-            let mut v = f.linked_folders();
-            v.push(std::fs::canonicalize(&f.root).unwrap_or(f.root));
-            v
-        })
-        .unwrap_or_default();
+    let mut pi_folders: Vec<PathBuf> = pisess_formats::session_folder::linked_folders();
+    if let Some(f) = pisess_formats::session_folder::find() {
+        pi_folders.push(std::fs::canonicalize(&f.root).unwrap_or(f.root));
+    }
     let select = |store: &Store| -> Result<(Vec<Old>, usize), CommandError> {
         let snap = store.snapshot()?;
         let mut old = Vec::new();

@@ -69,7 +69,6 @@ pub fn default_inputs(given: &[PathBuf]) -> Result<(Vec<PathBuf>, Source), Comma
 pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io::Error)>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
-    let pi_folder = pisess_formats::session_folder::find();
     for p in paths {
         if !p.is_dir() {
             files.push(p.clone());
@@ -81,7 +80,7 @@ pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io:
         // folders, as pi's listing reads them.
         let canon_top = std::fs::canonicalize(p)
             .ok()
-            .filter(|c| pi_folder.as_ref().is_some_and(|f| f.reads_links_in(c)));
+            .filter(|c| pisess_formats::session_folder::reads_links_in(c));
         let mut top = true;
         while let Some(dir) = stack.pop() {
             let is_top = std::mem::take(&mut top);

@@ -226,7 +226,7 @@ impl<'s> SessionWriter<'s> {
         let base = std::env::current_dir()
             .map(|d| d.to_string_lossy().into_owned())
             .unwrap_or_else(|_| "/".to_owned());
-        let cwd = super::fork::resolve_path(cwd, &base);
+        let cwd = super::fork::resolve_pi_path(cwd, &base);
         let dir = pi_session_dir(&cwd).ok_or_else(|| WriteError::Io {
             path: PathBuf::from("~/.pi/agent/sessions"),
             source: io::Error::new(io::ErrorKind::NotFound, "HOME is not set"),
