@@ -114,9 +114,8 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
     let mut lanes: Vec<usize> = Vec::new();
     let mut shown = 0usize;
     let mut buf = Vec::with_capacity(1 << 17);
-    // Join lines drawn at entries --type leaves out wait here for the next line shown: those
-    // before the first line shown or after the last join nothing shown, and are dropped.
-    let mut joins: Vec<u8> = Vec::new();
+    // Every entry walked is shown (with --type, the walk is of the entries shown, linked to
+    // their nearest shown ancestors), so a join line goes out just before its entry's line.
     for &n in pre
         .iter()
         .rev()
@@ -137,29 +136,19 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
         };
         let (lanes_before, lanes_width) = lanes_prefix(col, max_lanes);
         if !ui.json && k >= 2 {
-            joins.extend_from_slice(lanes_before.as_bytes());
-            joins.extend_from_slice("├─".as_bytes());
+            buf.extend_from_slice(lanes_before.as_bytes());
+            buf.extend_from_slice("├─".as_bytes());
             let joined = k - 2;
-            joins.extend_from_slice("┴─".repeat(joined.min(max_lanes)).as_bytes());
+            buf.extend_from_slice("┴─".repeat(joined.min(max_lanes)).as_bytes());
             if joined > max_lanes {
-                joins.extend_from_slice(format!("[+{}]─", joined - max_lanes).as_bytes());
+                buf.extend_from_slice(format!("[+{}]─", joined - max_lanes).as_bytes());
             }
-            joins.extend_from_slice("╯\n".as_bytes());
+            buf.extend_from_slice("╯\n".as_bytes());
         }
         let is_leaf = Some(n) == leaf_i;
         let mut done = false;
         if let Some(f) = row.facts {
-            let wanted = args
-                .kind
-                .as_ref()
-                .is_none_or(|t| kind_matches(t, f.entry_type(), f.role));
-            if wanted && !ui.json {
-                // Only now is it known that a line follows the joins waiting to be drawn.
-                put_joins(&mut joins, &mut buf, shown)?;
-            }
-            if !wanted {
-                done = true;
-            } else if ui.json {
+            if ui.json {
                 done = listing::write_log_json(
                     &mut buf,
                     &row,
@@ -186,7 +175,7 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
                     Some((&lanes_before, through, &glyph)),
                 );
             }
-            if done && wanted {
+            if done {
                 shown += 1;
             }
         }
@@ -196,39 +185,30 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
                 Some(v) => v,
                 None => session.value_or_unreadable(row.key)?,
             };
-            let wanted = args
-                .kind
-                .as_ref()
-                .is_none_or(|t| kind_matches(t, sa::entry_type(&v), sa::role(&v)));
-            if wanted {
-                if !ui.json {
-                    put_joins(&mut joins, ui.out(), shown)?;
+            shown += 1;
+            if ui.json {
+                let mut o = entry_json(&v, &labels);
+                if let Value::Object(m) = &mut o {
+                    m.insert("column".into(), col.into());
+                    m.insert("leaf".into(), is_leaf.into());
+                    m.insert("active".into(), active[n].into());
                 }
-                shown += 1;
-                if ui.json {
-                    let mut o = entry_json(&v, &labels);
-                    if let Value::Object(m) = &mut o {
-                        m.insert("column".into(), col.into());
-                        m.insert("leaf".into(), is_leaf.into());
-                        m.insert("active".into(), active[n].into());
-                    }
-                    ui.json_line(&o)?;
+                ui.json_line(&o)?;
+            } else {
+                if let Some(b) = boundary(&v) {
+                    let through = if k >= 1 { "│ " } else { "" };
+                    let mark = ui.paint("35", &format!("──── {} ────", safe(&b)));
+                    writeln!(ui.out(), "{lanes_before}{through}{mark}")?;
+                }
+                let glyph = if is_leaf {
+                    ui.paint("1;32", "@")
+                } else if active[n] {
+                    "●".to_owned()
                 } else {
-                    if let Some(b) = boundary(&v) {
-                        let through = if k >= 1 { "│ " } else { "" };
-                        let mark = ui.paint("35", &format!("──── {} ────", safe(&b)));
-                        writeln!(ui.out(), "{lanes_before}{through}{mark}")?;
-                    }
-                    let glyph = if is_leaf {
-                        ui.paint("1;32", "@")
-                    } else if active[n] {
-                        "●".to_owned()
-                    } else {
-                        "○".to_owned()
-                    };
-                    let text = line_text(ui, &v, &labels, width.saturating_sub(lanes_width + 2));
-                    writeln!(ui.out(), "{lanes_before}{glyph} {text}")?;
-                }
+                    "○".to_owned()
+                };
+                let text = line_text(ui, &v, &labels, width.saturating_sub(lanes_width + 2));
+                writeln!(ui.out(), "{lanes_before}{glyph} {text}")?;
             }
         }
         if !ui.json && parent.is_none() && tree.parent(n).is_some() {
@@ -249,21 +229,6 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
         crate::commands::log::warn_unknown_type(args);
     }
     Ok(Outcome::Success)
-}
-
-/// Writes the waiting join lines (`joins`) before a line that is about to be shown, once a line
-/// was shown above them (`shown > 0`); drops them otherwise. Without --type every entry is
-/// shown, so joins are written as they come.
-fn put_joins(
-    joins: &mut Vec<u8>,
-    out: &mut (impl Write + ?Sized),
-    shown: usize,
-) -> std::io::Result<()> {
-    if shown > 0 {
-        out.write_all(joins)?;
-    }
-    joins.clear();
-    Ok(())
 }
 
 /// The lanes left of column `col` as drawn, and their width in characters: `│ ` per lane, or,
