@@ -1180,6 +1180,28 @@ fn fork_into_a_folder_says_it_is_a_folder() {
         "{err}"
     );
     assert!(!dir.join("no").exists());
+
+    // A "folder" that is a file says so.
+    let file = dir.join("plain");
+    std::fs::write(&file, "x").unwrap();
+    let out = env
+        .pisess()
+        .args([
+            "fork",
+            f.to_str().unwrap(),
+            "@leaf",
+            "-o",
+            file.join("fork.jsonl").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("the folder {} is not a folder", file.display())),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
 }
 
 /// A command that wrote a file and then could not write its report to stdout (a full device)
