@@ -686,16 +686,11 @@ impl SeenFile {
 }
 
 /// A folder as pi's `resolvePath` makes it for a comparison (`pathsEqual`): `~` and `~/…`
-/// expanded to `$HOME`, a relative path joined to `here`, then `.`, `..`, repeated and
-/// trailing slashes taken out, lexically (no link is followed).
+/// expanded to `$HOME`, a `file://` URL read as its path, a relative path joined to `here`
+/// (absolute), then `.`, `..`, repeated and trailing slashes taken out, lexically (no link is
+/// followed): [`pisess_engine::agent::fork::resolve_pi_path`].
 pub fn resolve_path(p: &str, here: &str) -> String {
-    let home = std::env::var("HOME").unwrap_or_default();
-    let expanded = match p.strip_prefix('~') {
-        Some("") => home,
-        Some(rest) if rest.starts_with('/') => format!("{home}{rest}"),
-        _ => p.to_owned(),
-    };
-    pisess_engine::files::normalize(here, &expanded)
+    pisess_engine::agent::fork::resolve_pi_path(p, here)
 }
 
 /// The file `pi -c` would continue in the current folder, as a SESSION argument (pi's
