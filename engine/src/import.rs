@@ -3303,6 +3303,26 @@ mod tests {
         assert_eq!(jsonl_files_under(&root), want);
     }
 
+    /// `canonical_prefix` follows dangling links to where they lead, through further links,
+    /// and ends on a loop of links (the kernel's 40) instead of going round it.
+    #[test]
+    fn canonical_prefix_follows_dangling_links_and_ends_on_loops() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        symlink(root.join("real/gone"), root.join("hop")).unwrap();
+        symlink(root.join("hop"), root.join("link")).unwrap();
+        std::fs::create_dir(root.join("real")).unwrap();
+        assert_eq!(
+            canonical_prefix(&root.join("link").join("x.jsonl")),
+            root.join("real/gone/x.jsonl")
+        );
+        symlink(root.join("b"), root.join("a")).unwrap();
+        symlink(root.join("a"), root.join("b")).unwrap();
+        let looped = canonical_prefix(&root.join("a").join("x.jsonl"));
+        assert!(looped.ends_with("x.jsonl"), "{}", looped.display());
+    }
+
     /// Symlinks to folders are followed directly inside the scanned folder (pi's listing reads
     /// them as project folders), not deeper, and not when they lead back to the folder or
     /// above it; the folders they lead to are returned for the gone check.
