@@ -404,15 +404,21 @@ impl Store {
         // A path given as a file that no longer exists, and that the catalogue holds a live
         // session for, is marked gone (as `git add` of a deleted file stages its removal);
         // one the store never knew fails as before.
-        let (deleted, files): (Vec<_>, Vec<_>) = files.into_iter().partition(|f| {
-            named_gone && f.name_at == 0 && f.error.is_none() && self.known_deleted(&f.path)
-        });
+        let mut deleted = Vec::new();
+        let mut files = files;
+        if named_gone {
+            files.retain(|f| {
+                let key = (f.name_at == 0 && f.error.is_none())
+                    .then(|| self.known_deleted(&f.path))
+                    .flatten();
+                deleted.extend(key.clone());
+                key.is_none()
+            });
+        }
         progress(ImportEvent::Start { files: files.len() });
         let mut report = ImportReport::default();
-        for f in &deleted {
-            if let Some(key) = deleted_key(&f.path) {
-                report.gone += u64::from(self.mark_file_gone(&key)?);
-            }
+        for key in &deleted {
+            report.gone += u64::from(self.mark_file_gone(key)?);
         }
         for f in &files {
             let r = match &f.error {
@@ -659,20 +665,21 @@ impl Store {
         Ok(true)
     }
 
-    /// Whether `path` (given as a file) does not exist and the catalogue holds a live session
-    /// imported from it ([`deleted_key`]).
-    fn known_deleted(&self, path: &Path) -> bool {
+    /// The catalogue key of the live session imported from `path` (given as a file), when
+    /// `path` no longer exists ([`deleted_key`]); `None` otherwise.
+    fn known_deleted(&self, path: &Path) -> Option<String> {
         let missing = std::fs::symlink_metadata(path)
             .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
-        missing
-            && deleted_key(path).is_some_and(|key| {
-                self.db
-                    .begin_read()
-                    .ok()
-                    .and_then(|rtx| rtx.open_table(schema::SOURCES).ok())
-                    .and_then(|t| t.get(key.as_str()).ok().flatten().map(|v| !v.value().3))
-                    .unwrap_or(false)
-            })
+        let key = deleted_key(path).filter(|_| missing)?;
+        let rtx = self.db.begin_read().ok()?;
+        let live = rtx
+            .open_table(schema::SOURCES)
+            .ok()?
+            .get(key.as_str())
+            .ok()
+            .flatten()
+            .is_some_and(|v| !v.value().3);
+        live.then_some(key)
     }
 
     /// Marks the live session imported from the catalogue key `key` gone; whether one was.
@@ -2814,9 +2821,9 @@ enum Scan {
 /// would wait for a writer). With `linked` (`dir` is pi's per-project session folder, where
 /// pi's listing reads them as project folders), symlinks to folders directly inside `dir` are
 /// followed ([`linked_folder`]), not deeper, and the folders they lead to are added to
-/// `linked`, with where dangling ones led ([`dangling_target`]): the gone check covers them.
-/// Otherwise symlinks to folders are not followed. A folder
-/// that cannot be read, and a file whose name is not UTF-8 (the store cannot record its path), come out with
+/// `linked`, with where dangling ones not named `*.jsonl` led ([`dangling_target`]): the gone
+/// check covers them. Otherwise symlinks to folders are not followed. A folder that cannot be
+/// read, and a file whose name is not UTF-8 (the store cannot record its path), come out with
 /// their [`Found::error`], in their place.
 ///
 /// This is most of the work of re-importing an unchanged folder, so each entry costs one
@@ -2891,7 +2898,9 @@ fn files_under(
                     here.push((prefix(name.as_bytes()), at, Scan::Dir(p, c)));
                     continue;
                 }
-                if let Some(gone) = dangling_target(&p) {
+                // A dangling `*.jsonl` link is a file link, reported as unreadable as before.
+                let jsonl_name = name.len() > 6 && name.as_bytes().ends_with(b".jsonl");
+                if !jsonl_name && let Some(gone) = dangling_target(&p) {
                     linked.push(gone);
                     continue;
                 }
@@ -3341,6 +3350,9 @@ mod tests {
         symlink(t.path(), root.join("up")).unwrap();
         symlink(t.path().join("nowhere"), root.join("dangling")).unwrap();
         symlink(&proj, root.join("sub").join("deeper")).unwrap();
+        // A dangling link named `*.jsonl` is a file link: listed, so the import says why it
+        // cannot be read.
+        symlink(t.path().join("nowhere.jsonl"), root.join("d.jsonl")).unwrap();
         let canon_root = std::fs::canonicalize(&root).unwrap();
         let mut linked = Vec::new();
         let got = files_under(&root, Some(&canon_root), None, Some(&mut linked));
@@ -3348,12 +3360,13 @@ mod tests {
         assert_eq!(
             paths,
             [
+                root.join("d.jsonl"),
                 root.join("link").join("x.jsonl"),
                 root.join("sub").join("y.jsonl")
             ]
         );
         let canon_proj = std::fs::canonicalize(&proj).unwrap();
-        assert_eq!(got[0].canon(), Some(canon_proj.join("x.jsonl")));
+        assert_eq!(got[1].canon(), Some(canon_proj.join("x.jsonl")));
         // Where the dangling link led is checked for gone sessions too.
         linked.sort();
         let nowhere = std::fs::canonicalize(t.path()).unwrap().join("nowhere");
@@ -3362,7 +3375,7 @@ mod tests {
         assert_eq!(linked, want);
         // Without `linked` (not pi's folder), no link is followed.
         let got = files_under(&root, Some(&canon_root), None, None);
-        assert_eq!(got.len(), 1);
+        assert_eq!(got.len(), 2);
         // The store's trash is not read through a link either.
         let mut linked = Vec::new();
         let got = files_under(
@@ -3371,7 +3384,7 @@ mod tests {
             Some(&canon_proj),
             Some(&mut linked),
         );
-        assert_eq!(got.len(), 1);
+        assert_eq!(got.len(), 2);
         assert_eq!(linked, [nowhere]);
     }
 
