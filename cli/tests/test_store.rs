@@ -461,6 +461,69 @@ fn importing_a_deleted_file_by_name_marks_its_session_gone() {
     }
 }
 
+/// A file named twice — by its path and inside a folder also given, or through a link — is
+/// imported and counted once; a folder that was deleted while it is the current one fails with
+/// a message instead of importing nothing in silence.
+#[test]
+fn a_file_named_twice_counts_once_and_a_deleted_folder_is_reported() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        fixture("sessions/04-many-branches.jsonl"),
+        dir.join("a.jsonl"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(dir.join("a.jsonl"), env.home.path().join("link.jsonl")).unwrap();
+    let summary = |out: &std::process::Output| -> serde_json::Value {
+        let text = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(text.lines().last().unwrap()).unwrap()
+    };
+    let out = env
+        .pisess()
+        .args([
+            "--json",
+            "import",
+            "s/a.jsonl",
+            "s",
+            "link.jsonl",
+            "./s/../s/a.jsonl",
+        ])
+        .current_dir(env.home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let s = summary(&out);
+    assert_eq!(
+        (s["new"].as_u64(), s["unchanged"].as_u64()),
+        (Some(1), Some(0)),
+        "{s}"
+    );
+    let out = env
+        .pisess()
+        .args(["--json", "import", "s", "s/a.jsonl"])
+        .current_dir(env.home.path())
+        .output()
+        .unwrap();
+    let s = summary(&out);
+    assert_eq!(
+        (s["new"].as_u64(), s["unchanged"].as_u64()),
+        (Some(0), Some(1)),
+        "{s}"
+    );
+    // The current folder deleted under the process.
+    let gone = env.home.path().join("gone");
+    std::fs::create_dir_all(&gone).unwrap();
+    let script = r#"cd "$0" && rmdir "$0" && exec "$1" import ."#;
+    let out = env
+        .pisess_wrapped(&["sh", "-c", script, gone.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot resolve this folder"), "{err}");
+}
+
 /// A project folder in pi's session folder that is a symbolic link is read (pi's listing
 /// takes `isDirectory() || isSymbolicLink()`), by `import` and `check` alike, and a session
 /// whose file left it is marked gone; links deeper down are still not followed.

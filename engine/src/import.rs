@@ -2740,6 +2740,14 @@ fn discover(paths: &[PathBuf], trash: &Path) -> (Vec<Found>, Vec<PathBuf>) {
                     folders.append(&mut linked);
                     folders.push(canon);
                 }
+                // A folder that is itself deleted (the current folder `.` removed while in
+                // use): its scan would find nothing and say nothing.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    files.push(Found::failed(
+                        p.clone(),
+                        format!("cannot resolve this folder (deleted while in use?): {e}"),
+                    ));
+                }
                 Err(_) => {
                     files.extend(files_under(p, None, skip, None));
                     folders.push(p.clone());
@@ -2755,7 +2763,28 @@ fn discover(paths: &[PathBuf], trash: &Path) -> (Vec<Found>, Vec<PathBuf>) {
             });
         }
     }
+    if paths.len() > 1 {
+        once_each(&mut files);
+    }
     (files, folders)
+}
+
+/// Keeps the first of the files that name one file (`import s/a.jsonl s` finds `a.jsonl`
+/// twice): each file is imported and counted once. Files are compared by canonical path, a
+/// file that has none (deleted, unreadable) by its path as given. Only called when several
+/// paths were given: one folder's scan names each file once.
+fn once_each(files: &mut Vec<Found>) {
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| {
+        let key = match f.canon() {
+            Some(c) => c,
+            None if f.error.is_none() => {
+                std::fs::canonicalize(&f.path).unwrap_or_else(|_| f.path.clone())
+            }
+            None => f.path.clone(),
+        };
+        seen.insert(key)
+    });
 }
 
 /// A `*.jsonl` file found under a folder by [`files_under`], or a path given as a file.
