@@ -2109,3 +2109,70 @@ fn odd_field_kinds_give_the_oracles_context_and_tree() {
         );
     }
 }
+
+/// `show` prints every field of a message: what its lines and blocks leave out (an error
+/// message, a command's exit code, a tool result's details) comes in its `fields` block, in
+/// the order written; and a tool call's name and id from the session never reach the terminal
+/// raw (they are the block's title).
+#[test]
+fn show_prints_every_field_and_escapes_tool_call_titles() {
+    let env = TestEnv::new();
+    let f = env.home.path().join("show.jsonl");
+    let lines = [
+        serde_json::json!({"type":"session","version":3,"id":"show-fields","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp/x"}),
+        serde_json::json!({"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",
+            "message":{"role":"assistant","content":[{"type":"toolCall","id":"t\u{1b}]0;pwned\u{7}",
+            "name":"ba\u{1b}[2Jsh","arguments":{}}],"provider":"p","model":"m","api":"a",
+            "stopReason":"error","errorMessage":"overloaded_error: Overloaded","timestamp":1}}),
+        serde_json::json!({"type":"message","id":"b1","parentId":"a1","timestamp":"2026-01-01T00:00:02.000Z",
+            "message":{"role":"bashExecution","command":"make test","output":"boom","exitCode":2,
+            "cancelled":false,"truncated":true,"fullOutputPath":"/tmp/full.log","timestamp":2}}),
+        serde_json::json!({"type":"message","id":"r1","parentId":"b1","timestamp":"2026-01-01T00:00:03.000Z",
+            "message":{"role":"toolResult","toolCallId":"c","toolName":"edit","content":[{"type":"text",
+            "text":"Replaced."}],"details":{"diff":"-1 old\n+1 new"},"isError":false,"timestamp":3}}),
+        serde_json::json!({"type":"compaction","id":"k1","parentId":"r1","timestamp":"2026-01-01T00:00:04.000Z",
+            "summary":"s","firstKeptEntryId":"r1","tokensBefore":10,"details":{"readFiles":[]}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&f, text).unwrap();
+    let f = f.to_str().unwrap();
+    let show = |e: &str| {
+        let r = run(&env, &["show", f, e]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(
+            !r.stdout.contains('\u{1b}') && !r.stdout.contains('\u{7}'),
+            "{e}: raw control characters"
+        );
+        r.stdout
+    };
+    let a = show("a1");
+    assert!(
+        a.contains(r"── tool call ba\u{1b}[2Jsh (t\u{1b}]0;pwned\u{7})"),
+        "{a}"
+    );
+    assert!(
+        a.contains(r#""errorMessage": "overloaded_error: Overloaded""#),
+        "{a}"
+    );
+    let b = show("b1");
+    for field in [
+        r#""exitCode": 2"#,
+        r#""cancelled": false"#,
+        r#""truncated": true"#,
+        r#""fullOutputPath": "/tmp/full.log""#,
+    ] {
+        assert!(b.contains(field), "{field}: {b}");
+    }
+    let r = show("r1");
+    assert!(r.contains(r#""diff": "-1 old\n+1 new""#), "{r}");
+    let k = show("k1");
+    let (first, tokens, details) = (
+        k.find("firstKeptEntryId").unwrap(),
+        k.find("tokensBefore").unwrap(),
+        k.find("details").unwrap(),
+    );
+    assert!(
+        first < tokens && tokens < details,
+        "not in the order written: {k}"
+    );
+}

@@ -871,6 +871,14 @@ fn stats_of_each_session_equal_an_independent_scan() {
             let sum: u64 = groups.iter().map(|g| g["entries"].as_u64().unwrap()).sum();
             assert_eq!(sum, want.entries, "{name} --by {by}");
             assert_eq!(total[0]["entries"], want.entries);
+            if by == "model" {
+                // Each model's cost is what pi's breakdown charges it.
+                for (key, cost) in pis_usage_breakdown(&entries) {
+                    let g = groups.iter().find(|g| g["key"] == key.as_str());
+                    let got = g.and_then(|g| g["cost"].as_f64()).unwrap_or(0.0);
+                    assert!((got - cost).abs() < 1e-9, "{name} {key}: {got} vs {cost}");
+                }
+            }
         }
     }
     // --by day keys are the UTC days of the entries' timestamps.
@@ -890,6 +898,95 @@ fn stats_of_each_session_equal_an_independent_scan() {
     for g in &lines[..lines.len() - 1] {
         assert_eq!(g["entries"], days[g["key"].as_str().unwrap()], "{g}");
     }
+}
+
+/// pi's `getUsageCostBreakdown` (core/usage-totals.js), written out for the test: the cost
+/// of each group it keys usage by.
+fn pis_usage_breakdown(entries: &[(String, Value)]) -> HashMap<String, f64> {
+    let mut by: HashMap<String, f64> = HashMap::new();
+    for (_, v) in entries {
+        let m = &v["message"];
+        let (key, usage) = match (v["type"].as_str(), m["role"].as_str()) {
+            (Some("message"), Some("assistant")) => {
+                let model = m["responseModel"].as_str().or(m["model"].as_str());
+                let key = match (m["provider"].as_str(), model) {
+                    (Some(p), Some(m)) => format!("{p}/{m}"),
+                    (None, Some(m)) => m.to_owned(),
+                    _ => continue,
+                };
+                (key, &m["usage"])
+            }
+            (Some("usage"), _) => (
+                format!(
+                    "{}/{}",
+                    v["provider"].as_str().unwrap(),
+                    v["model"].as_str().unwrap()
+                ),
+                &v["usage"],
+            ),
+            (Some("message"), Some("toolResult")) if !m["usage"].is_null() => {
+                ("Tools/summaries".to_owned(), &m["usage"])
+            }
+            (Some("compaction" | "branch_summary"), _) if !v["usage"].is_null() => {
+                ("Tools/summaries".to_owned(), &v["usage"])
+            }
+            _ => continue,
+        };
+        if let Some(c) = usage["cost"]["total"].as_f64() {
+            *by.entry(key).or_default() += c;
+        }
+    }
+    by
+}
+
+/// `stats --by model` charges each usage where pi's breakdown does: an assistant message to the
+/// model that answered (`responseModel`), a `usage` entry to its own model (not the one in
+/// force), a tool result or summary carrying a usage to "Tools/summaries".
+#[test]
+fn stats_by_model_charge_usage_where_pis_breakdown_does() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("u.jsonl");
+    let usage = |cost: f64| {
+        serde_json::json!({"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":15,
+            "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":cost}})
+    };
+    let lines = [
+        serde_json::json!({"type":"session","version":3,"id":"u","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp/x"}),
+        serde_json::json!({"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",
+            "message":{"role":"assistant","content":[{"type":"text","text":"hi"}],"provider":"anthropic",
+            "model":"claude-x","responseModel":"claude-x-20260101","api":"a","usage":usage(0.25),
+            "stopReason":"stop","timestamp":1}}),
+        serde_json::json!({"type":"usage","id":"u1","parentId":"a1","timestamp":"2026-01-01T00:00:02.000Z",
+            "kind":"cache_warm","provider":"openai","model":"gpt-5","usage":usage(1.0)}),
+        serde_json::json!({"type":"message","id":"r1","parentId":"u1","timestamp":"2026-01-01T00:00:03.000Z",
+            "message":{"role":"toolResult","toolCallId":"c","toolName":"task","content":[],
+            "isError":false,"usage":usage(0.5),"timestamp":3}}),
+        serde_json::json!({"type":"compaction","id":"k1","parentId":"r1","timestamp":"2026-01-01T00:00:04.000Z",
+            "summary":"s","firstKeptEntryId":"r1","tokensBefore":10,"usage":usage(0.125)}),
+        serde_json::json!({"type":"message","id":"m1","parentId":"k1","timestamp":"2026-01-01T00:00:05.000Z",
+            "message":{"role":"user","content":"next","timestamp":5}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&f, text).unwrap();
+    let got = json_lines(
+        &env,
+        &["stats", f.to_str().unwrap(), "--by", "model", "--json"],
+        0,
+    );
+    let groups: HashMap<&str, &Value> = got[..got.len() - 1]
+        .iter()
+        .map(|g| (g["key"].as_str().unwrap(), g))
+        .collect();
+    let want = pis_usage_breakdown(&file_entries(&f));
+    assert_eq!(want.len(), 3, "{want:?}");
+    for (key, cost) in &want {
+        assert_eq!(groups[key.as_str()]["cost"].as_f64(), Some(*cost), "{key}");
+    }
+    // The user message after the compaction counts under the model in force.
+    assert_eq!(groups["anthropic/claude-x-20260101"]["entries"], 2);
+    assert_eq!(groups["openai/gpt-5"]["entries"], 1);
+    assert_eq!(groups["Tools/summaries"]["entries"], 2);
 }
 
 #[test]
@@ -2370,4 +2467,19 @@ fn a_query_that_is_no_glob_is_a_path_and_a_line_break_pattern_is_refused() {
         }
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+}
+
+/// A pattern ripgrep compiles (its size limit is 100 MiB, the regex crate's default 10) is
+/// compiled here too; one past that limit says so, without the `-F` hint meant for syntax.
+#[test]
+fn grep_takes_the_patterns_ripgrep_takes() {
+    let env = TestEnv::new();
+    out(&env, &["import", session("01-tiny").to_str().unwrap()], 0);
+    // No match: exit 1, as ripgrep.
+    let r = run(&env, &["grep", "-c", r"\w{300,}"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let r = run(&env, &["grep", r"\w{90000}"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("too large once compiled"), "{}", r.stderr);
+    assert!(!r.stderr.contains("-F"), "{}", r.stderr);
 }

@@ -21,6 +21,9 @@ use anyhow::anyhow;
 use memchr::memmem;
 use pisess_engine::{SessionKey, SessionRecord, Snapshot};
 use regex::{Regex, RegexBuilder};
+
+/// The most a compiled pattern may take (ripgrep's default `--regex-size-limit`, 100 MiB).
+const REGEX_SIZE_LIMIT: usize = 100 << 20;
 use serde_json::{Value, json};
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
@@ -158,12 +161,19 @@ impl Matcher {
         }
         let re = RegexBuilder::new(&pattern)
             .case_insensitive(args.ignore_case)
+            // ripgrep's default limit (`--regex-size-limit`), ten times the crate's: a
+            // pattern such as `\w{300,}` compiles there, so here too.
+            .size_limit(REGEX_SIZE_LIMIT)
             .build()
-            .map_err(|e| {
-                CommandError::with_hint(
+            .map_err(|e| match e {
+                regex::Error::CompiledTooBig(_) => CommandError::from(anyhow!(
+                    "the pattern {:?} is too large once compiled: {e}",
+                    args.pattern
+                )),
+                _ => CommandError::with_hint(
                     anyhow!("invalid pattern {:?}: {e}", args.pattern),
                     "use -F to search for the text as written",
-                )
+                ),
             })?;
         Ok(Self {
             re,

@@ -130,25 +130,60 @@ pub fn cmd_show(ui: &mut Ui, args: &ShowArgs) -> CommandResult {
                 m.get("output").and_then(Value::as_str).unwrap_or(""),
             )?;
         }
+        // What the lines and blocks above leave out (an error message, a tool result's
+        // details, a command's exit code…), then the entry's own other keys.
+        let mut rest = without(m, SHOWN_MESSAGE_KEYS);
+        if let (Some(o), Value::Object(top)) = (rest.as_object_mut(), without(&v, ENTRY_KEYS)) {
+            o.extend(top.into_iter().filter(|(k, _)| k != "message"));
+        }
+        write_fields(ui, &rest)?;
     } else {
         writeln!(ui.out())?;
-        let mut rest = v.clone();
-        if let Some(o) = rest.as_object_mut() {
-            for k in ["type", "id", "parentId", "timestamp"] {
-                o.remove(k);
-            }
-        }
         if let Some(s) = v.get("summary").and_then(Value::as_str) {
             write_block(ui, "summary", s)?;
-            if let Some(o) = rest.as_object_mut() {
-                o.remove("summary");
-            }
         }
-        if rest.as_object().is_some_and(|o| !o.is_empty()) {
-            write_block(ui, "fields", &serde_json::to_string_pretty(&rest)?)?;
-        }
+        let rest = without(&v, &[ENTRY_KEYS, &["summary"]].concat());
+        write_fields(ui, &rest)?;
     }
     Ok(Outcome::Success)
+}
+
+/// The keys every entry has, shown on the lines at the top.
+const ENTRY_KEYS: &[&str] = &["type", "id", "parentId", "timestamp"];
+
+/// The keys of a message shown on the lines and blocks above its fields.
+const SHOWN_MESSAGE_KEYS: &[&str] = &[
+    "role",
+    "content",
+    "model",
+    "usage",
+    "toolName",
+    "toolCallId",
+    "isError",
+    "stopReason",
+    "command",
+    "output",
+];
+
+/// An object without `keys`, in the order written (anything else as it is).
+fn without(v: &Value, keys: &[&str]) -> Value {
+    match v {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| !keys.contains(&k.as_str()))
+                .map(|(k, x)| (k.clone(), x.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The `fields` block: `rest` as indented JSON, when it is an object with keys.
+fn write_fields(ui: &mut Ui, rest: &Value) -> Result<(), CommandError> {
+    if rest.as_object().is_some_and(|o| !o.is_empty()) {
+        write_block(ui, "fields", &serde_json::to_string_pretty(rest)?)?;
+    }
+    Ok(())
 }
 
 fn usage_text(u: &Value) -> String {
@@ -172,7 +207,8 @@ fn usage_text(u: &Value) -> String {
 }
 
 fn write_block(ui: &mut Ui, title: &str, body: &str) -> std::io::Result<()> {
-    let painted = ui.paint("36", &format!("── {title}"));
+    // A title can hold a session's text (a tool's name, a block's type).
+    let painted = ui.paint("36", &format!("── {}", safe(title)));
     writeln!(ui.out(), "{painted}")?;
     for l in body.lines() {
         writeln!(ui.out(), "  {}", safe(l))?;

@@ -35,8 +35,10 @@ use crate::ui::Ui;
 ///
 /// Without SESSION every session in the store is counted, an entry shared by a fork and its
 /// parent (`parentSession`) once. --by splits the counts by the day of the entry's timestamp
-/// (UTC), by model (the message's model, else the model last set before it in the file) or by
-/// session (its id; id and file when several files share an id). `sessions` counts the
+/// (UTC), by model (where pi's usage breakdown puts the entry's usage: an assistant message
+/// under its model, a `usage` entry under its own, a tool result, compaction or branch summary
+/// carrying a usage under "Tools/summaries"; any other entry under the model last set before
+/// it in the file) or by session (its id; id and file when several files share an id). `sessions` counts the
 /// sessions that add an entry to the counts (not a header-only one, nor a copy of a file whose
 /// entries were all counted already).
 ///
@@ -58,7 +60,7 @@ pub struct StatsArgs {
 pub enum By {
     /// The UTC day of the entry's timestamp.
     Day,
-    /// The model of the message, else the one last set before it.
+    /// The model the entry's usage is charged to, else the one last set before it.
     Model,
     /// The session.
     Session,
@@ -421,15 +423,23 @@ fn count_session(
         if let Some(m) = &model {
             model_in_force.clone_from(m);
         }
+        // An entry whose usage pi attributes by itself (`getUsageCostBreakdown`) is grouped
+        // there; any other under the model in force.
+        let own = if by == Some(By::Model) {
+            usage_key(&v)
+        } else {
+            None
+        };
+        let in_force = own.as_deref().unwrap_or(&model_in_force);
         if let (Some(seen), Some(id)) = (seen.as_deref_mut(), id)
             && !seen.insert(id)
         {
-            let k = group_key(by, &v, &model_in_force, label);
+            let k = group_key(by, &v, in_force, label);
             let g = local.entry(k).or_default();
             g.shared += 1;
             continue;
         }
-        let k = group_key(by, &v, &model_in_force, label);
+        let k = group_key(by, &v, in_force, label);
         local.entry(k).or_default().add_entry(key, &v);
     }
     for (k, c) in local {
@@ -439,13 +449,15 @@ fn count_session(
     Ok(())
 }
 
-/// The model an entry sets or uses: an assistant message's `provider/model`, a model change.
+/// The model an entry sets or uses: a message's `provider/model` (the model that answered,
+/// `responseModel`, when the message names one, as pi's usage breakdown takes it), a model
+/// change.
 fn entry_model(v: &Value) -> Option<String> {
     let s = |x: &Value, k: &str| x.get(k).and_then(Value::as_str).map(str::to_owned);
     match v.get("type").and_then(Value::as_str)? {
         "message" => {
             let m = v.get("message")?;
-            let model = s(m, "model")?;
+            let model = s(m, "responseModel").or_else(|| s(m, "model"))?;
             Some(match s(m, "provider") {
                 Some(p) => format!("{p}/{model}"),
                 None => model,
@@ -461,6 +473,34 @@ fn entry_model(v: &Value) -> Option<String> {
         _ => None,
     }
 }
+
+/// The group pi's `getUsageCostBreakdown` puts an entry's usage in, for the entries it
+/// attributes by themselves rather than by the model in force: a `usage` entry by its own
+/// `provider/model`, a tool result carrying a usage and a compaction or branch summary
+/// carrying one under "Tools/summaries". (An assistant message is [`entry_model`]'s.)
+fn usage_key(v: &Value) -> Option<String> {
+    let s = |x: &Value, k: &str| x.get(k).and_then(Value::as_str).map(str::to_owned);
+    let has_usage = |x: &Value| x.get("usage").is_some_and(|u| !u.is_null());
+    match v.get("type").and_then(Value::as_str)? {
+        "usage" => {
+            let model = s(v, "model")?;
+            Some(match s(v, "provider") {
+                Some(p) => format!("{p}/{model}"),
+                None => model,
+            })
+        }
+        "message" => {
+            let m = v.get("message")?;
+            (m.get("role").and_then(Value::as_str) == Some("toolResult") && has_usage(m))
+                .then(|| TOOLS_AND_SUMMARIES.to_owned())
+        }
+        "compaction" | "branch_summary" => has_usage(v).then(|| TOOLS_AND_SUMMARIES.to_owned()),
+        _ => None,
+    }
+}
+
+/// pi's group for usage that no model answered for (`getUsageCostBreakdown`).
+const TOOLS_AND_SUMMARIES: &str = "Tools/summaries";
 
 fn group_key(by: Option<By>, v: &Value, model: &str, session: &str) -> String {
     match by {
