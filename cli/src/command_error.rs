@@ -98,9 +98,34 @@ impl CommandError {
 
     /// Whether the store failed because its disk is full (see [`pisess_engine::StoreError::is_disk_full`]).
     fn is_store_disk_full(&self) -> bool {
-        self.error.chain().any(|c| {
-            c.downcast_ref::<pisess_engine::StoreError>()
-                .is_some_and(pisess_engine::StoreError::is_disk_full)
+        self.store_errors()
+            .any(pisess_engine::StoreError::is_disk_full)
+    }
+
+    /// The store's errors in the chain, also where an engine error wraps one transparently (its
+    /// chain then goes on with the store error's causes, skipping the store error itself).
+    fn store_errors(&self) -> impl Iterator<Item = &pisess_engine::StoreError> {
+        use pisess_engine::{ExportError, PruneError, StoreError, agent::writer::WriteError};
+        self.error.chain().filter_map(|c| {
+            c.downcast_ref::<StoreError>()
+                .or_else(|| match c.downcast_ref::<ExportError>()? {
+                    ExportError::Store(e) => Some(e),
+                    _ => None,
+                })
+                .or_else(|| match c.downcast_ref::<PruneError>()? {
+                    PruneError::Store(e) => Some(e),
+                    _ => None,
+                })
+                .or_else(|| match c.downcast_ref::<WriteError>()? {
+                    WriteError::Store(e) => Some(e),
+                    _ => None,
+                })
+                .or_else(
+                    || match c.downcast_ref::<pisess_engine::FileQueryError>()? {
+                        pisess_engine::FileQueryError::Store(e) => Some(e),
+                        _ => None,
+                    },
+                )
         })
     }
 
@@ -120,10 +145,10 @@ impl CommandError {
                  what was stored before the failed write (`pisess verify` checks it). Free some \
                  space there, or point PISESS_STORE at a store on another disk"
             );
-        } else if self.error.chain().any(|c| {
-            c.downcast_ref::<pisess_engine::StoreError>()
-                .is_some_and(pisess_engine::StoreError::is_damage)
-        }) {
+        } else if self
+            .store_errors()
+            .any(pisess_engine::StoreError::is_damage)
+        {
             let store = pisess_engine::default_store_path()
                 .map_or_else(|_| "the store".to_owned(), |p| p.display().to_string());
             eprintln!(

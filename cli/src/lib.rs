@@ -56,7 +56,18 @@ pub fn status_with(prepare: impl FnOnce(&commands::Command)) -> u8 {
     prepare(&args.command);
     session_arg::set_store_wait(std::time::Duration::from_secs(args.global.wait));
     let mut ui = ui::Ui::new(&args.global);
-    let outcome = commands::run(&mut ui, args.command);
+    // redb meets some damaged pages with a panic (see `pisess_engine::panic_guard`): that is
+    // the store's damage, reported as such (exit 2, with the rebuild hint); any other panic
+    // still ends the process with status 101.
+    let outcome =
+        pisess_engine::panic_guard::redb_panics_as_damage(|| commands::run(&mut ui, args.command))
+            .unwrap_or_else(|e| {
+                let store = pisess_engine::default_store_path()
+                    .map_or_else(|_| "the store".to_owned(), |p| p.display().to_string());
+                Err(command_error::CommandError::from(
+                    anyhow::Error::new(e).context(format!("cannot read the store {store}")),
+                ))
+            });
     let flushed = ui.flush();
     let result = match (flushed, outcome) {
         // The answer is whole; only its last bytes found the reader gone (`| head`): the

@@ -5,7 +5,8 @@
 //! from, removed, altered or invented directly with redb): verify reports every damaged table,
 //! `--repair` rebuilds them from the records, a second verify passes, the store is again
 //! identical to the undamaged one (content digest of every table) and queries answer as
-//! before.
+//! before. And on a store file damaged byte by byte (pages, rows, its header): commands report
+//! the damage with the rebuild hint, never with a panic or an export that is not the session.
 
 use std::fs;
 use std::path::Path;
@@ -402,4 +403,114 @@ fn a_damaged_store_gets_a_hint_to_rebuild_it() {
         );
         assert!(err.contains(".damaged && pisess import"), "{args:?}: {err}");
     }
+}
+
+/// A store whose pages redb cannot read — their type byte flipped, which redb 4 meets with
+/// `unreachable!()` while opening — a store cut inside its header and a file that is no store
+/// are reported as damaged (exit 2, the rebuild hint), never with a panic.
+#[test]
+fn no_damaged_page_makes_a_command_panic() {
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let f = fixture("sessions");
+    let out = env
+        .pisess()
+        .args(["import", f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let good = std::fs::read(&store).unwrap();
+    let mut stopped = 0;
+    // The first byte of each 4 KiB page: its type, for redb's B-tree pages.
+    for at in (4096..good.len()).step_by(4096) {
+        let mut bad = good.clone();
+        bad[at] ^= 0xff;
+        std::fs::write(&store, &bad).unwrap();
+        for args in [&["ls"][..], &["verify"]] {
+            let out = env.pisess().args(args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_ne!(out.status.code(), Some(101), "byte {at}, {args:?}: {err}");
+            assert!(!err.contains("panicked"), "byte {at}, {args:?}: {err}");
+            if err.contains("redb stopped on a damaged page") {
+                stopped += 1;
+                assert_eq!(out.status.code(), Some(2), "{err}");
+                assert!(err.contains("hint: the store file is damaged"), "{err}");
+            }
+        }
+    }
+    // Else the sweep proved nothing about the guard (redb no longer panics there).
+    assert!(stopped > 0, "no flipped page made redb stop");
+    for (bytes, says) in [
+        (good[..100].to_vec(), "the store file is cut short"),
+        (vec![7u8; 20_000], "the file is not a store"),
+    ] {
+        std::fs::write(&store, &bytes).unwrap();
+        let out = env.pisess().args(["ls"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(err.contains("hint: the store file is damaged"), "{err}");
+    }
+}
+
+/// The store as the only copy of a session (its file deleted): a flipped bit in a stored row
+/// makes `export` fail naming the line and the damage — never an exit 0 with other bytes than
+/// the session's — and `fork` refuses to copy the damaged row into a new session.
+#[test]
+fn a_damaged_row_is_not_exported_as_the_session() {
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a.jsonl");
+    std::fs::copy(fixture("sessions/02-small-branches.jsonl"), &file).unwrap();
+    let good = std::fs::read(&file).unwrap();
+    let out = env
+        .pisess()
+        .args(["import", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    std::fs::remove_file(&file).unwrap();
+    let id = entries_header_id(&good);
+    let stored = std::fs::read(&store).unwrap();
+    let (mut named, mut forks_refused) = (0, 0);
+    for at in (4096..stored.len()).step_by(331) {
+        let mut bad = stored.clone();
+        bad[at] ^= 0x20;
+        std::fs::write(&store, &bad).unwrap();
+        let out = env.pisess().args(["export", &id]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(101), "byte {at}: {err}");
+        if out.status.success() {
+            assert_eq!(out.stdout, good, "byte {at}: exit 0 with other bytes");
+        } else if err.contains("is damaged: its bytes no longer match") {
+            named += 1;
+            assert!(err.contains("the stored copy of line "), "{err}");
+            assert!(err.contains("hint: the store file is damaged"), "{err}");
+            let target = env.home.path().join("fork-out");
+            std::fs::create_dir_all(&target).unwrap();
+            let out = env
+                .pisess()
+                .args(["fork", &id, "@leaf", "-o", target.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            // The damaged row may lie off the leaf's path; when the fork reads it, it stops.
+            if err.contains("is damaged: its bytes no longer match") {
+                forks_refused += 1;
+                assert_eq!(out.status.code(), Some(2), "{err}");
+            }
+        }
+    }
+    // Else the sweep proved nothing: no flip landed in a row's bytes.
+    assert!(named > 0, "no flip was named as a damaged row");
+    assert!(forks_refused > 0, "no fork met a damaged row");
+}
+
+/// The header id of a session file's bytes.
+fn entries_header_id(bytes: &[u8]) -> String {
+    let first = bytes.split(|&b| b == b'\n').next().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(first).unwrap();
+    v["id"].as_str().unwrap().to_owned()
 }

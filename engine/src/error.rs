@@ -116,6 +116,20 @@ pub enum StoreError {
         #[source]
         source: rkyv::rancor::Error,
     },
+    /// A stored row's bytes no longer match the blake3 its record got at import (or no longer
+    /// decompress): the store file is damaged there.
+    #[error(
+        "the stored copy of line {line} of {file} is damaged: its bytes no longer match the \
+         blake3 recorded at import (row {row})"
+    )]
+    DamagedRow {
+        /// The session's file.
+        file: String,
+        /// The line (1-based) in that file.
+        line: u64,
+        /// The row's key.
+        row: u64,
+    },
     /// A stored block of rows does not read.
     #[error("corrupt block of rows in table {table} at key {key}")]
     CorruptBlock {
@@ -199,8 +213,16 @@ impl StoreError {
     /// tables disagree. Not a fault of a session file, nor of the machine (a full disk).
     pub fn is_damage(&self) -> bool {
         match self {
-            Self::Redb(e) | Self::Open { source: e, .. } => matches!(e, redb::Error::Corrupted(_)),
-            Self::CorruptRecord { .. } | Self::CorruptBlock { .. } | Self::Inconsistent(_) => true,
+            // A length read from a damaged page can send redb past the file's end.
+            Self::Redb(e) | Self::Open { source: e, .. } => match e {
+                redb::Error::Corrupted(_) => true,
+                redb::Error::Io(e) => e.kind() == std::io::ErrorKind::UnexpectedEof,
+                _ => false,
+            },
+            Self::CorruptRecord { .. }
+            | Self::CorruptBlock { .. }
+            | Self::DamagedRow { .. }
+            | Self::Inconsistent(_) => true,
             _ => false,
         }
     }
@@ -245,6 +267,21 @@ impl StoreError {
                 holder: crate::holder::holder_of(path)
                     .unwrap_or_else(|| "another process".to_owned()),
             },
+            // A file too short for redb's header, or one whose header is not redb's: the
+            // store file is damaged (or is no store), as a `Corrupted` page says.
+            redb::DatabaseError::Storage(redb::StorageError::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData
+                ) =>
+            {
+                let what = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    "the store file is cut short"
+                } else {
+                    "the file is not a store"
+                };
+                Self::Redb(redb::Error::Corrupted(format!("{what}: {e}")))
+            }
             other => Self::Redb(redb::Error::from(other)),
         }
     }

@@ -14,7 +14,6 @@ use std::io::Write;
 use crate::error::StoreError;
 use crate::graph::Snapshot;
 use crate::ids::SessionKey;
-use crate::schema;
 
 /// Why an export failed.
 #[derive(Debug, thiserror::Error)]
@@ -44,17 +43,21 @@ impl Snapshot {
         let mut n = 0u64;
         for key in self.row_runs(s)?.into_iter().flatten() {
             let e = crate::ids::EntryKey(key);
-            n += self
-                .with_entry(e, |a| -> Result<u64, ExportError> {
-                    let raw = a.raw_bytes().map_err(|err| StoreError::CorruptRecord {
-                        table: schema::ENTRIES_NAME,
-                        key: key.to_string(),
-                        source: <rkyv::rancor::Error as rkyv::rancor::Source>::new(err),
-                    })?;
-                    out.write_all(&raw)?;
-                    Ok(raw.len() as u64)
+            // Each row checked against its blake3 from the import: an export may be the only
+            // copy of a session whose file is gone, and a damaged row must not pass for it.
+            let (written, session, line) = self
+                .with_entry(e, |a| {
+                    let written = a.checked_raw_bytes().map(|raw| {
+                        out.write_all(&raw)?;
+                        Ok::<u64, std::io::Error>(raw.len() as u64)
+                    });
+                    (written, u64::from(a.session), u64::from(a.line))
                 })?
-                .ok_or_else(|| StoreError::Inconsistent(format!("row {key} is missing")))??;
+                .ok_or_else(|| StoreError::Inconsistent(format!("row {key} is missing")))?;
+            match written {
+                Some(w) => n += w?,
+                None => return Err(self.damaged_row(e, session, line).into()),
+            }
         }
         Ok(n)
     }
@@ -235,15 +238,21 @@ impl Snapshot {
         };
         let mut prev: Option<String> = None;
         for e in path {
-            let (id, parent, json) = self
+            let (id, parent, json, intact, at) = self
                 .with_entry(e, |a| {
                     (
                         a.id.as_ref().map(|t| t.as_str().to_owned()),
                         a.parent_id.as_ref().map(|t| t.as_str().to_owned()),
                         a.json_text().map(std::borrow::Cow::into_owned),
+                        a.checked_raw_bytes().is_some(),
+                        (u64::from(a.session), u64::from(a.line)),
                     )
                 })?
                 .ok_or_else(|| StoreError::Inconsistent(format!("row {e} is missing")))?;
+            // A new copy of the entries: a damaged row must not pass into it.
+            if !intact {
+                return Err(self.damaged_row(e, at.0, at.1).into());
+            }
             let json = json.ok_or_else(|| {
                 StoreError::Inconsistent(format!("entry {e} on a path is not UTF-8"))
             })?;

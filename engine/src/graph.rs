@@ -214,16 +214,45 @@ impl Snapshot {
     /// (nested too deep) is [`StoreError::UnreadableEntry`], naming the session file, the line
     /// and the entry; a row without JSON text is [`StoreError::Inconsistent`].
     pub fn entry_value(&self, e: EntryKey) -> Result<serde_json::Value, StoreError> {
-        let (text, session, line, id) = self
+        self.entry_value_as(e, false)
+    }
+
+    /// [`Self::entry_value`] of a row whose bytes are first checked against the blake3 it got
+    /// at import: for what writes the entry out as a new copy (a fork), so that a damaged row
+    /// is an error ([`StoreError::DamagedRow`]) and not a changed entry.
+    pub fn checked_entry_value(&self, e: EntryKey) -> Result<serde_json::Value, StoreError> {
+        self.entry_value_as(e, true)
+    }
+
+    /// The error for row `e` of `session` (from line `line`) whose bytes no longer match.
+    pub fn damaged_row(&self, e: EntryKey, session: u64, line: u64) -> StoreError {
+        let file = self
+            .session(SessionKey(session))
+            .ok()
+            .flatten()
+            .map_or_else(|| format!("(session {session})"), |r| r.path);
+        StoreError::DamagedRow {
+            file,
+            line,
+            row: e.0,
+        }
+    }
+
+    fn entry_value_as(&self, e: EntryKey, checked: bool) -> Result<serde_json::Value, StoreError> {
+        let (text, session, line, id, intact) = self
             .with_entry(e, |a| {
                 (
                     a.json_text().map(std::borrow::Cow::into_owned),
                     u64::from(a.session),
                     u64::from(a.line),
                     a.id.as_ref().map(|t| t.as_str().to_owned()),
+                    !checked || a.checked_raw_bytes().is_some(),
                 )
             })?
             .ok_or_else(|| StoreError::Inconsistent(format!("row {e} is missing")))?;
+        if !intact {
+            return Err(self.damaged_row(e, session, line));
+        }
         let text =
             text.ok_or_else(|| StoreError::Inconsistent(format!("entry {e} has no JSON text")))?;
         match pisess_formats::value::parse_owned(&text) {

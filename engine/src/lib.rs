@@ -27,6 +27,7 @@ pub mod holder;
 pub mod ids;
 pub mod import;
 pub mod outline;
+pub mod panic_guard;
 pub mod prune;
 pub mod record;
 pub mod repair;

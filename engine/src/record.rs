@@ -252,6 +252,16 @@ impl EntryRecord {
 }
 
 impl ArchivedEntryRecord {
+    /// [`Self::raw_bytes`], checked against the blake3 the row got at import
+    /// ([`EntryRecord::hash`]): `None` when they do not decompress or no longer match (the
+    /// store file is damaged there). For what writes a row's bytes out as a copy that may be
+    /// the only one left (an export, a fork): a damaged row must not pass for the session.
+    pub fn checked_raw_bytes(&self) -> Option<std::borrow::Cow<'_, [u8]>> {
+        self.raw_bytes()
+            .ok()
+            .filter(|raw| *blake3::hash(raw).as_bytes() == self.hash)
+    }
+
     /// The bytes this row contributes to the file (decompressed when stored compressed).
     pub fn raw_bytes(&self) -> std::io::Result<std::borrow::Cow<'_, [u8]>> {
         match self.codec {

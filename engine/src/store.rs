@@ -116,22 +116,27 @@ pub fn trash_dir(store: &Path) -> PathBuf {
 const CACHE_BYTES: usize = 96 << 20;
 
 fn open_db(path: &Path) -> Result<Database, StoreError> {
-    redb::Builder::new()
-        .set_cache_size(CACHE_BYTES)
-        .open(path)
+    guarded(|| redb::Builder::new().set_cache_size(CACHE_BYTES).open(path))?
         .map_err(|e| StoreError::from_open(e, path))
 }
 
 /// Opens an existing store read-only; `Ok(None)` when redb says it needs a repair first.
 fn open_db_read_only(path: &Path) -> Result<Option<ReadOnlyDatabase>, StoreError> {
-    match redb::Builder::new()
-        .set_cache_size(CACHE_BYTES)
-        .open_read_only(path)
-    {
+    match guarded(|| {
+        redb::Builder::new()
+            .set_cache_size(CACHE_BYTES)
+            .open_read_only(path)
+    })? {
         Ok(db) => Ok(Some(db)),
         Err(redb::DatabaseError::RepairAborted) => Ok(None),
         Err(e) => Err(StoreError::from_open(e, path)),
     }
+}
+
+/// Runs a redb call that reads the store file; a panic of redb's on a damaged page (see
+/// [`crate::panic_guard`]) is the store's damage, as redb's own `Corrupted` is.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, StoreError> {
+    crate::panic_guard::redb_panics_as_damage(f)
 }
 
 /// Refuses a store path that names something other than a regular file (followed through
@@ -217,10 +222,12 @@ impl Store {
     pub(crate) fn open_copy(file: std::fs::File, label: PathBuf) -> Result<Self, StoreError> {
         let backend =
             redb::backends::FileBackend::new(file).map_err(|e| StoreError::from_open(e, &label))?;
-        let db = redb::Builder::new()
-            .set_cache_size(CACHE_BYTES)
-            .create_with_backend(backend)
-            .map_err(|e| StoreError::from_open(e, &label))?;
+        let db = guarded(|| {
+            redb::Builder::new()
+                .set_cache_size(CACHE_BYTES)
+                .create_with_backend(backend)
+        })?
+        .map_err(|e| StoreError::from_open(e, &label))?;
         let store = Self {
             db: Db::Write(db),
             path: label,

@@ -353,7 +353,8 @@ pub fn branched_session(
 /// An entry's stored JSON, parsed ([`Snapshot::entry_value`]: JSON that cannot be read names
 /// the file, line and entry).
 fn stored_json(snap: &Snapshot, e: EntryKey) -> Result<Value, StoreError> {
-    snap.entry_value(e)
+    // A fork is a new copy of the entries: a damaged row must not pass into it.
+    snap.checked_entry_value(e)
 }
 
 /// A branched session ready to write: its header, the file name pi gives it, and the path it
