@@ -1180,7 +1180,37 @@ fn human_output_smoke() {
         .stdout
         .lines()
         .count();
-    assert_eq!(all, tree["nodes"].as_array().unwrap().len());
+    // pi's `all` lists every node but `usage` entries and assistant messages with no text that
+    // did not fail, the leaf excepted (its `applyFilter`).
+    let entries: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let listed = entries
+        .iter()
+        .filter(|v| {
+            let m = &v["message"];
+            let quiet_reply = v["type"] == "message"
+                && m["role"] == "assistant"
+                && v["id"] != leaf
+                && !m["content"].as_array().is_some_and(|c| {
+                    c.iter().any(|b| {
+                        b["type"] == "text" && !b["text"].as_str().unwrap_or("").trim().is_empty()
+                    })
+                })
+                && m["stopReason"]
+                    .as_str()
+                    .is_none_or(|r| r == "stop" || r == "toolUse");
+            v["type"] != "usage" && !quiet_reply
+        })
+        .count();
+    assert!(
+        listed < tree["nodes"].as_array().unwrap().len(),
+        "nothing hidden"
+    );
+    assert_eq!(all, listed);
     let users = run(&env, &["tree", f, "--filter", "user-only"]).stdout;
     assert!(users.lines().all(|l| l.contains(" user ")), "{users}");
     let labeled = run(&env, &["tree", f, "--filter", "labeled"]).stdout;
@@ -2174,5 +2204,66 @@ fn show_prints_every_field_and_escapes_tool_call_titles() {
     assert!(
         first < tokens && tokens < details,
         "not in the order written: {k}"
+    );
+}
+
+/// `tree` orders siblings as pi's `/tree` (`flattenTree`) does: the one on the active path
+/// first, the others oldest first; roots likewise (the others in file order). `--json` keeps
+/// `getTree`'s order (by time).
+#[test]
+fn tree_draws_the_active_branch_first_as_pi_does() {
+    let env = TestEnv::new();
+    let f = env.home.path().join("order.jsonl");
+    let msg = |id: &str, parent: Option<&str>, t: u32, text: &str| {
+        serde_json::json!({"type":"message","id":id,"parentId":parent,
+            "timestamp":format!("2026-01-01T00:00:{t:02}.000Z"),
+            "message":{"role":"user","content":text,"timestamp":t}})
+    };
+    let lines = [
+        serde_json::json!({"type":"session","version":3,"id":"order","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp/x"}),
+        msg("r1000000", None, 1, "first root"),
+        msg("a1000000", Some("r1000000"), 2, "old branch"),
+        msg("c1000000", Some("r1000000"), 3, "middle branch"),
+        msg("r2000000", None, 4, "second root"),
+        msg("b1000000", Some("r2000000"), 5, "old sibling"),
+        msg("b2000000", Some("r2000000"), 6, "active sibling"),
+        msg("b3000000", Some("r2000000"), 7, "newest sibling"),
+        msg("d1000000", Some("b2000000"), 8, "the leaf"),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&f, text).unwrap();
+    let f = f.to_str().unwrap();
+    let r = run(&env, &["tree", f]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let order: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.len() == 8 && w.ends_with("000000"))
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "r2000000", "b2000000", "d1000000", "b1000000", "b3000000", "r1000000", "a1000000",
+            "c1000000"
+        ],
+        "{}",
+        r.stdout
+    );
+    let tree = json_lines(&env, &["tree", f, "--json"]);
+    let ids: Vec<&str> = tree[0]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "r1000000", "a1000000", "c1000000", "r2000000", "b1000000", "b2000000", "d1000000",
+            "b3000000"
+        ]
     );
 }

@@ -25,7 +25,8 @@ use crate::ui::{Ui, safe};
 /// Show the whole session tree as pi's /tree draws it.
 ///
 /// Active path and leaf marked, labels shown, linear runs drawn without indentation, siblings
-/// oldest first (pi's order).
+/// in pi's order: the one on the active path first, then the others oldest first (likewise
+/// roots: the active one first, then file order).
 ///
 /// Markers: `@` the leaf, `*` an entry on the active path (root → leaf), `o` any other entry.
 /// Indentation grows only where an entry has several children. Nesting deeper than a quarter of
@@ -61,7 +62,8 @@ pub enum Filter {
     UserOnly,
     /// Labelled entries only.
     Labeled,
-    /// Everything.
+    /// Everything but what pi's /tree never lists: `usage` entries and assistant messages
+    /// that only call tools (unless the leaf, or stopped by an error).
     All,
 }
 
@@ -165,7 +167,7 @@ fn draw(ui: &mut Ui, args: &TreeArgs, session: &Session) -> CommandResult {
     let cold = listing::needs_cold(width);
     let (lines, prefixes, hidden) = {
         let mut reader = tree.reader(&session.snap, cold);
-        order(&tree, &mut reader, args.depth, shown_levels(width))?
+        order(&tree, &mut reader, &active, args.depth, shown_levels(width))?
     };
     let marks = [ui.paint("1;32", "@"), ui.paint("32", "*"), "o".to_owned()];
     let style = LineStyle {
@@ -260,13 +262,16 @@ struct Line {
     at: Place,
 }
 
-/// The lines of the tree in printing order (pi's: depth first, siblings by time), the
+/// The lines of the tree in printing order (pi's `flattenTree`: depth first, the sibling on
+/// the active path first, the others by time; roots likewise, the others in file order), the
 /// prefixes they refer to, and how many branches `--depth` left out. Prefixes show at most
-/// `shown_levels` levels of nesting (see [`Prefix`]).
+/// `shown_levels` levels of nesting (see [`Prefix`]). `active` marks the nodes on the active
+/// path: those whose subtree holds the leaf.
 #[allow(clippy::type_complexity)]
 fn order(
     tree: &SessionTree,
     reader: &mut TreeReader<'_>,
+    active: &[bool],
     depth: Option<usize>,
     shown_levels: usize,
 ) -> Result<(Vec<Line>, Vec<Prefix>, usize), crate::command_error::CommandError> {
@@ -274,10 +279,11 @@ fn order(
     let mut lines = Vec::with_capacity(tree.len());
     // (node, parent's child prefix, place, nesting level)
     let mut stack: Vec<(usize, u32, Place, usize)> = Vec::new();
-    // Roots stay in file order (pi's `getTree` sorts only children).
+    // Roots in file order (pi's `getTree` sorts only children), the active one first.
     let many_roots = tree.roots.len() > 1;
     let n = tree.roots.len();
-    for (i, &r) in tree.roots.iter().enumerate().rev() {
+    let roots = active_first(tree.roots.clone(), active);
+    for (i, &r) in roots.iter().enumerate().rev() {
         stack.push((r, 0, place(many_roots, i + 1 == n), usize::from(many_roots)));
     }
     let mut hidden = 0usize;
@@ -313,12 +319,24 @@ fn order(
             stack.push((c, child_cp, Place::Only, level));
             continue;
         }
-        let children = sorted_nodes(tree, reader, tree.children(nd).collect())?;
+        let children = active_first(
+            sorted_nodes(tree, reader, tree.children(nd).collect())?,
+            active,
+        );
         for (i, c) in children.into_iter().enumerate().rev() {
             stack.push((c, child_cp, place(true, i + 1 == n), level + 1));
         }
     }
     Ok((lines, prefixes, hidden))
+}
+
+/// `nodes` with the one on the active path (at most one of siblings) moved first, the others
+/// in their order.
+fn active_first(mut nodes: Vec<usize>, active: &[bool]) -> Vec<usize> {
+    if let Some(i) = nodes.iter().position(|&n| active.get(n) == Some(&true)) {
+        nodes[..=i].rotate_right(1);
+    }
+    nodes
 }
 
 /// How many levels of nesting a line's prefix shows on a screen `width` characters wide: a
@@ -626,9 +644,7 @@ fn passes(
     labelled: bool,
     quiet_reply: impl FnOnce() -> bool,
 ) -> bool {
-    if filter == Filter::All {
-        return true;
-    }
+    // Hidden before the mode applies, `all` included (pi's `applyFilter`).
     if t == "usage" {
         return false;
     }
