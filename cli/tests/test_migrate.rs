@@ -1042,3 +1042,45 @@ fn a_backup_path_that_is_a_symbolic_link_is_refused() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(fs::read(d.join("a.jsonl.bak")).unwrap() == before[Path::new("a.jsonl")]);
 }
+
+/// `--jobs` starts no more worker threads than there are files (and at most 256): a huge
+/// number over one file used to start that many threads and run for minutes. (`timeout` only
+/// turns a hang into a failure; nothing here is timed.)
+#[test]
+fn a_huge_jobs_count_over_one_file_starts_no_idle_workers() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixture("sessions/07-v1.jsonl"), dir.join("a.jsonl")).unwrap();
+    let out = env
+        .pisess_wrapped(&["timeout", "120"])
+        .args(["migrate", "--dry-run", "--jobs", "1000000"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+/// `--out` naming a file that exists says it is not a folder (it said "cannot create the
+/// output folder …: File exists"), and changes nothing.
+#[test]
+fn out_naming_a_file_says_it_is_not_a_folder() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixture("sessions/07-v1.jsonl"), dir.join("a.jsonl")).unwrap();
+    let file = env.home.path().join("x.jsonl");
+    std::fs::write(&file, "keep").unwrap();
+    let out = env
+        .pisess()
+        .args(["migrate", "--out"])
+        .arg(&file)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("exists and is not a folder"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
+}

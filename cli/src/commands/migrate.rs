@@ -66,6 +66,9 @@ make the exit status 2.
 Exit status: 0 when every file was migrated, current or skipped; 2 when any file failed (after \
 all files were tried).";
 
+/// The most worker threads `--jobs` starts (each is a thread; the work is mostly I/O).
+const MAX_JOBS: usize = 256;
+
 /// Migrate v1/v2 session files to v3 with deterministic ids, safely and in parallel.
 ///
 /// Finds every *.jsonl file under the PATHs (default: pi's session folder), detects its version
@@ -100,7 +103,8 @@ pub struct MigrateArgs {
     /// Write the migrated files under DIR, mirroring the folder structure.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Files migrated at once (default: the number of CPUs).
+    /// Files migrated at once (default: the number of CPUs; at most the number of files, and
+    /// 256).
     #[arg(long, short, value_name = "N")]
     pub jobs: Option<usize>,
     /// Re-read each written file and check every source entry is in it; a file that fails is
@@ -212,6 +216,16 @@ fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
             backup_suffix: (!args.no_backup).then(|| args.backup_suffix.clone()),
         }
     } else if let Some(out) = &args.out {
+        // Something there that is not a folder (a file, a FIFO) would fail below as "File
+        // exists", which names neither the cause nor the way out.
+        if let Ok(md) = fs::metadata(out)
+            && !md.is_dir()
+        {
+            return Err(CommandError::with_hint(
+                anyhow!("--out {} exists and is not a folder", out.display()),
+                "give a folder (created if missing) to write the migrated files under",
+            ));
+        }
         fs::create_dir_all(out)
             .with_context(|| format!("cannot create the output folder {}", out.display()))?;
         let out = fs::canonicalize(out)
@@ -297,10 +311,13 @@ fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
         }
     }
 
+    // No more workers than files: each starts a thread, and `--jobs 100000` over one file
+    // spent minutes starting threads that had nothing to do.
     let threads = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
-        .max(1);
+        .min(jobs.len())
+        .clamp(1, MAX_JOBS);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()

@@ -182,7 +182,10 @@ fn contexts_match(a: &[Value], b: &[Value]) -> Result<(), String> {
         let pb = ib
             .path(Some(leaf))
             .map_err(|e| format!("output, leaf {leaf}: {e}"))?;
-        if project(&pa).context_json() != project(&pb).context_json() {
+        // Compared as pi's JSON.parse reads them: `1.0`, `1` and `1e0` are one number.
+        if js::to_string(&project(&pa).context_json())
+            != js::to_string(&project(&pb).context_json())
+        {
             return Err(format!(
                 "the model's context at leaf {leaf} differs from the source's"
             ));
@@ -210,6 +213,17 @@ mod tests {
         b[3]["message"]["content"] = Value::from("changed");
         let err = contexts_match(&a, &b).unwrap_err();
         assert!(err.contains("leaf z"), "{err}");
+        // A number written otherwise in the source (`1.0`, `-0`, `1E2`: the migration writes
+        // it as JSON.stringify does) is the same number.
+        let mut c = a.clone();
+        for (k, src) in [(1, "1.0"), (2, "-0"), (3, "1E2")] {
+            c[k]["message"]["timestamp"] = serde_json::from_str(src).unwrap();
+        }
+        let mut d = c.clone();
+        for (k, out) in [(1, "1"), (2, "0"), (3, "100")] {
+            d[k]["message"]["timestamp"] = serde_json::from_str(out).unwrap();
+        }
+        assert_eq!(contexts_match(&c, &d), Ok(()));
     }
 
     #[test]
