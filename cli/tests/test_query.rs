@@ -2483,3 +2483,49 @@ fn grep_takes_the_patterns_ripgrep_takes() {
     assert!(r.stderr.contains("too large once compiled"), "{}", r.stderr);
     assert!(!r.stderr.contains("-F"), "{}", r.stderr);
 }
+
+/// `stats --by day` lists days in time order: an extended year where its year puts it, the
+/// entries without a day (`-`) last (the days sorted as text put `+275760-…` first).
+#[test]
+fn stats_by_day_lists_days_in_time_order() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("days.jsonl");
+    let msg = |id: &str, parent: Option<&str>, ts: Option<&str>| {
+        let mut v = serde_json::json!({"type":"message","id":id,"parentId":parent,
+            "message":{"role":"user","content":"x","timestamp":1}});
+        if let Some(t) = ts {
+            v["timestamp"] = t.into();
+        }
+        v
+    };
+    let lines = [
+        serde_json::json!({"type":"session","version":3,"id":"days","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp/x"}),
+        msg("e1", None, Some("+275760-09-13T00:00:00.000Z")),
+        msg("e2", Some("e1"), None),
+        msg("e3", Some("e2"), Some("2025-03-01T00:00:00.000Z")),
+        msg("e4", Some("e3"), Some("-000001-01-01T00:00:00.000Z")),
+        msg("e5", Some("e4"), Some("2025-02-28T23:00:00.000Z")),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&f, text).unwrap();
+    let got = json_lines(
+        &env,
+        &["stats", f.to_str().unwrap(), "--by", "day", "--json"],
+        0,
+    );
+    let keys: Vec<&str> = got[..got.len() - 1]
+        .iter()
+        .map(|g| g["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "-000001-01-01",
+            "2025-02-28",
+            "2025-03-01",
+            "+275760-09-13",
+            "-"
+        ]
+    );
+}

@@ -266,7 +266,7 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
     }
     if ui.json {
         if let Some(by) = args.by {
-            for (k, c) in &groups {
+            for (k, c) in in_order(by, &groups) {
                 let mut head = Map::new();
                 head.insert("type".into(), "group".into());
                 head.insert("by".into(), by.name().into());
@@ -499,6 +499,27 @@ fn usage_key(v: &Value) -> Option<String> {
     }
 }
 
+/// The groups in the order they are printed: days in time order (an extended year such as
+/// `+275760` or `-000001` where its year puts it, `-` for entries without a day last), the
+/// other groups by their key.
+fn in_order(by: By, groups: &BTreeMap<String, Counts>) -> Vec<(&String, &Counts)> {
+    let mut rows: Vec<(&String, &Counts)> = groups.iter().collect();
+    if by == By::Day {
+        // `YYYY-MM-DD`, `+YYYYYY-MM-DD` or `-YYYYYY-MM-DD`: the year is all before the
+        // last two dashes; the rest compares as text.
+        let when = |k: &str| {
+            let mut parts = k.rsplitn(3, '-');
+            let (day, month, year) = (parts.next(), parts.next(), parts.next());
+            match (year.and_then(|y| y.parse::<i64>().ok()), month, day) {
+                (Some(y), Some(m), Some(d)) => (false, y, m.to_owned(), d.to_owned()),
+                _ => (true, 0, String::new(), k.to_owned()),
+            }
+        };
+        rows.sort_by_cached_key(|(k, _)| when(k));
+    }
+    rows
+}
+
 /// pi's group for usage that no model answered for (`getUsageCostBreakdown`).
 const TOOLS_AND_SUMMARIES: &str = "Tools/summaries";
 
@@ -562,8 +583,8 @@ fn write_human(
             format!("{:.4}", c.cost),
         ]
     };
-    if by.is_some() {
-        for (k, c) in groups {
+    if let Some(by) = by {
+        for (k, c) in in_order(by, groups) {
             t.add_row(row(k, c));
         }
     }
