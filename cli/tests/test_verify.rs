@@ -431,7 +431,7 @@ fn no_damaged_page_makes_a_command_panic() {
             let err = String::from_utf8_lossy(&out.stderr);
             assert_ne!(out.status.code(), Some(101), "byte {at}, {args:?}: {err}");
             assert!(!err.contains("panicked"), "byte {at}, {args:?}: {err}");
-            if err.contains("redb stopped on a damaged page") {
+            if err.contains("redb stopped on the store file") {
                 stopped += 1;
                 assert_eq!(out.status.code(), Some(2), "{err}");
                 assert!(err.contains("hint: the store file is damaged"), "{err}");
@@ -455,7 +455,7 @@ fn no_damaged_page_makes_a_command_panic() {
 
 /// The store as the only copy of a session (its file deleted): a flipped bit in a stored row
 /// makes `export` fail naming the line and the damage — never an exit 0 with other bytes than
-/// the session's — and `fork` refuses to copy the damaged row into a new session.
+/// the session's — and `fork` and `prune -o` refuse to copy the damaged row into a new file.
 #[test]
 fn a_damaged_row_is_not_exported_as_the_session() {
     let env = TestEnv::new();
@@ -474,7 +474,7 @@ fn a_damaged_row_is_not_exported_as_the_session() {
     std::fs::remove_file(&file).unwrap();
     let id = entries_header_id(&good);
     let stored = std::fs::read(&store).unwrap();
-    let (mut named, mut forks_refused) = (0, 0);
+    let (mut named, mut forks_refused, mut prunes_refused) = (0, 0, 0);
     for at in (4096..stored.len()).step_by(331) {
         let mut bad = stored.clone();
         bad[at] ^= 0x20;
@@ -501,11 +501,30 @@ fn a_damaged_row_is_not_exported_as_the_session() {
                 forks_refused += 1;
                 assert_eq!(out.status.code(), Some(2), "{err}");
             }
+            // So does a prune that keeps it (`--keep-leaf`: the path to the leaf).
+            let pruned = env.home.path().join("pruned.jsonl");
+            let _ = std::fs::remove_file(&pruned);
+            let out = env
+                .pisess()
+                .args(["prune", &id, "--keep-leaf", "-o", pruned.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            if err.contains("is damaged: its bytes no longer match") {
+                prunes_refused += 1;
+                assert_eq!(out.status.code(), Some(2), "{err}");
+                assert!(
+                    !pruned.exists(),
+                    "a refused prune wrote {}",
+                    pruned.display()
+                );
+            }
         }
     }
     // Else the sweep proved nothing: no flip landed in a row's bytes.
     assert!(named > 0, "no flip was named as a damaged row");
     assert!(forks_refused > 0, "no fork met a damaged row");
+    assert!(prunes_refused > 0, "no prune met a damaged row");
 }
 
 /// The header id of a session file's bytes.
@@ -513,4 +532,67 @@ fn entries_header_id(bytes: &[u8]) -> String {
     let first = bytes.split(|&b| b == b'\n').next().unwrap();
     let v: serde_json::Value = serde_json::from_slice(first).unwrap();
     v["id"].as_str().unwrap().to_owned()
+}
+
+/// A damaged row is a difference when the store is compared with the session's file, not an
+/// error: a file cut shorter than the store's copy, whose kept part holds the damaged line,
+/// is read again and mends the store (the row check of `export` stopped that import for a
+/// while in session 41); `export` then gives the file's bytes.
+#[test]
+fn a_damaged_row_does_not_stop_the_import_that_mends_it() {
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("a.jsonl");
+    std::fs::copy(fixture("sessions/02-small-branches.jsonl"), &file).unwrap();
+    let good = std::fs::read(&file).unwrap();
+    let lines = good.iter().filter(|&&b| b == b'\n').count();
+    let import = || {
+        env.pisess()
+            .args(["import", dir.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    assert!(import().status.success());
+    let id = entries_header_id(&good);
+    let stored = std::fs::read(&store).unwrap();
+    // A flip that `export` names as a damaged row before the file's last line.
+    let mut found = None;
+    for at in (4096..stored.len()).step_by(331) {
+        let mut bad = stored.clone();
+        bad[at] ^= 0x20;
+        std::fs::write(&store, &bad).unwrap();
+        let out = env.pisess().args(["export", &id]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err
+            .split("the stored copy of line ")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next())
+            .and_then(|n| n.parse::<usize>().ok());
+        if let Some(n) = line.filter(|&n| n < lines) {
+            found = Some((bad, n));
+            break;
+        }
+    }
+    let (bad, _) = found.expect("no flip damaged a row before the last line");
+    std::fs::write(&store, &bad).unwrap();
+    // The file loses its last line (a strict prefix of the stored bytes, holding the damaged
+    // line): it is read again, not refused, and the store then holds it.
+    let cut = good[..good.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
+    std::fs::write(&file, &good[..cut]).unwrap();
+    let out = import();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let out = env.pisess().args(["export", &id]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, &good[..cut]);
 }

@@ -14,6 +14,7 @@ use std::io::Write;
 use crate::error::StoreError;
 use crate::graph::Snapshot;
 use crate::ids::SessionKey;
+use crate::schema;
 
 /// Why an export failed.
 #[derive(Debug, thiserror::Error)]
@@ -36,31 +37,70 @@ pub enum ExportError {
 impl Snapshot {
     /// Writes a whole session as JSONL, byte-identical to the imported file. Returns the bytes
     /// written.
+    ///
+    /// Each row is checked against the blake3 it got at import: an export may be the only copy
+    /// of a session whose file is gone, and a damaged row must not pass for it
+    /// ([`StoreError::DamagedRow`]).
     pub fn export_session(&self, s: SessionKey, out: &mut dyn Write) -> Result<u64, ExportError> {
+        self.write_rows(s, out, true)
+    }
+
+    /// The rows of session `s` into `out`; `checked`: each against its import blake3 first.
+    /// Unchecked for comparing the stored bytes with a file: a damaged row is then a
+    /// difference, which reading the file again mends.
+    fn write_rows(
+        &self,
+        s: SessionKey,
+        out: &mut dyn Write,
+        checked: bool,
+    ) -> Result<u64, ExportError> {
         if self.session(s)?.is_none() {
             return Err(ExportError::NoSession(s));
         }
         let mut n = 0u64;
         for key in self.row_runs(s)?.into_iter().flatten() {
             let e = crate::ids::EntryKey(key);
-            // Each row checked against its blake3 from the import: an export may be the only
-            // copy of a session whose file is gone, and a damaged row must not pass for it.
-            let (written, session, line) = self
+            let (step, line) = self
                 .with_entry(e, |a| {
-                    let written = a.checked_raw_bytes().map(|raw| {
-                        out.write_all(&raw)?;
-                        Ok::<u64, std::io::Error>(raw.len() as u64)
-                    });
-                    (written, u64::from(a.session), u64::from(a.line))
+                    let step = match a.raw_bytes() {
+                        Err(err) => Row::Unreadable(err),
+                        Ok(raw) if checked && *blake3::hash(&raw).as_bytes() != a.hash => {
+                            Row::Damaged
+                        }
+                        Ok(raw) => match out.write_all(&raw) {
+                            Ok(()) => Row::Written(raw.len() as u64),
+                            Err(err) => Row::WriteFailed(err),
+                        },
+                    };
+                    (step, u64::from(a.line))
                 })?
                 .ok_or_else(|| StoreError::Inconsistent(format!("row {key} is missing")))?;
-            match written {
-                Some(w) => n += w?,
-                None => return Err(self.damaged_row(e, session, line).into()),
+            match step {
+                Row::Written(w) => n += w,
+                Row::WriteFailed(err) => return Err(err.into()),
+                Row::Damaged => return Err(self.damaged_row(e, s.0, line).into()),
+                Row::Unreadable(err) => {
+                    return Err(StoreError::CorruptRecord {
+                        table: schema::ENTRIES_NAME,
+                        key: key.to_string(),
+                        source: <rkyv::rancor::Error as rkyv::rancor::Source>::new(err),
+                    }
+                    .into());
+                }
             }
         }
         Ok(n)
     }
+}
+
+/// What [`Snapshot::write_rows`] did with one row.
+enum Row {
+    Written(u64),
+    WriteFailed(std::io::Error),
+    /// Its bytes no longer match their import blake3.
+    Damaged,
+    /// Its bytes do not decompress.
+    Unreadable(std::io::Error),
 }
 
 impl Snapshot {
@@ -78,7 +118,7 @@ impl Snapshot {
             differs: None,
             buf: Vec::new(),
         };
-        self.export_session(s, &mut cmp)?;
+        self.write_rows(s, &mut cmp, false)?;
         if cmp.differs.is_none() {
             // Bytes after the stored ones: the file is longer.
             let mut one = [0u8; 1];
@@ -112,7 +152,7 @@ impl Snapshot {
             skip: size,
             meaningful: false,
         };
-        match self.export_session(s, &mut tail) {
+        match self.write_rows(s, &mut tail, false) {
             Ok(_) => Ok(tail.meaningful),
             Err(ExportError::Store(e)) => Err(e),
             Err(_) => Ok(false),
@@ -251,7 +291,7 @@ impl Snapshot {
                 .ok_or_else(|| StoreError::Inconsistent(format!("row {e} is missing")))?;
             // A new copy of the entries: a damaged row must not pass into it.
             if !intact {
-                return Err(self.damaged_row(e, at.0, at.1).into());
+                return Err(self.damaged_row(e, s.0, at.1).into());
             }
             let json = json.ok_or_else(|| {
                 StoreError::Inconsistent(format!("entry {e} on a path is not UTF-8"))

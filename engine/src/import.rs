@@ -2772,7 +2772,8 @@ fn discover(paths: &[PathBuf], trash: &Path) -> (Vec<Found>, Vec<PathBuf>) {
 /// Keeps the first of the files that name one file (`import s/a.jsonl s` finds `a.jsonl`
 /// twice): each file is imported and counted once. Files are compared by canonical path, a
 /// file that has none (deleted, unreadable) by its path as given. Only called when several
-/// paths were given: one folder's scan names each file once.
+/// paths were given (the re-import of pi's folder stays free of it): one folder's scan names
+/// a file twice only through symbolic links, which is left as it is.
 fn once_each(files: &mut Vec<Found>) {
     let mut seen = std::collections::HashSet::new();
     files.retain(|f| {

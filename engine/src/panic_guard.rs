@@ -28,9 +28,17 @@ static REDB_PANIC: Mutex<Option<String>> = Mutex::new(None);
 
 static WRAP_HOOK: Once = Once::new();
 
-/// Whether a panic location is in redb's source (`…/redb-4.6.0/src/…`).
+/// Whether a panic location is in redb's source: a `src` folder inside a folder named
+/// `redb-<version>` (the registry's, `…/redb-4.6.0/src/…`) or `redb` (a vendored copy).
 fn in_redb(file: &str) -> bool {
-    file.split(['/', '\\']).any(|c| c.starts_with("redb-"))
+    let parts: Vec<&str> = file.split(['/', '\\']).collect();
+    parts.windows(2).any(|w| {
+        let crate_dir = w[0] == "redb"
+            || w[0]
+                .strip_prefix("redb-")
+                .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()));
+        crate_dir && w[1] == "src"
+    })
 }
 
 /// The text of a panic's payload.
@@ -69,7 +77,11 @@ fn wrap_hook() {
 /// store's damage, any other panic goes on unwinding.
 pub fn redb_panics_as_damage<T>(f: impl FnOnce() -> T) -> Result<T, StoreError> {
     wrap_hook();
-    ACTIVE.fetch_add(1, Ordering::SeqCst);
+    if ACTIVE.fetch_add(1, Ordering::SeqCst) == 0 {
+        // A record left by a redb panic that some other catcher swallowed must not be taken
+        // for this guard's.
+        REDB_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
     let result = catch_unwind(AssertUnwindSafe(f));
     ACTIVE.fetch_sub(1, Ordering::SeqCst);
     match result {
@@ -78,7 +90,7 @@ pub fn redb_panics_as_damage<T>(f: impl FnOnce() -> T) -> Result<T, StoreError> 
             let seen = REDB_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
             match seen {
                 Some(why) => Err(StoreError::Redb(redb::Error::Corrupted(format!(
-                    "redb stopped on a damaged page: {why}"
+                    "redb stopped on the store file (a damaged page, or a fault in redb): {why}"
                 )))),
                 None => resume_unwind(payload),
             }
@@ -97,8 +109,10 @@ mod tests {
             "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/redb-4.6.0/src/tree_store/btree.rs"
         ));
         assert!(in_redb("redb-4.6.0/src/db.rs"));
+        assert!(in_redb("vendor/redb/src/db.rs"));
         assert!(!in_redb("engine/src/store.rs"));
         assert!(!in_redb("/work/main/engine/src/redb.rs"));
+        assert!(!in_redb("/registry/redb-derive-1.0/src/lib.rs"));
     }
 
     #[test]
