@@ -278,20 +278,20 @@ impl Snapshot {
         };
         let mut prev: Option<String> = None;
         for e in path {
-            let (id, parent, json, intact, at) = self
+            let (id, parent, json, intact, line) = self
                 .with_entry(e, |a| {
                     (
                         a.id.as_ref().map(|t| t.as_str().to_owned()),
                         a.parent_id.as_ref().map(|t| t.as_str().to_owned()),
                         a.json_text().map(std::borrow::Cow::into_owned),
                         a.checked_raw_bytes().is_some(),
-                        (u64::from(a.session), u64::from(a.line)),
+                        u64::from(a.line),
                     )
                 })?
                 .ok_or_else(|| StoreError::Inconsistent(format!("row {e} is missing")))?;
             // A new copy of the entries: a damaged row must not pass into it.
             if !intact {
-                return Err(self.damaged_row(e, s.0, at.1).into());
+                return Err(self.damaged_row(e, s.0, line).into());
             }
             let json = json.ok_or_else(|| {
                 StoreError::Inconsistent(format!("entry {e} on a path is not UTF-8"))

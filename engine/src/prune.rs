@@ -175,21 +175,21 @@ impl Snapshot {
         .ok_or_else(|| StoreError::Inconsistent(format!("row {e} is missing")))
     }
 
-    /// [`Self::text`] of a row first checked against its import blake3: the pruned file is a
-    /// new copy of the session, which may be its only one.
-    fn checked_text(&self, e: EntryKey) -> Result<Option<String>, StoreError> {
-        let (text, intact, session, line) = self
+    /// [`Self::text`] of row `e` of session `s`, first checked against its import blake3: the
+    /// pruned file is a new copy of the session, which may be its only one. (The damage is
+    /// named by `s`, not by the row's own session field, which the hash does not cover.)
+    fn checked_text(&self, s: SessionKey, e: EntryKey) -> Result<Option<String>, StoreError> {
+        let (text, intact, line) = self
             .with_entry(e, |a| {
                 (
                     a.json_text().map(std::borrow::Cow::into_owned),
                     a.checked_raw_bytes().is_some(),
-                    u64::from(a.session),
                     u64::from(a.line),
                 )
             })?
             .ok_or_else(|| StoreError::Inconsistent(format!("row {e} is missing")))?;
         if !intact {
-            return Err(self.damaged_row(e, session, line));
+            return Err(self.damaged_row(e, s.0, line));
         }
         Ok(text)
     }
@@ -449,12 +449,12 @@ impl Snapshot {
         for &(e, fate, _) in &plan.rows {
             let line = match fate {
                 RowFate::Dropped | RowFate::Other => continue,
-                RowFate::Header | RowFate::Kept => self.checked_text(e)?,
-                RowFate::Rerooted => match self.checked_text(e)? {
+                RowFate::Header | RowFate::Kept => self.checked_text(plan.session, e)?,
+                RowFate::Rerooted => match self.checked_text(plan.session, e)? {
                     None => None,
                     Some(t) => Some(reparent(e, &t, None)?),
                 },
-                RowFate::Reattached => match self.checked_text(e)? {
+                RowFate::Reattached => match self.checked_text(plan.session, e)? {
                     None => None,
                     Some(t) => Some(reparent(e, &t, plan.reattached.get(&e).cloned().flatten())?),
                 },
