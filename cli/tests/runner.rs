@@ -19,6 +19,7 @@ mod test_sampled_oracle;
 mod test_scan;
 mod test_snapshots;
 mod test_store;
+mod test_tree_layout;
 mod test_verify;
 mod test_write;
 #[path = "../../engine/tests/tool_scan.rs"]

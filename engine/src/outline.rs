@@ -1624,6 +1624,16 @@ impl SessionTree {
         self.firsts[b]
     }
 
+    /// How many blocks hold the nodes.
+    pub fn blocks(&self) -> usize {
+        self.firsts.len()
+    }
+
+    /// The nodes of block `b` (its rows, in order).
+    pub fn block_nodes(&self, b: usize) -> std::ops::Range<usize> {
+        self.starts[b]..self.starts.get(b + 1).copied().unwrap_or(self.keys.len())
+    }
+
     /// The session.
     pub fn session(&self) -> SessionKey {
         self.s
