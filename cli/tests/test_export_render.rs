@@ -101,6 +101,26 @@ fn tree_nodes(dom: &str) -> Vec<(String, String)> {
     out
 }
 
+/// Every node of `file` as (id, parentId) in the order pi's own HTML export draws its tree:
+/// the `flattenTree` order of pi's tree component (the HTML template's is the same code),
+/// read from the component by `pi_tree_layout.mjs` on a copy of the file in `dir`.
+fn pi_html_order(file: &Path, dir: &Path) -> Vec<(String, String)> {
+    let copy = dir.join("pi-copy.jsonl");
+    std::fs::copy(file, &copy).unwrap();
+    let pi = &crate::test_tree_layout::pi_layouts(&[(copy, "all")])[0];
+    pi["flat"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n[0].as_str().unwrap().to_owned(),
+                n[1].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// The oracle's tree nodes as (id, parentId) in its depth-first order.
 fn oracle_nodes(tree: &Value) -> Vec<(String, String)> {
     tree["nodes"]
@@ -206,8 +226,14 @@ fn export_html_renders_in_chromium_with_the_tree_and_injections_as_text() {
     for s in [SCRIPT, IMG, ALERT, ATTR] {
         assert!(dom.contains(&as_text_node(s)), "{s:?} is not shown as text");
     }
-    // The tree: every node of the oracle's tree with its parent, in pi's order.
-    assert_eq!(tree_nodes(&dom), expect);
+    // The tree: every node of the oracle's tree with its parent, in the order of pi's own
+    // HTML export.
+    let mut got = tree_nodes(&dom);
+    assert_eq!(got, pi_html_order(&file, env.home.path()));
+    let mut expect = expect;
+    got.sort();
+    expect.sort();
+    assert_eq!(got, expect);
 }
 
 #[test]
@@ -227,7 +253,17 @@ fn export_html_tree_of_a_many_branch_session_equals_the_oracle_tree() {
         &std::fs::read_to_string(fixture("golden/sessions/04-many-branches/tree.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(tree_nodes(&dom), oracle_nodes(&golden));
+    // Every node with its parent, in the order pi's own HTML export draws them (its
+    // flattenTree: the active branch first), which is not getTree's order here.
+    let flat = pi_html_order(&file, env.home.path());
+    let mut by_tree = oracle_nodes(&golden);
+    assert_ne!(flat, by_tree, "the fixture has no branch to order");
+    assert_eq!(tree_nodes(&dom), flat);
+    // The same nodes and parents as the oracle's tree.
+    let mut got = tree_nodes(&dom);
+    got.sort();
+    by_tree.sort();
+    assert_eq!(got, by_tree);
     // Collapsible: the branches off the exported path are closed, those on it open.
     assert!(dom.contains("<details open=\"\">") || dom.contains("<details open>"));
     assert!(dom.contains("<details>"));

@@ -12,8 +12,9 @@
 //!   only an entry with several children opens nested, collapsible `<details>` blocks (open
 //!   on the exported branch), so the nesting depth is the number of branch points on a path,
 //!   up to [`MAX_NESTED`] (deeper branches are written in place, under a heading line);
-//! - every tree node is an `<li data-id=… data-parent=…>` in pi's `getTree` order (siblings by
-//!   timestamp, then file order).
+//! - every tree node is an `<li data-id=… data-parent=…>` in the order of pi's own HTML export
+//!   (its `flattenTree`): the sibling on the exported branch first, the others as `getTree`
+//!   orders them (by timestamp, then file order); roots likewise, the others in file order.
 
 use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
@@ -146,7 +147,8 @@ pub fn tree(
          <button id=\"collapse\" type=\"button\">collapse all</button>"
     )?;
     writeln!(out, "<ul class=\"tree\">")?;
-    let roots = session.snap.roots(session.key)?;
+    let mut roots = session.snap.roots(session.key)?;
+    on_path_first(&mut roots, |r| on_path.contains(r));
     let many = roots.len() > 1;
     let mut stack: Vec<Step> = Vec::new();
     for r in roots.into_iter().rev() {
@@ -215,7 +217,8 @@ pub fn tree(
             esc(&nd.id),
             esc(parent)
         )?;
-        let children = sorted_children(session, nd.key)?;
+        let mut children = sorted_children(session, nd.key)?;
+        on_path_first(&mut children, |c| on_path.contains(&c.key));
         let n = children.len();
         if n == 1 {
             stack.extend(children.into_iter().map(Step::Node));
@@ -252,6 +255,14 @@ pub fn tree(
     }
     writeln!(out, "</ul></nav>")?;
     Ok(())
+}
+
+/// Moves the one of `nodes` on the exported branch (at most one of siblings) first, the others
+/// kept in their order: pi's HTML export (and `/tree`) draws the active branch first.
+fn on_path_first<T>(nodes: &mut [T], on_path: impl Fn(&T) -> bool) {
+    if let Some(i) = nodes.iter().position(on_path) {
+        nodes[..=i].rotate_right(1);
+    }
 }
 
 /// How many branches the tree nests at most; deeper ones are written in place, each headed by
