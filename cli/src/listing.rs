@@ -291,6 +291,7 @@ pub fn write_log_line(
 ) -> bool {
     let mut tbuf = [0u8; 24];
     let time = short_time(&row.timestamp, &mut tbuf);
+    let time = sa::time_column(&time);
     let time_chars = chars(&time);
     let kind = Measured::new(f.kind());
     let kind_chars = kind.chars;

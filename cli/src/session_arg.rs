@@ -1235,6 +1235,34 @@ pub fn width() -> usize {
         .unwrap_or(100)
 }
 
+/// Width of `log`'s time column: `2026-01-01 12:34:56`.
+pub const TIME_COLUMN: usize = 19;
+
+/// A [`short_time`] for `log`'s time column: terminal-safe and exactly [`TIME_COLUMN`]
+/// characters (longer text cut with `…`, shorter padded, `-` for no time), so the columns after
+/// it line up whatever a timestamp holds.
+pub fn time_column(short: &str) -> std::borrow::Cow<'_, str> {
+    let n = short.chars().count();
+    if n == TIME_COLUMN && short.is_ascii() && !short.bytes().any(|b| b.is_ascii_control()) {
+        return short.into();
+    }
+    let shown = if short.is_empty() {
+        "-".into()
+    } else {
+        crate::ui::safe(short).replace('\t', " ")
+    };
+    let n = shown.chars().count();
+    let mut out = String::with_capacity(TIME_COLUMN + 4);
+    if n > TIME_COLUMN {
+        out.extend(shown.chars().take(TIME_COLUMN - 1));
+        out.push('…');
+    } else {
+        out.push_str(&shown);
+        out.extend(std::iter::repeat_n(' ', TIME_COLUMN - n));
+    }
+    out.into()
+}
+
 /// An ISO timestamp shortened for display, in UTC: `2026-01-01 12:34:56` (a time with an
 /// offset is moved to UTC, as every other time shown is; text that is no date as written).
 pub fn short_time(ts: Option<&str>) -> String {
@@ -1281,7 +1309,7 @@ pub fn id_of(v: &Value) -> Option<&str> {
 mod tests {
     use unicode_width::UnicodeWidthStr;
 
-    use super::{clip, short_time};
+    use super::{clip, short_time, time_column};
     use crate::ui::safe;
 
     #[test]
@@ -1304,6 +1332,25 @@ mod tests {
             "not a time at all, but long"
         );
         assert_eq!(short_time(None), "");
+        assert_eq!(time_column("2026-07-25 09:00:00"), "2026-07-25 09:00:00");
+        assert_eq!(time_column(""), "-                  ");
+        assert_eq!(time_column("2026-07-25"), "2026-07-25         ");
+        assert_eq!(
+            time_column("not a time at all, but long"),
+            "not a time at all,…"
+        );
+        assert_eq!(time_column("\u{1b}[31mRED"), "\\u{1b}[31mRED      ");
+        assert_eq!(time_column("a\tb"), "a b                ");
+        for t in [
+            "",
+            "x",
+            "2026-07-25 09:00:00",
+            "+010000-01-01 10:00:00",
+            "\u{1b}[31m",
+            "ééé",
+        ] {
+            assert_eq!(time_column(t).chars().count(), super::TIME_COLUMN, "{t:?}");
+        }
         // An extended year (`toISOString` past 9999) is cut at its `T`, not at byte 10.
         assert_eq!(
             short_time(Some("+010000-01-01T10:00:00.000Z")),

@@ -1074,6 +1074,8 @@ fn hostile_session(dir: &Path) -> PathBuf {
         .find(|l| l["type"] == "message" && l["message"]["role"] == "user")
         .unwrap();
     user["message"]["content"] = Value::String(evil.to_owned());
+    // A timestamp is session text too (`log` shows it when it is no date).
+    lines[2]["timestamp"] = Value::String("\u{1b}[31mred\u{7}".to_owned());
     let last = lines.last().unwrap().clone();
     lines.push(serde_json::json!({
         "type": "label", "id": "1abe1000", "parentId": last["id"],
@@ -1086,6 +1088,69 @@ fn hostile_session(dir: &Path) -> PathBuf {
 }
 
 #[test]
+fn log_columns_line_up_whatever_the_timestamps_hold() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s1\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/tmp\"}\n",
+    );
+    let times = [
+        Some("2026-01-01T10:00:00.000Z"),
+        None,
+        Some("2026-13-01"),
+        Some("2026-01-01"),
+        Some("yesterday, give or take an hour or two"),
+        Some("+010000-01-01T10:00:00.000Z"),
+        Some("été"),
+    ];
+    let mut parent = Value::Null;
+    for (i, t) in times.iter().enumerate() {
+        let id = format!("e{i:07}");
+        let mut e = serde_json::json!({"type":"message","id":id,"parentId":parent,
+            "message":{"role":"user","content":format!("hello {i}"),"timestamp":1}});
+        if let Some(t) = t {
+            e["timestamp"] = Value::String((*t).to_owned());
+        }
+        body.push_str(&format!("{e}\n"));
+        parent = Value::String(id);
+    }
+    let p = dir.path().join("times.jsonl");
+    std::fs::write(&p, body).unwrap();
+    let f = p.to_str().unwrap();
+    for args in [vec!["log", f], vec!["log", f, "--all"]] {
+        let r = run(&env, &args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let at: Vec<usize> = r
+            .stdout
+            .lines()
+            .map(|l| {
+                l.chars()
+                    .collect::<String>()
+                    .find(" user ")
+                    .map(|b| l[..b].chars().count())
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(at.len(), times.len(), "{}", r.stdout);
+        assert!(
+            at.iter().all(|&a| a == at[0]),
+            "{args:?}: columns shift:\n{}",
+            r.stdout
+        );
+        assert!(
+            r.stdout.contains(" -                   user "),
+            "{}",
+            r.stdout
+        );
+        assert!(
+            r.stdout.contains(" yesterday, give or… user "),
+            "{}",
+            r.stdout
+        );
+    }
+}
+
+#[test]
 fn human_output_never_carries_escapes_from_a_session() {
     let env = TestEnv::new();
     let dir = tempfile::tempdir().unwrap();
@@ -1093,6 +1158,7 @@ fn human_output_never_carries_escapes_from_a_session() {
     let f = p.to_str().unwrap();
     let cmds: Vec<Vec<&str>> = vec![
         vec!["log", f],
+        vec!["log", f, "--all"],
         vec!["tree", f, "--filter", "all"],
         vec!["context", f],
         vec!["context", f, "--llm"],
@@ -1121,6 +1187,7 @@ fn human_output_never_carries_escapes_from_a_session() {
     }
     let r = run(&env, &["log", f]);
     assert!(r.stdout.contains("evil \\u{1b}[2J"), "{}", r.stdout);
+    assert!(r.stdout.contains(" \\u{1b}[31mred\\u{7} "), "{}", r.stdout);
     // --raw is the one exception: it prints the stored bytes (JSON-escaped in the file).
     let r = run(&env, &["show", f, "@leaf", "--raw"]);
     assert!(

@@ -461,6 +461,7 @@ fn write_line(ui: &mut Ui, v: &Value, labels: &sa::LabelMap, width: usize) -> st
 pub(crate) fn line_text(ui: &Ui, v: &Value, labels: &sa::LabelMap, width: usize) -> String {
     let id = v.get("id").and_then(Value::as_str).unwrap_or("-");
     let time = sa::short_time(v.get("timestamp").and_then(Value::as_str));
+    let time = sa::time_column(&time);
     let kind = sa::kind(v);
     let model = sa::model(v)
         .map(|m| format!(" {}", safe(m)))
