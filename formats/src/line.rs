@@ -745,9 +745,9 @@ mod tests {
         parse_line(&line, &mut problems, |_| {});
         assert_eq!(
             problems[0].to_string(),
-            "line 1 (byte 0): warning: 4 JSON records glued on one line; recovered 2 of 4 (pi \
-             drops the whole line); 2 cut short or broken (25 bytes skipped, nothing inside \
-             them read as a record)"
+            "line 1 (byte 0): warning: 2 JSON records and 2 broken or cut-short pieces on one \
+             line; 2 recovered, 25 bytes skipped (nothing inside the pieces read as a record; pi \
+             drops the whole line)"
         );
         assert_eq!(problems.len(), 3);
         assert_eq!(problems[2].offset, 34);

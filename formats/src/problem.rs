@@ -301,20 +301,26 @@ impl fmt::Display for ProblemKind {
                 torn,
                 skipped_bytes,
             } => {
-                let total = records + torn;
+                if *torn == 0 {
+                    return write!(
+                        f,
+                        "{records} JSON records glued on one line; recovered {records} of \
+                         {records} (pi drops the whole line)"
+                    );
+                }
+                // A broken piece may be a torn record or a few stray bytes: it is not counted
+                // as a record.
+                let s = |n: usize| if n == 1 { "" } else { "s" };
                 write!(
                     f,
-                    "{total} JSON records glued on one line; recovered {records} of {total} \
-                     (pi drops the whole line)"
-                )?;
-                if *torn > 0 {
-                    write!(
-                        f,
-                        "; {torn} cut short or broken ({skipped_bytes} bytes skipped, nothing \
-                         inside them read as a record)"
-                    )?;
-                }
-                Ok(())
+                    "{records} JSON record{} and {torn} broken or cut-short piece{} on one line; \
+                     {records} recovered, {skipped_bytes} byte{} skipped (nothing inside the \
+                     piece{} read as a record; pi drops the whole line)",
+                    s(*records),
+                    s(*torn),
+                    s(*skipped_bytes),
+                    s(*torn)
+                )
             }
             Self::TornRecord {
                 message,
