@@ -325,6 +325,58 @@ fn out_mirrors_the_tree_and_never_touches_the_sources() {
     assert_eq!(snapshot(&out_arg), written);
 }
 
+/// Two inputs holding files of one name both map to one `--out` path: the first in argument
+/// order is migrated, every time, whichever worker gets there first; the other fails with a
+/// message that names both and says what to do, and no source changes.
+#[test]
+fn files_of_one_name_under_two_inputs_do_not_race_for_their_out_path() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    put(&fixture("sessions/07-v1.jsonl"), &a.join("x.jsonl"));
+    put(&fixture("sessions/08-v2.jsonl"), &b.join("x.jsonl"));
+    let before = snapshot(dir.path());
+    for round in 0..6 {
+        let out = dir.path().join(format!("out{round}"));
+        // Folders, then the files themselves, in both orders.
+        let (first, second) = if round % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        let args: Vec<PathBuf> = if round < 4 {
+            vec![first.clone(), second.clone()]
+        } else {
+            vec![first.join("x.jsonl"), second.join("x.jsonl")]
+        };
+        let mut argv: Vec<&str> = args.iter().map(|p| p.to_str().unwrap()).collect();
+        argv.extend(["--out", out.to_str().unwrap(), "--jobs", "2"]);
+        let (files, summary, code) = run_json(&env, &argv);
+        assert_eq!(code, 2, "{summary}");
+        assert_eq!(
+            (&summary["migrated"], &summary["failed"]),
+            (&1.into(), &1.into())
+        );
+        let failed = files.iter().find(|f| f["status"] == "failed").unwrap();
+        assert!(
+            failed["file"]
+                .as_str()
+                .unwrap()
+                .ends_with(&second.join("x.jsonl").to_string_lossy().into_owned()),
+            "{failed}"
+        );
+        let reason = failed["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("is also the --out path of")
+                && reason.contains(&*first.join("x.jsonl").to_string_lossy())
+                && reason.contains("separate --out folders"),
+            "{reason}"
+        );
+        assert_eq!(
+            fs::read(out.join("x.jsonl")).unwrap(),
+            lib_migrate(&first.join("x.jsonl"))
+        );
+        fs::remove_dir_all(&out).unwrap();
+        assert_eq!(snapshot(dir.path()), before);
+    }
+}
+
 /// A file that cannot be put in place (its target is a folder: refused by `output::resolve`
 /// before anything is written; the rename would fail on it too) fails alone: reported with
 /// the reason, in the same place among the reports as a dry run lists it; the others are

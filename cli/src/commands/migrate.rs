@@ -19,7 +19,7 @@ pub(crate) mod atomic;
 mod report;
 mod verify;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::{self, BufWriter, IsTerminal, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -200,6 +200,9 @@ struct Job {
     src: PathBuf,
     /// Where the migration goes (`None` in a dry run).
     target: Option<PathBuf>,
+    /// An earlier file of the run whose migration goes to the same `--out` path (files of one
+    /// name from different inputs): this one is not migrated.
+    clash: Option<PathBuf>,
 }
 
 /// Options every file sees.
@@ -426,6 +429,9 @@ fn plan_jobs(inputs: &[PathBuf], mode: &Mode) -> (Vec<Job>, Vec<(PathBuf, io::Er
     let mut errors = Vec::new();
     let mut seen = HashSet::new();
     let mut in_out = 0usize;
+    // --out targets taken, by the file that takes each (the first in argument order, so that
+    // the outcome does not depend on which worker gets there first).
+    let mut taken: HashMap<PathBuf, PathBuf> = HashMap::new();
     for input in inputs {
         let (files, errs) = session_files(std::slice::from_ref(input));
         errors.extend(errs);
@@ -456,7 +462,17 @@ fn plan_jobs(inputs: &[PathBuf], mode: &Mode) -> (Vec<Job>, Vec<(PathBuf, io::Er
                     Some(out.join(rel))
                 }
             };
-            jobs.push(Job { src, target });
+            let clash = match (mode, &target) {
+                (Mode::Out(_), Some(t)) => match taken.get(t) {
+                    Some(first) => Some(first.clone()),
+                    None => {
+                        taken.insert(t.clone(), src.clone());
+                        None
+                    }
+                },
+                _ => None,
+            };
+            jobs.push(Job { src, target, clash });
         }
     }
     (jobs, errors, in_out)
@@ -585,6 +601,19 @@ fn process(job: &Job, opts: &Opts) -> Step {
         return r.end(Status::Current, None).into();
     }
     r.found = if plan.v1_to_v2 { Found::V1 } else { Found::V2 };
+    if let (Some(first), Some(target)) = (&job.clash, &job.target) {
+        return r
+            .end(
+                Status::Failed,
+                format!(
+                    "not migrated: {} is also the --out path of {} (files of one name under \
+                     different inputs); give them separate --out folders",
+                    target.display(),
+                    first.display()
+                ),
+            )
+            .into();
+    }
 
     let Some(target) = &job.target else {
         // Dry run: migrate into a counter.
