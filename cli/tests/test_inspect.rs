@@ -2229,6 +2229,16 @@ fn show_prints_every_field_and_escapes_tool_call_titles() {
             "text":"Replaced."}],"details":{"diff":"-1 old\n+1 new"},"isError":false,"timestamp":3}}),
         serde_json::json!({"type":"compaction","id":"k1","parentId":"r1","timestamp":"2026-01-01T00:00:04.000Z",
             "summary":"s","firstKeptEntryId":"r1","tokensBefore":10,"details":{"readFiles":[]}}),
+        // Fields of unexpected kinds, which the lines and blocks do not show: a tool result
+        // without a toolName, a command whose output is no text, content that is neither.
+        serde_json::json!({"type":"message","id":"o1","parentId":"k1","timestamp":"2026-01-01T00:00:05.000Z",
+            "message":{"role":"toolResult","toolCallId":"c9","content":{"odd":1},"isError":true,
+            "timestamp":5}}),
+        serde_json::json!({"type":"message","id":"o2","parentId":"o1","timestamp":"2026-01-01T00:00:06.000Z",
+            "message":{"role":"bashExecution","command":"ls","output":["a","b"],"timestamp":6}}),
+        serde_json::json!({"type":"message","id":"o3","parentId":"o2","timestamp":"2026-01-01T00:00:07.000Z",
+            "message":{"role":"toolResult","toolCallId":7,"toolName":"read","isError":"yes",
+            "content":[],"stopReason":5,"timestamp":7}}),
     ];
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&f, text).unwrap();
@@ -2272,6 +2282,22 @@ fn show_prints_every_field_and_escapes_tool_call_titles() {
         first < tokens && tokens < details,
         "not in the order written: {k}"
     );
+    let o1 = show("o1");
+    for field in [r#""toolCallId": "c9""#, r#""isError": true"#, r#""odd": 1"#] {
+        assert!(o1.contains(field), "{field}: {o1}");
+    }
+    let o2 = show("o2");
+    assert!(o2.contains("── $\n  ls\n"), "{o2}");
+    assert!(o2.contains(r#""output": ["#), "{o2}");
+    let o3 = show("o3");
+    assert!(o3.contains("read (call ?)"), "{o3}");
+    for field in [
+        r#""toolCallId": 7"#,
+        r#""isError": "yes""#,
+        r#""stopReason": 5"#,
+    ] {
+        assert!(o3.contains(field), "{field}: {o3}");
+    }
 }
 
 /// `tree` orders siblings as pi's `/tree` (`flattenTree`) does: the one on the active path

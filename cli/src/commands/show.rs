@@ -105,34 +105,57 @@ pub fn cmd_show(ui: &mut Ui, args: &ShowArgs) -> CommandResult {
     }
     out_line(ui, "tokens", &format!("~{}", sa::tokens(&v)))?;
     if let Some(m) = v.get("message") {
+        // The message's keys the lines and blocks below show; the others go to `fields`.
+        let mut shown: Vec<&str> = vec!["role"];
+        if sa::model(&v).is_some() {
+            shown.push("model");
+        }
         if let Some(u) = m.get("usage") {
             out_line(ui, "usage", &usage_text(u))?;
+            shown.push("usage");
         }
         if let Some(t) = m.get("toolName").and_then(Value::as_str) {
-            let call = m.get("toolCallId").and_then(Value::as_str).unwrap_or("?");
-            let err = if m.get("isError") == Some(&Value::Bool(true)) {
-                ", error"
-            } else {
-                ""
+            let call = m.get("toolCallId").and_then(Value::as_str);
+            let err = match m.get("isError") {
+                Some(Value::Bool(true)) => ", error",
+                _ => "",
             };
-            out_line(ui, "tool", &format!("{t} (call {call}{err})"))?;
+            out_line(
+                ui,
+                "tool",
+                &format!("{t} (call {}{err})", call.unwrap_or("?")),
+            )?;
+            shown.push("toolName");
+            if call.is_some() {
+                shown.push("toolCallId");
+            }
+            if m.get("isError").is_some_and(Value::is_boolean) {
+                shown.push("isError");
+            }
         }
         if let Some(r) = m.get("stopReason").and_then(Value::as_str) {
             out_line(ui, "stop", r)?;
+            shown.push("stopReason");
         }
         writeln!(ui.out())?;
         write_content(ui, m.get("content"), &results)?;
+        if m.get("content")
+            .is_some_and(|c| c.is_string() || c.is_array())
+        {
+            shown.push("content");
+        }
         if let Some(c) = m.get("command").and_then(Value::as_str) {
             write_block(ui, "$", c)?;
-            write_block(
-                ui,
-                "output",
-                m.get("output").and_then(Value::as_str).unwrap_or(""),
-            )?;
+            shown.push("command");
+            if let Some(o) = m.get("output").and_then(Value::as_str) {
+                write_block(ui, "output", o)?;
+                shown.push("output");
+            }
         }
         // What the lines and blocks above leave out (an error message, a tool result's
-        // details, a command's exit code…), then the entry's own other keys.
-        let mut rest = without(m, SHOWN_MESSAGE_KEYS);
+        // details, a command's exit code, a field of an unexpected kind…), then the entry's
+        // own other keys.
+        let mut rest = without(m, &shown);
         if let (Some(o), Value::Object(top)) = (rest.as_object_mut(), without(&v, ENTRY_KEYS)) {
             o.extend(top.into_iter().filter(|(k, _)| k != "message"));
         }
@@ -150,20 +173,6 @@ pub fn cmd_show(ui: &mut Ui, args: &ShowArgs) -> CommandResult {
 
 /// The keys every entry has, shown on the lines at the top.
 const ENTRY_KEYS: &[&str] = &["type", "id", "parentId", "timestamp"];
-
-/// The keys of a message shown on the lines and blocks above its fields.
-const SHOWN_MESSAGE_KEYS: &[&str] = &[
-    "role",
-    "content",
-    "model",
-    "usage",
-    "toolName",
-    "toolCallId",
-    "isError",
-    "stopReason",
-    "command",
-    "output",
-];
 
 /// An object without `keys`, in the order written (anything else as it is).
 fn without(v: &Value, keys: &[&str]) -> Value {
