@@ -1180,3 +1180,89 @@ fn a_store_inside_pis_folder_does_not_import_its_own_trash() {
         assert!(f.exists(), "{} moved", f.display());
     }
 }
+
+/// `prune --keep B` where the last lines of the file are a label and the session name on a
+/// dropped branch: they are kept (pi resolves both over the whole file) and chained under the
+/// last kept entry, so pi resumes with B's context, not with that of the fork point above B
+/// (where their nearest kept ancestor is, and where they used to be hung).
+#[test]
+fn prune_keeps_where_pi_resumes_when_the_last_lines_are_re_attached() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let msg = |id: &str, parent: &str, role: &str, t: u32| {
+        let content = if role == "user" {
+            Value::String(format!("question {id}"))
+        } else {
+            serde_json::json!([{"type":"text","text":format!("answer {id}")}])
+        };
+        let mut m = serde_json::json!({"role":role,"content":content,"timestamp":t});
+        if role == "assistant" {
+            m["provider"] = "p".into();
+            m["model"] = "m".into();
+            m["stopReason"] = "stop".into();
+        }
+        serde_json::json!({"type":"message","id":id,"parentId":parent,
+            "timestamp":format!("2026-01-01T00:00:{t:02}.000Z"),"message":m})
+    };
+    let mut lines = vec![
+        serde_json::json!({"type":"session","version":3,"id":"resume","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp/x"}),
+        serde_json::json!({"type":"message","id":"u0000001","parentId":null,
+            "timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"start","timestamp":1}}),
+        msg("a0000001", "u0000001", "assistant", 2),
+        // The branch kept: b…
+        msg("b0000001", "a0000001", "user", 3),
+        msg("b0000002", "b0000001", "assistant", 4),
+        // … and the branch dropped, written after it, ending with a label and a name.
+        msg("c0000001", "a0000001", "user", 5),
+        msg("c0000002", "c0000001", "assistant", 6),
+    ];
+    lines.push(
+        serde_json::json!({"type":"label","id":"l0000001","parentId":"c0000002",
+        "timestamp":"2026-01-01T00:00:07.000Z","targetId":"b0000001","label":"kept-one"}),
+    );
+    lines.push(
+        serde_json::json!({"type":"session_info","id":"n0000001","parentId":"l0000001",
+        "timestamp":"2026-01-01T00:00:08.000Z","name":"the name"}),
+    );
+    let src = dir.path().join("resume.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&src, text).unwrap();
+    let out = dir.path().join("out.jsonl");
+    let report = run_json(
+        &env,
+        &[
+            "prune",
+            src.to_str().unwrap(),
+            "--keep",
+            "b0000002",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        report["reattached"],
+        serde_json::json!(["l0000001", "n0000001"])
+    );
+    let o = out.to_str().unwrap();
+    let load = oracle(&["load", o]);
+    assert_eq!(load["leafId"], "n0000001", "{load}");
+    assert_eq!(load["sessionName"], "the name");
+    // pi's context where it resumes is that of the kept branch's end.
+    assert_eq!(
+        essence(&context(&out, None), false),
+        essence(&context(&src, Some("b0000002")), false)
+    );
+    let got = entries(&out);
+    let parent = |id: &str| got.iter().find(|e| e.0 == id).unwrap().1.clone();
+    assert_eq!(parent("l0000001").as_deref(), Some("b0000002"));
+    assert_eq!(parent("n0000001").as_deref(), Some("l0000001"));
+    // The label still lands on its target.
+    let tree = oracle(&["tree", o]);
+    let b1 = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "b0000001")
+        .unwrap();
+    assert_eq!(b1["label"], "kept-one");
+}

@@ -10,7 +10,9 @@
 //!   branch. So for every kept entry, the last `label` entry targeting it is kept, and the
 //!   last `session_info` entry is kept; when such an entry lies on a dropped branch it is
 //!   re-attached (its `parentId` rewritten) to its nearest kept ancestor, or made a root when
-//!   it has none;
+//!   it has none; but those that come after the last kept entry in file order are chained
+//!   under that entry, each under the one before, so pi resumes with the context of the last
+//!   kept entry (pi's leaf is the file's last entry; neither kind adds to the context);
 //! - a kept entry where import cut a parent cycle (a root whose `parentId` names an entry of
 //!   the session) is written with `"parentId":null`: the source hangs pi, the output must not.
 //!   Those and the re-attached entries are the only entries whose JSON changes;
@@ -279,6 +281,25 @@ impl Snapshot {
         extra.extend(last_info);
         extra.retain(|e| !kept.contains(e));
         let mut reattached = HashMap::new();
+        // The last kept entry in file order: where pi resumes when nothing follows it. The
+        // entries to re-attach that come after it are chained under it, in file order, so that
+        // pi still resumes there (a label or session_info adds nothing to the context); hung
+        // on their nearest kept ancestor, the last of them would move pi's leaf up there.
+        let last_kept = rows
+            .iter()
+            .rev()
+            .find(|r| matches!(r.1, RowFate::Kept | RowFate::Rerooted))
+            .map(|r| r.0);
+        if let Some(last) = last_kept {
+            let mut after: Vec<EntryKey> = extra.iter().copied().filter(|&e| e > last).collect();
+            after.sort_unstable();
+            let mut above = self.entry_id(last)?;
+            for e in after {
+                extra.remove(&e);
+                reattached.insert(e, above.clone());
+                above = self.entry_id(e)?;
+            }
+        }
         for &e in &extra {
             let mut cur = self.parent(e)?;
             while let Some(c) = cur {

@@ -48,7 +48,8 @@ use crate::ui::{Ui, safe};
 /// other branch. The result is a valid pi session: the header and every kept entry unchanged,
 /// so pi builds the same context at every kept entry. Labels and the session name are resolved
 /// by pi over the whole file, so the last label of each kept entry and the last session_info
-/// are kept too, re-attached to their nearest kept ancestor if their branch goes. An entry
+/// are kept too, re-attached to their nearest kept ancestor if their branch goes (those after
+/// the last kept entry are chained under it, so that pi resumes where it did). An entry
 /// whose parentId closed a parent cycle (which hangs pi) is written as a root, as pisess shows
 /// it.
 ///

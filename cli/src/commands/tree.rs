@@ -35,8 +35,8 @@ use crate::ui::{Ui, safe};
 /// Markers: `@` the leaf, `*` an entry on the active path (root → leaf), `o` any other entry.
 /// Indentation grows only where an entry has several children. A filter's entries are laid
 /// out as pi lays them out: each under its nearest shown ancestor, several shown roots flush
-/// left. Nesting deeper than a quarter of
-/// the screen's width is folded: `[+N]` at the start of a line stands for its N outermost levels.
+/// left. Nesting deeper than a quarter of the screen's width is folded: `[+N]` at the start of
+/// a line stands for its N outermost levels.
 ///
 /// With --json: one object `{roots, leafId, nodes}` whose nodes `{id, parentId, type, children,
 /// label?}` are listed depth-first, children in pi's order (the shape of pi's `getTree`). A
@@ -139,8 +139,8 @@ pub(crate) fn node(
 ///
 /// The tree and the order of its lines come from the store's block headers and run starts
 /// ([`pisess_engine::Snapshot::session_tree`]) and, for the filter, every block's hot frame;
-/// then batches of lines are decoded and rendered on the rayon pool and written in order. Only nodes the
-/// outline cannot show are decoded from their lines.
+/// then batches of lines are decoded and rendered on the rayon pool and written in order.
+/// Only nodes the outline cannot show are decoded from their lines.
 pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
     let outcome = draw(ui, args, &session)?;
