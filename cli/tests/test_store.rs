@@ -635,6 +635,45 @@ fn a_linked_project_folder_is_read_as_pi_lists_it() {
     assert!(text.contains("gone: 1 session"), "{text}");
 }
 
+/// Two symbolic links in pi's folder to one project folder, and a third to a folder inside
+/// it: each file is imported and checked once (it was counted once per link).
+#[test]
+fn a_folder_linked_twice_from_pis_folder_is_read_once() {
+    let env = TestEnv::new();
+    let home = env.home.path();
+    let sessions = home.join(".pi/agent/sessions");
+    let elsewhere = home.join("synced/--work-proj--");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::create_dir_all(elsewhere.join("nested")).unwrap();
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), elsewhere.join("a.jsonl")).unwrap();
+    std::fs::copy(
+        fixture("sessions/02-small-branches.jsonl"),
+        elsewhere.join("nested/b.jsonl"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&elsewhere, sessions.join("--work-proj--")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, sessions.join("--work-proj-again--")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("nested"), sessions.join("--a-nested--")).unwrap();
+    let out = env.pisess().args(["--json", "import"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"new\":2,"), "{text}");
+    let out = env.pisess().args(["--json", "ls"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+    let out = env.pisess().arg("check").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("checked 2 file(s): 2 clean"), "{text}");
+    // Unchanged the next time, and nothing is taken for gone.
+    let out = env.pisess().args(["--json", "import"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\"new\":0,")
+            && text.contains("\"unchanged\":2,")
+            && !text.contains("\"gone\":1"),
+        "{text}"
+    );
+}
+
 /// `fork`'s default folder for a session whose header `cwd` starts with `~`: pi resolves the
 /// cwd (`resolvePath`: `~` expanded) before naming the folder; pisess named it with the `~`.
 #[test]

@@ -2998,9 +2998,29 @@ fn files_under(
             }
         }
         here.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| name_of(a).cmp(name_of(b))));
+        if is_top && let Some(canon_top) = canon_d.as_deref() {
+            read_linked_once(&mut here, canon_top);
+        }
         stack.extend(here.drain(..).rev().map(|(_, _, s)| s));
     }
     out
+}
+
+/// Of the folders found at the top of a scan (sorted by name), those that symlinks lead to
+/// (outside `canon_top`, where [`linked_folder`] put them) read once
+/// ([`pisess_formats::session_folder::read_linked_once`]).
+fn read_linked_once(here: &mut Vec<(u64, usize, Scan)>, canon_top: &Path) {
+    let target = |s: &Scan| match s {
+        Scan::Dir(_, Some(c)) if !c.starts_with(canon_top) => Some(c.clone()),
+        _ => None,
+    };
+    let targets: Vec<std::sync::Arc<Path>> = here.iter().filter_map(|h| target(&h.2)).collect();
+    if targets.len() < 2 {
+        return;
+    }
+    let refs: Vec<&Path> = targets.iter().map(|t| &**t).collect();
+    let mut read = pisess_formats::session_folder::read_linked_once(&refs).into_iter();
+    here.retain(|h| target(&h.2).is_none() || read.next().unwrap_or(true));
 }
 
 /// The canonical path of the folder a symlink directly inside the scanned folder (canonical

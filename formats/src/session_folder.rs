@@ -85,6 +85,25 @@ pub fn linked_folder(link: &Path, canon_top: &Path) -> Option<PathBuf> {
     (!canon_top.starts_with(&target) && !target.starts_with(canon_top)).then_some(target)
 }
 
+/// Which of the folders that symlinks directly inside pi's folder lead to ([`linked_folder`];
+/// given in the order of the links' names) a scan reads: not one that an earlier link leads to
+/// as well, nor one inside another of them (read with it), so that no session file is found
+/// twice under two names.
+pub fn read_linked_once(targets: &[&Path]) -> Vec<bool> {
+    let mut read: Vec<&Path> = Vec::new();
+    targets
+        .iter()
+        .map(|&t| {
+            let inside_another = targets.iter().any(|&o| o != t && t.starts_with(o));
+            if inside_another || read.contains(&t) {
+                return false;
+            }
+            read.push(t);
+            true
+        })
+        .collect()
+}
+
 /// pi's session folder for a process started in the current directory. `None` when neither a
 /// variable, a setting nor `$HOME` gives one.
 pub fn find() -> Option<SessionFolder> {

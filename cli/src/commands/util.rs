@@ -82,6 +82,8 @@ pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io:
             .ok()
             .filter(|c| pisess_formats::session_folder::reads_links_in(c));
         let mut top = true;
+        // Links at the top, (link, the folder it leads to), read once each after the loop.
+        let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
         while let Some(dir) = stack.pop() {
             let is_top = std::mem::take(&mut top);
             let rd = match std::fs::read_dir(&dir) {
@@ -96,12 +98,17 @@ pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io:
                 let ft = entry.file_type();
                 let Ok(ft) = ft else { continue };
                 let linked_folder = || {
-                    canon_top.as_ref().is_some_and(|top| {
-                        pisess_formats::session_folder::linked_folder(&path, top).is_some()
-                    })
+                    canon_top
+                        .as_ref()
+                        .and_then(|top| pisess_formats::session_folder::linked_folder(&path, top))
                 };
-                if ft.is_dir() || is_top && ft.is_symlink() && linked_folder() {
+                if ft.is_dir() {
                     stack.push(path);
+                } else if is_top
+                    && ft.is_symlink()
+                    && let Some(target) = linked_folder()
+                {
+                    links.push((path, target));
                 } else if path.extension().is_some_and(|x| x == "jsonl")
                     && (ft.is_file()
                         || ft.is_symlink()
@@ -109,6 +116,18 @@ pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io:
                 {
                     found.push(path);
                 }
+            }
+            if is_top && !links.is_empty() {
+                links.sort();
+                let targets: Vec<&Path> = links.iter().map(|l| l.1.as_path()).collect();
+                let read = pisess_formats::session_folder::read_linked_once(&targets);
+                stack.extend(
+                    links
+                        .drain(..)
+                        .zip(read)
+                        .filter(|(_, r)| *r)
+                        .map(|((link, _), _)| link),
+                );
             }
         }
         found.sort();
