@@ -1,6 +1,6 @@
 //! `pisess tree` against pi's own `/tree` layout: the reference library's
 //! TreeSelectorComponent, run by `pi_tree_layout.mjs` on every generated fixture, the standard
-//! corpus's files and its edge cases, in every filter mode.
+//! corpus's files and its edge cases, and genuine sessions, in every filter mode.
 //!
 //! pisess draws two-character levels where pi draws three, and leaves out the blank level pi
 //! adds below an entry that has a connector (its "first generation after a branch"). Apart
@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::common::{TestEnv, V3, corpus, root, session};
+use crate::common::{TestEnv, V3, corpus, realdata, root, session};
 
 /// One level of a line's prefix, as drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,8 +159,8 @@ fn pisess_lines(text: &str) -> Vec<Line> {
 }
 
 /// The files compared: every generated fixture with stable ids, the corpus's files up to
-/// 3,000 entries and its v2 files (v1 files get random ids in pi), and the edge cases pi
-/// opens without hanging or failing.
+/// 3,000 entries and its v2 files (v1 files get random ids in pi), the edge cases pi opens
+/// without hanging or failing, and the genuine v3 sessions.
 fn files() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = V3.iter().map(|n| session(n)).collect();
     let c = corpus();
@@ -192,6 +192,13 @@ fn files() -> Vec<PathBuf> {
         "compaction-retain-none",
     ] {
         out.push(c.join(format!("edge/{name}.jsonl")));
+    }
+    // Genuine v3 sessions.
+    for name in [
+        "pimonozig__2026-05-17T13-43-15-664Z_019e362d-3fd0-7198-8d36-1e865e30a3b8",
+        "pimonozig__2026-05-17T13-51-26-739Z_019e3634-be13-7330-a2a4-ffab205872d1",
+    ] {
+        out.push(realdata().join(format!("{name}.jsonl")));
     }
     out
 }
