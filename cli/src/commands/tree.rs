@@ -384,11 +384,9 @@ impl ShownTree {
         let top = u32::try_from(n).map_err(|_| anyhow::anyhow!("too many entries"))?;
         // (nearest shown ancestor, or `top` for none; node), shown nodes only, in order.
         let mut hung: Vec<(u32, u32)> = Vec::new();
-        let mut stack: Vec<(usize, u32)> = active_first(tree.roots.clone(), active)
-            .into_iter()
-            .rev()
-            .map(|r| (r, top))
-            .collect();
+        let mut roots = tree.roots.clone();
+        on_path_first(&mut roots, |&r| active.get(r) == Some(&true));
+        let mut stack: Vec<(usize, u32)> = roots.into_iter().rev().map(|r| (r, top)).collect();
         while let Some((nd, above)) = stack.pop() {
             #[allow(clippy::cast_possible_truncation)]
             let here = if shown[nd] {
@@ -401,10 +399,8 @@ impl ShownTree {
                 0 => {}
                 1 => stack.extend(tree.children(nd).map(|c| (c, here))),
                 _ => {
-                    let children = active_first(
-                        sorted_nodes(tree, reader, tree.children(nd).collect())?,
-                        active,
-                    );
+                    let mut children = sorted_nodes(tree, reader, tree.children(nd).collect())?;
+                    on_path_first(&mut children, |&c| active.get(c) == Some(&true));
                     stack.extend(children.into_iter().rev().map(|c| (c, here)));
                 }
             }
@@ -461,7 +457,8 @@ fn shown_nodes(
                     }
                     let row = blk.row(j);
                     let f = row.facts?;
-                    let labelled = labels.get(row.id).is_some();
+                    // Only `labeled` asks (a hash lookup per row saved for the others).
+                    let labelled = filter == Filter::Labeled && labels.get(row.id).is_some();
                     Some(shown_fast(&f, filter, Some(nd) == leaf, labelled))
                 })
                 .collect();
@@ -480,7 +477,7 @@ fn shown_nodes(
             Some(b) => b,
             None => {
                 let key = tree.key(nd);
-                let labelled = labels.get(&session.id(key)?).is_some();
+                let labelled = filter == Filter::Labeled && labels.get(&session.id(key)?).is_some();
                 let v = session.value_or_unreadable(key)?;
                 self::shown(&v, filter, Some(nd) == leaf, labelled)
             }
@@ -489,13 +486,13 @@ fn shown_nodes(
     Ok((shown, kept))
 }
 
-/// `nodes` with the one on the active path (at most one of siblings) moved first, the others
-/// in their order.
-fn active_first(mut nodes: Vec<usize>, active: &[bool]) -> Vec<usize> {
-    if let Some(i) = nodes.iter().position(|&n| active.get(n) == Some(&true)) {
+/// `nodes` with the first one `on_path` holds for (at most one of siblings: the one on the
+/// active or exported path) moved first, the others kept in their order: pi's `flattenTree`
+/// (the `/tree` component's and the HTML export's) draws that branch first.
+pub(crate) fn on_path_first<T>(nodes: &mut [T], on_path: impl Fn(&T) -> bool) {
+    if let Some(i) = nodes.iter().position(on_path) {
         nodes[..=i].rotate_right(1);
     }
-    nodes
 }
 
 /// How many levels of nesting a line's prefix shows on a screen `width` characters wide: a

@@ -24,7 +24,7 @@ use pisess_engine::EntryKey;
 
 use super::{Part, Rendered, Title};
 use crate::command_error::CommandError;
-use crate::commands::tree::{node, sorted_children};
+use crate::commands::tree::{node, on_path_first, sorted_children};
 use crate::session_arg::{self as sa, Session};
 
 /// HTML-escapes text for element content and for quoted attribute values.
@@ -255,14 +255,6 @@ pub fn tree(
     }
     writeln!(out, "</ul></nav>")?;
     Ok(())
-}
-
-/// Moves the one of `nodes` on the exported branch (at most one of siblings) first, the others
-/// kept in their order: pi's HTML export (and `/tree`) draws the active branch first.
-fn on_path_first<T>(nodes: &mut [T], on_path: impl Fn(&T) -> bool) {
-    if let Some(i) = nodes.iter().position(on_path) {
-        nodes[..=i].rotate_right(1);
-    }
 }
 
 /// How many branches the tree nests at most; deeper ones are written in place, each headed by
