@@ -99,20 +99,22 @@ pub fn realdata() -> PathBuf {
     root().join("../shared/realdata")
 }
 
+/// Where the oracle's setup installs the reference library and Node (`$PISESS_ORACLE_HOME`,
+/// else `~/.cache/pisess-oracle`).
+pub fn oracle_home() -> PathBuf {
+    std::env::var_os("PISESS_ORACLE_HOME").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pisess-oracle"),
+        PathBuf::from,
+    )
+}
+
 /// The standard corpus built by `../shared/oracle/corpus` (`$PISESS_CORPUS`, else
 /// `$PISESS_ORACLE_HOME/corpus`, else `~/.cache/pisess-oracle/corpus`). Tests that need it fail,
 /// never skip, when it is missing.
 pub fn corpus() -> PathBuf {
     let dir = std::env::var_os("PISESS_CORPUS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os("PISESS_ORACLE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pisess-oracle")
-                })
-                .join("corpus")
-        });
+        .unwrap_or_else(|| oracle_home().join("corpus"));
     assert!(
         dir.join("15-large-50000.jsonl").is_file(),
         "the standard corpus is missing at {}: run ../shared/oracle/corpus first",

@@ -376,10 +376,7 @@ fn export_md_fences_hold_hostile_text() {
 /// oracle's node_modules, a CommonMark/GFM parser independent of pisess) reads them.
 fn marked_headings(md: &str) -> Vec<(u64, String)> {
     use std::io::Write as _;
-    let home = std::env::var_os("PISESS_ORACLE_HOME").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pisess-oracle"),
-        PathBuf::from,
-    );
+    let home = crate::common::oracle_home();
     let script = format!(
         "import {{marked}} from {:?}; import fs from 'fs';\
          const t = marked.lexer(fs.readFileSync(0, 'utf8'));\

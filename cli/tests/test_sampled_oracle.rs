@@ -72,7 +72,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::common::{
-    CUT_FIELDS, TestEnv, corpus, fixture, fork_structure, read_lines, realdata, root,
+    CUT_FIELDS, TestEnv, corpus, fixture, fork_structure, oracle_home, read_lines, realdata, root,
 };
 
 /// Entries sampled per file.
@@ -115,13 +115,6 @@ enum Oracle {
 thread_local! {
     /// Time this thread spent waiting for the oracle (µs).
     static ORACLE_MICROS: Cell<u128> = const { Cell::new(0) };
-}
-
-fn oracle_home() -> PathBuf {
-    std::env::var_os("PISESS_ORACLE_HOME").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pisess-oracle"),
-        PathBuf::from,
-    )
 }
 
 fn plain_mode() -> bool {

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::common::{TestEnv, V3, corpus, realdata, root, session};
+use crate::common::{TestEnv, V3, corpus, oracle_home, realdata, root, session};
 
 /// One level of a line's prefix, as drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,13 +44,6 @@ const MODES: &[(&str, &str)] = &[
     ("labeled-only", "labeled"),
     ("all", "all"),
 ];
-
-fn oracle_home() -> PathBuf {
-    std::env::var_os("PISESS_ORACLE_HOME").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pisess-oracle"),
-        PathBuf::from,
-    )
-}
 
 /// pi's layout of each (file, mode), from one Node process.
 pub(crate) fn pi_layouts(requests: &[(PathBuf, &str)]) -> Vec<Value> {
