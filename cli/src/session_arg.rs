@@ -1223,6 +1223,12 @@ pub fn clip(t: &str, max: usize) -> String {
 /// The width to lay out for: `COLUMNS` when set (20 or more), else the width of the terminal
 /// on stdout, else 100 (output to a file or a pipe).
 pub fn width() -> usize {
+    known_width().unwrap_or(100)
+}
+
+/// `COLUMNS` when set (20 or more), else the width of the terminal on stdout; `None` for
+/// output to a file or a pipe.
+pub fn known_width() -> Option<usize> {
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse().ok())
@@ -1232,7 +1238,6 @@ pub fn width() -> usize {
                 .map(|(w, _)| usize::from(w.0))
                 .filter(|&w| w >= 20)
         })
-        .unwrap_or(100)
 }
 
 /// Width of `log`'s time column: `2026-01-01 12:34:56`.
