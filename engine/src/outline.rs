@@ -1706,6 +1706,28 @@ const READER_CACHE: usize = 16;
 const READER_AHEAD: usize = 4;
 
 impl TreeReader<'_> {
+    /// `new Date(timestamp).getTime()` of node `i`, as pi's `getTree` orders siblings by it
+    /// (`None` for `NaN`): a canonical time from the tree, another string from the row, and a
+    /// timestamp that is no string (a number, `true`, `null`: pi reads those too) or none at
+    /// all from the record itself, which real sessions never need (pi writes ISO strings).
+    pub fn date_ms(&mut self, i: usize) -> Result<Option<f64>, StoreError> {
+        if let Some(ms) = self.tree.time_ms(i) {
+            #[allow(clippy::cast_precision_loss)]
+            return Ok(Some(ms as f64));
+        }
+        let from_row = match self.row(i)?.timestamp {
+            Timestamp::None => None,
+            t => Some(t.date_ms()),
+        };
+        match from_row {
+            Some(t) => Ok(t),
+            None => {
+                let v = self.snap.entry_value(self.tree.key(i))?;
+                Ok(crate::agent::js::date_ms(v.get("timestamp")).as_f64())
+            }
+        }
+    }
+
     /// The row of node `i`.
     pub fn row(&mut self, i: usize) -> Result<OutlineRow<'_>, StoreError> {
         let t = self.tree;

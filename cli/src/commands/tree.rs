@@ -127,7 +127,12 @@ pub(crate) fn node(
             )
         })?
         .unwrap_or((None, None));
-    let time = date_ms(ts.map(Value::String).as_ref()).as_f64();
+    // A timestamp that is no string (a number, `true`, `null`) is read from the line, as
+    // `new Date` reads it.
+    let time = match ts {
+        Some(t) => date_ms(Some(&Value::String(t))).as_f64(),
+        None => date_ms(session.snap.entry_value(k)?.get("timestamp")).as_f64(),
+    };
     Ok(Node {
         key: k,
         id: id.unwrap_or_default(),
@@ -399,7 +404,7 @@ impl ShownTree {
                 0 => {}
                 1 => stack.extend(tree.children(nd).map(|c| (c, here))),
                 _ => {
-                    let mut children = sorted_nodes(tree, reader, tree.children(nd).collect())?;
+                    let mut children = sorted_nodes(reader, tree.children(nd).collect())?;
                     on_path_first(&mut children, |&c| active.get(c) == Some(&true));
                     stack.extend(children.into_iter().rev().map(|c| (c, here)));
                 }
@@ -742,10 +747,9 @@ impl Place {
     }
 }
 
-/// Nodes (siblings, in file order) in pi's order: by timestamp, as [`sorted_children`] sorts.
-/// Canonical times come from the tree; other times from the rows.
+/// Nodes (siblings, in file order) in pi's order: by timestamp, as [`sorted_children`] sorts
+/// (the times from `TreeReader::date_ms`).
 fn sorted_nodes(
-    tree: &SessionTree,
     reader: &mut TreeReader<'_>,
     mut nodes: Vec<usize>,
 ) -> Result<Vec<usize>, crate::command_error::CommandError> {
@@ -754,12 +758,7 @@ fn sorted_nodes(
     }
     let mut timed: Vec<(usize, Option<f64>)> = Vec::with_capacity(nodes.len());
     for &i in &nodes {
-        #[allow(clippy::cast_precision_loss)]
-        let t = match tree.time_ms(i) {
-            Some(ms) => Some(ms as f64),
-            None => reader.row(i)?.timestamp.date_ms(),
-        };
-        timed.push((i, t));
+        timed.push((i, reader.date_ms(i)?));
     }
     let times: Vec<Option<f64>> = timed.iter().map(|t| t.1).collect();
     nodes.clear();
@@ -867,7 +866,7 @@ fn write_json(
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
     let mut stack: Vec<usize> = tree.roots.iter().rev().copied().collect();
     while let Some(nd) = stack.pop() {
-        let children = sorted_nodes(tree, &mut reader, tree.children(nd).collect())?;
+        let children = sorted_nodes(&mut reader, tree.children(nd).collect())?;
         let mut ids: Vec<String> = Vec::with_capacity(children.len());
         for &c in &children {
             ids.push(reader.row(c)?.id.to_owned());

@@ -121,7 +121,12 @@ pub fn date_ms(v: Option<&Value>) -> Value {
         Some(Value::Bool(b)) => num(if *b { 1.0 } else { 0.0 }),
         Some(Value::Number(n)) => num(time_clip(n.as_f64().unwrap_or(f64::NAN))),
         Some(Value::String(s)) => parse_iso(s).map_or(Value::Null, |ms| num(time_clip(ms))),
-        Some(_) => Value::Null,
+        // An array is read as its text (`[2026]` is the year 2026); an object's text
+        // (`[object Object]`) is no date.
+        Some(a @ Value::Array(_)) => {
+            parse_iso(&to_js_string(Some(a))).map_or(Value::Null, |ms| num(time_clip(ms)))
+        }
+        Some(Value::Object(_)) => Value::Null,
     }
 }
 
@@ -258,6 +263,17 @@ mod tests {
             json!(1_709_296_496_789_i64)
         );
         assert_eq!(date_ms(Some(&json!("nope"))), Value::Null);
+        // Values as node's `new Date(v).getTime()` gives them.
+        assert_eq!(date_ms(Some(&json!([2026]))), json!(1_767_225_600_000_i64));
+        assert_eq!(
+            date_ms(Some(&json!(["2026-01-01T00:00:00Z"]))),
+            json!(1_767_225_600_000_i64)
+        );
+        assert_eq!(date_ms(Some(&json!([]))), Value::Null);
+        assert_eq!(date_ms(Some(&json!({}))), Value::Null);
+        assert_eq!(date_ms(Some(&json!(1e20))), Value::Null);
+        assert_eq!(date_ms(Some(&json!(1.7))), json!(1));
+        assert_eq!(date_ms(Some(&json!(-1))), json!(-1));
         assert_eq!(date_ms(None), Value::Null);
     }
 
