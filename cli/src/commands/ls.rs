@@ -157,7 +157,15 @@ fn clip_start(t: &str, max: usize) -> String {
         }
         tail.push(c);
     }
-    std::iter::once('…').chain(tail.into_iter().rev()).collect()
+    tail.reverse();
+    // Cut at a folder's start when one is in the part kept (`…/projects/api`, not
+    // `…rojects/api`).
+    if let Some(at) = tail.iter().position(|&c| c == '/')
+        && at + 1 < tail.len()
+    {
+        tail.drain(..at);
+    }
+    std::iter::once('…').chain(tail).collect()
 }
 
 /// Runs `pisess ls`.
@@ -316,7 +324,7 @@ mod tests {
             }
         }
         let narrow = table(&rows, Some(80));
-        assert!(narrow[1].contains("…ts/acme-api  Can"), "{}", narrow[1]);
+        assert!(narrow[1].contains("…/acme-api    Can"), "{}", narrow[1]);
         let piped = table(&rows, None);
         assert!(
             piped[1].contains("/home/dev/projects/acme-api  Can"),
