@@ -830,6 +830,40 @@ fn prune_sessions_judges_each_session_by_its_file_as_it_is_now() {
     );
 }
 
+/// A session file deleted since its import is no session to move and no failure: the prune
+/// (dry run or not) leaves it out, exits 0, and the session is marked gone, as `import` marks it.
+#[test]
+fn prune_sessions_passes_over_a_file_deleted_since_its_import() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join(".pi/agent/sessions/--work--");
+    std::fs::create_dir_all(&dir).unwrap();
+    let [kept, deleted] = ["old", "deleted"].map(|n| dir.join(format!("{n}.jsonl")));
+    std::fs::copy(fixture("sessions/03-compactions.jsonl"), &kept).unwrap();
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), &deleted).unwrap();
+    let r = crate::common::run(&env, &["import", dir.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    std::fs::remove_file(&deleted).unwrap();
+    for dry_run in [true, false] {
+        let mut args = vec!["--json", "prune", "--sessions", "--older-than", "30d"];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        let r = crate::common::run(&env, &args);
+        assert_eq!(r.code, 0, "{dry_run}: {}{}", r.stdout, r.stderr);
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        let files: Vec<&str> = v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["file"].as_str().unwrap())
+            .collect();
+        assert_eq!(files, [kept.to_str().unwrap()], "{dry_run}: {v}");
+        assert_eq!(kept.exists(), dry_run);
+    }
+    let ls = crate::common::run(&env, &["--json", "ls"]);
+    assert!(!ls.stdout.contains("deleted.jsonl"), "{}", ls.stdout);
+}
+
 /// An in-place prune writes the file from the store, so it must never act on a file that is
 /// not, byte for byte, the session it names: a file replaced by a link to another session's
 /// file is refused (whether the store saw the link or not), and a file edited without a change

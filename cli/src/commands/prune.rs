@@ -832,11 +832,13 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
     // A session is judged by its file as it is now, not as it was last imported: pi may have
     // written to an old session since (it is then no longer old). The files of the candidates
     // that changed are imported again (a `stat` each for the others), and the choice made again.
+    // A file deleted since its import is imported too, which marks its session gone (as
+    // `pisess import FILE` does): it is no longer a session to move, nor a failure.
     let changed: Vec<PathBuf> = old
         .iter()
-        .filter(|(r, _)| {
-            std::fs::metadata(&r.path)
-                .is_ok_and(|md| md.is_file() && size_mtime(&md) != (r.file_size, r.mtime_ns))
+        .filter(|(r, _)| match std::fs::metadata(&r.path) {
+            Ok(md) => md.is_file() && size_mtime(&md) != (r.file_size, r.mtime_ns),
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
         })
         .map(|(r, _)| PathBuf::from(&r.path))
         .collect();
