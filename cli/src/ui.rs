@@ -30,7 +30,14 @@ impl Ui {
             ColorChoice::Auto => tty && !no_color,
         };
         Self {
-            out: BufWriter::with_capacity(64 << 10, Stdout(io::stdout())),
+            out: BufWriter::with_capacity(
+                64 << 10,
+                Stdout {
+                    inner: io::stdout(),
+                    json_tty: args.json && tty,
+                    pending: Vec::new(),
+                },
+            ),
             json: args.json,
             color,
             tty,
@@ -66,7 +73,15 @@ impl Ui {
 /// stdout, whose write errors say that stdout failed ("cannot write to stdout: No space left
 /// on device"): a command that wrote a file and then could not report it said only "No space
 /// left on device". The error's kind is kept (a closed pipe is still told apart).
-pub struct Stdout(io::Stdout);
+pub struct Stdout {
+    inner: io::Stdout,
+    /// JSON bound for a terminal: the characters [`safe`] escapes that JSON leaves raw (DEL,
+    /// the C1 controls such as U+009B, which some terminals take for `ESC [`, and the bidi
+    /// overrides) are written as JSON escapes (`\u009b`), which read back as the same text.
+    json_tty: bool,
+    /// The start of such a character that the last write cut (at most 2 bytes).
+    pending: Vec<u8>,
+}
 
 /// The failure of a write to stdout (the cause of the [`io::Error`] [`Stdout`] returns).
 #[derive(Debug, thiserror::Error)]
@@ -77,19 +92,98 @@ impl Stdout {
     fn wrap(e: io::Error) -> io::Error {
         io::Error::new(e.kind(), StdoutFailed(e))
     }
+
+    /// Writes `buf` with the characters described at [`Stdout::json_tty`] escaped; a cut one
+    /// is kept for the next write.
+    fn write_json_tty(&mut self, buf: &[u8]) -> io::Result<()> {
+        let out = json_tty_bytes(&mut self.pending, buf);
+        self.inner.write_all(&out).map_err(Self::wrap)
+    }
+}
+
+/// `buf` (after what `pending` held) with the characters described at [`Stdout::json_tty`]
+/// written as JSON escapes; the start of one that `buf` cuts is left in `pending`.
+fn json_tty_bytes(pending: &mut Vec<u8>, buf: &[u8]) -> Vec<u8> {
+    let mut bytes = std::mem::take(pending);
+    bytes.extend_from_slice(buf);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match json_tty_escape(&bytes[i..]) {
+            Escape::No => i += 1,
+            Escape::Cut => {
+                *pending = bytes[i..].to_vec();
+                break;
+            }
+            Escape::Yes(c, n) => {
+                out.extend_from_slice(&bytes[start..i]);
+                out.extend_from_slice(format!("\\u{:04x}", u32::from(c)).as_bytes());
+                i += n;
+                start = i;
+            }
+        }
+    }
+    out.extend_from_slice(&bytes[start..i.min(bytes.len())]);
+    out
+}
+
+/// What [`json_tty_escape`] found at the start of some bytes.
+enum Escape {
+    /// Nothing to escape here.
+    No,
+    /// The start of a character to escape, cut by the end of the bytes.
+    Cut,
+    /// A character to escape, and its length in bytes.
+    Yes(char, usize),
+}
+
+/// Whether `b` starts with DEL, a C1 control (U+0080–U+009F) or a bidi control (U+200E,
+/// U+200F, U+202A–U+202E, U+2066–U+2069), as UTF-8.
+fn json_tty_escape(b: &[u8]) -> Escape {
+    match b {
+        [0x7f, ..] => Escape::Yes('\u{7f}', 1),
+        [0xc2] | [0xe2] | [0xe2, 0x80 | 0x81] => Escape::Cut,
+        [0xc2, x @ 0x80..=0x9f, ..] => {
+            Escape::Yes(char::from_u32(u32::from(*x)).unwrap_or('\u{80}'), 2)
+        }
+        [0xe2, 0x80, x @ (0x8e | 0x8f | 0xaa..=0xae), ..] => Escape::Yes(
+            char::from_u32(0x2000 + u32::from(*x) - 0x80).unwrap_or(' '),
+            3,
+        ),
+        [0xe2, 0x81, x @ 0xa6..=0xa9, ..] => Escape::Yes(
+            char::from_u32(0x2040 + u32::from(*x) - 0x80).unwrap_or(' '),
+            3,
+        ),
+        _ => Escape::No,
+    }
 }
 
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf).map_err(Self::wrap)
+        if self.json_tty {
+            self.write_json_tty(buf)?;
+            return Ok(buf.len());
+        }
+        self.inner.write(buf).map_err(Self::wrap)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.0.write_all(buf).map_err(Self::wrap)
+        if self.json_tty {
+            return self.write_json_tty(buf);
+        }
+        self.inner.write_all(buf).map_err(Self::wrap)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.0.flush().map_err(Self::wrap)
+        self.inner.flush().map_err(Self::wrap)
+    }
+}
+
+impl Drop for Stdout {
+    fn drop(&mut self) {
+        // The output ended inside a character: its bytes as they are.
+        let _ = self.inner.write_all(&std::mem::take(&mut self.pending));
     }
 }
 
@@ -252,6 +346,27 @@ pub(crate) fn is_unsafe(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// JSON for a terminal: DEL, C1 and bidi controls become JSON escapes however the bytes
+    /// are cut into writes, and the result still parses to the same text.
+    #[test]
+    fn json_for_a_terminal_escapes_what_json_leaves_raw() {
+        let text = "a\u{9b}31m b\u{202e}c\u{7f}d\u{2066}é\u{85}€\u{200f}";
+        let json = serde_json::to_string(&serde_json::json!({ "t": text })).unwrap();
+        let want = r#"{"t":"a\u009b31m b\u202ec\u007fd\u2066é\u0085€\u200f"}"#;
+        for step in 1..=json.len() {
+            let mut pending = Vec::new();
+            let mut out = Vec::new();
+            for part in json.as_bytes().chunks(step) {
+                out.extend(json_tty_bytes(&mut pending, part));
+            }
+            assert!(pending.is_empty(), "{step}");
+            let got = String::from_utf8(out).unwrap();
+            assert_eq!(got, want, "{step}");
+            let back: serde_json::Value = serde_json::from_str(&got).unwrap();
+            assert_eq!(back["t"], text);
+        }
+    }
 
     #[test]
     fn escapes_never_reach_the_terminal() {

@@ -2529,3 +2529,56 @@ fn stats_by_day_lists_days_in_time_order() {
         ]
     );
 }
+
+/// JSON written to a terminal carries the characters that `safe` escapes in text but JSON
+/// leaves raw (a C1 control such as U+009B, which some terminals take for `ESC [`, a bidi
+/// override, DEL) as JSON escapes: the same text when parsed, nothing a terminal acts on.
+/// Into a pipe the bytes stay as `JSON.stringify` writes them. (`script` gives the command a
+/// terminal.)
+#[test]
+fn json_on_a_terminal_escapes_c1_and_bidi_controls() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c1.jsonl");
+    std::fs::write(
+        &f,
+        concat!(
+            r#"{"type":"session","version":3,"id":"c1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+            "\n",
+            r#"{"type":"message","id":"m1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"a\u009b31mred \u202eevil \u007fdel","timestamp":1}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    for args in [["log", f], ["context", f]] {
+        // `sh -c SCRIPT FILE BINARY`: $0 is the session file, $1 the binary.
+        let line = format!(
+            "exec script -qec \"\\\"$1\\\" --json {} \\\"$0\\\"\" /dev/null",
+            args[0]
+        );
+        let tty = env
+            .pisess_wrapped(&["sh", "-c", &line, f])
+            .output()
+            .unwrap();
+        assert!(tty.status.success(), "{args:?}: {tty:?}");
+        let piped = env.pisess().arg("--json").args(args).output().unwrap();
+        assert!(piped.status.success(), "{args:?}");
+        let raw: [&[u8]; 3] = [b"\xc2\x9b", b"\xe2\x80\xae", b"\x7f"];
+        let has = |out: &[u8], pat: &[u8]| out.windows(pat.len()).any(|w| w == pat);
+        for pat in raw {
+            assert!(
+                has(&piped.stdout, pat),
+                "{args:?}: piped output keeps {pat:?}"
+            );
+            assert!(
+                !has(&tty.stdout, pat),
+                "{args:?}: raw {pat:?} reached the terminal"
+            );
+        }
+        let text = String::from_utf8_lossy(&tty.stdout);
+        for esc in [r"\u009b", r"\u202e", r"\u007f"] {
+            assert!(text.contains(esc), "{args:?}: {text}");
+        }
+    }
+}
