@@ -532,6 +532,58 @@ fn a_torn_last_line_is_saved_beside_the_file_before_compact_cuts_it() {
     assert!(!now.windows(9).any(|w| w == b"IMPORTANT"));
 }
 
+/// `compact --at` an entry before the leaf hangs the compaction there and makes it pi's leaf:
+/// stderr says which leaf the file had and that its entries stay on their own branch; at the
+/// leaf itself nothing is said.
+#[test]
+fn compact_at_an_earlier_entry_says_the_leaf_moved() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("s.jsonl");
+    std::fs::copy(fixture("sessions/03-compactions.jsonl"), &file).unwrap();
+    let f = file.to_str().unwrap();
+    let leaf = |env: &TestEnv| {
+        let r = crate::common::run(env, &["--json", "context", f]);
+        serde_json::from_str::<Value>(&r.stdout).unwrap()["leafId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let old = leaf(&env);
+    let r = crate::common::run(&env, &["show", f, "@leaf~20", "--json"]);
+    let at = serde_json::from_str::<Value>(&r.stdout).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let args = [
+        "compact",
+        f,
+        "--at",
+        "@leaf~20",
+        "--keep",
+        "100",
+        "--summarizer",
+        "echo S",
+    ];
+    let r = crate::common::run(&env, &args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("the leaf was {old}")) && r.stderr.contains(&at),
+        "{}",
+        r.stderr
+    );
+    let new = leaf(&env);
+    assert_ne!(new, old);
+    let other = env.home.path().join("t.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &other).unwrap();
+    let t = other.to_str().unwrap();
+    let r = crate::common::run(
+        &env,
+        &["compact", t, "--keep", "100", "--summarizer", "echo S"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("the leaf was"), "{}", r.stderr);
+}
+
 /// A fork copies its path one entry at a time: a 300,000-entry chain forks inside a 1 GiB
 /// address space (holding the path as JSON values took 1.25 GB of memory for this one),
 /// and the new file holds the path, root first, re-chained.

@@ -271,7 +271,13 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
         summarize(args.summarizer.as_deref(), |s| compaction_summary(&prep, s))?;
     let store = open_store_after_summary()?;
     let mut writer = seen.open_writer(&store)?;
-    if writer.leaf_id() != Some(at_id.as_str()) {
+    // `--at` an entry before the leaf: the compaction starts a branch there and becomes the
+    // leaf pi resumes from; say so, as the entries after it leave the active path.
+    let left = writer
+        .leaf_id()
+        .filter(|&l| l != at_id.as_str())
+        .map(str::to_owned);
+    if left.is_some() {
         writer.branch(&at_id)?;
     }
     let id = writer.append_compaction(
@@ -284,6 +290,16 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
     )?;
     let by = args.summarizer.as_deref();
     super::util::warn_saved_tails(seen.path(), writer.saved_tails());
+    if let Some(old) = &left {
+        eprintln!(
+            "note: the leaf was {}; the compaction hangs under {} instead and is the leaf pi \
+             resumes from (the entries after {} stay in the file on their own branch: `pisess \
+             tree` shows it)",
+            safe(old),
+            safe(&at_id),
+            safe(&at_id)
+        );
+    }
     report_compaction(ui, &at_id, &id, &prep, &details, by, &summary, seen.path())
         .and_then(|()| ui.flush())
         .map_err(|e| {
