@@ -192,9 +192,21 @@ fn queries_in(q: &str, cwd: Option<&str>, home: Option<&str>) -> Vec<Query> {
             && bare != ".."
             && !bare.starts_with("../");
         if plain {
-            for f in [bare.to_owned(), format!("./{bare}"), format!("@{bare}")] {
-                if !forms.contains(&f) {
-                    forms.push(f);
+            // Also tidied as the index tidies what it resolves (`src//a.rs`, `src/./a.rs` and
+            // `src/x/../a.rs` ask for `src/a.rs`), but for a glob with braces, whose `/`s may
+            // lie inside alternatives.
+            let tidy = pisess_engine::files::normalize("", bare);
+            let tidy = (!q.contains('{')
+                && tidy != bare
+                && tidy != "."
+                && tidy != ".."
+                && !tidy.starts_with("../"))
+            .then_some(tidy);
+            for b in std::iter::once(bare).chain(tidy.as_deref()) {
+                for f in [b.to_owned(), format!("./{b}"), format!("@{b}")] {
+                    if !forms.contains(&f) {
+                        forms.push(f);
+                    }
                 }
             }
         }
@@ -530,6 +542,25 @@ mod tests {
             queries_in("@@a.rs", None, None),
             [u("@@a.rs"), u("@a.rs"), u("./@a.rs")]
         );
+        // Tidied as the index tidies resolved paths, as well.
+        assert_eq!(
+            queries_in("src//a.rs", None, None),
+            [
+                u("src//a.rs"),
+                u("./src//a.rs"),
+                u("@src//a.rs"),
+                u("src/a.rs"),
+                u("./src/a.rs"),
+                u("@src/a.rs")
+            ]
+        );
+        assert_eq!(
+            queries_in("src/./x/../a.rs", None, None)[3..],
+            [u("src/a.rs"), u("./src/a.rs"), u("@src/a.rs")]
+        );
+        // Not a glob with braces (a `/` may be inside an alternative), nor out of the folder.
+        assert_eq!(queries_in("{a,b/../c}", None, None).len(), 6);
+        assert_eq!(queries_in("a/../../x", None, None).len(), 3);
         assert_eq!(queries_in("../x", None, None), [u("../x")]);
         assert_eq!(queries_in(".", None, None), [u(".")]);
         // No valid glob (an unclosed class or set): a path only.
