@@ -140,6 +140,8 @@ fn open_store_as(
     let max_pause = Duration::from_millis(if read_only { 1000 } else { 100 });
     let mut pause = Duration::from_millis(if read_only { 50 } else { 5 });
     let path = pisess_engine::default_store_path().map_err(store_error)?;
+    // No store at all there (a folder, a session file): said before the gate is made beside it.
+    pisess_engine::regular_or_missing(&path).map_err(store_error)?;
     let start = Instant::now();
     let mut told = false;
     // The writer's gate, held from when it is taken until the store is open.
@@ -230,6 +232,11 @@ fn store_error(e: StoreError) -> CommandError {
              PISESS_STORE at another store",
         ),
         StoreError::NoLocation => CommandError::with_hint(e, "set PISESS_STORE=/path/store.redb"),
+        StoreError::NotAFile { .. } => CommandError::with_hint(
+            e,
+            "nothing was written to it; point PISESS_STORE at a store file (a new path makes \
+             a new store), or unset it for the default one",
+        ),
         other => other.into(),
     }
 }

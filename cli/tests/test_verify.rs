@@ -405,6 +405,37 @@ fn a_damaged_store_gets_a_hint_to_rebuild_it() {
     }
 }
 
+/// A `PISESS_STORE` that names a session file (JSON text) is no damaged store: every command
+/// says it is no store, creates nothing beside it (no `.lock`), and never advises moving the
+/// file aside (which would hide a session from pi); the file is left as it was.
+#[test]
+fn a_session_file_given_as_the_store_is_named_no_store_and_left_alone() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.jsonl");
+    std::fs::copy(fixture("sessions/01-tiny.jsonl"), &file).unwrap();
+    let before = std::fs::read(&file).unwrap();
+    for args in [&["ls"][..], &["verify"], &["import", dir.to_str().unwrap()]] {
+        let out = env
+            .pisess()
+            .env("PISESS_STORE", &file)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("is not a pisess store"), "{args:?}: {err}");
+        assert!(!err.contains(".damaged"), "{args:?}: {err}");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["s.jsonl"], "{args:?}");
+        assert_eq!(std::fs::read(&file).unwrap(), before);
+    }
+}
+
 /// A store whose pages redb cannot read — their type byte flipped, which redb 4 meets with
 /// `unreachable!()` while opening — a store cut inside its header and a file that is no store
 /// are reported as damaged (exit 2, the rebuild hint), never with a panic.

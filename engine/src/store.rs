@@ -140,16 +140,39 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, StoreError> {
 }
 
 /// Refuses a store path that names something other than a regular file (followed through
-/// links): redb would wait forever opening a FIFO, and fail obscurely on a folder.
-fn regular_or_missing(path: &Path) -> Result<(), StoreError> {
+/// links): redb would wait forever opening a FIFO, and fail obscurely on a folder. Also a
+/// file of JSON text (a `PISESS_STORE` naming a session file), which would otherwise be
+/// called a damaged store, with advice to move it aside; any other file that does not start
+/// as redb's is left to redb, which reports it as damaged (a store zeroed by a crash).
+pub fn regular_or_missing(path: &Path) -> Result<(), StoreError> {
     match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => Err(StoreError::NotAFile {
             path: path.to_path_buf(),
             what: pisess_formats::open::not_regular(m.file_type()).to_string(),
         }),
-        _ => Ok(()),
+        Ok(_) => {
+            let mut head = [0u8; REDB_MAGIC.len()];
+            let read = std::fs::File::open(path)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
+            // Only JSON text is surely no store: other bytes may be a store damaged at its
+            // start (zeroed by a crash, say), which redb's open reports as damage.
+            let json = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+            if read.is_err() || head == REDB_MAGIC || !json {
+                return Ok(());
+            }
+            Err(StoreError::NotAFile {
+                path: path.to_path_buf(),
+                what: "not a pisess store (a redb file): it holds JSON text, as a pi session \
+                       file does"
+                    .to_owned(),
+            })
+        }
+        Err(_) => Ok(()),
     }
 }
+
+/// The first bytes of every redb file (redb 4's header).
+const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
 
 impl Store {
     /// Opens the store at `path` for reading and writing, creating it (and its folder) if needed.
