@@ -503,9 +503,21 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
             return Ok(s);
         }
         if let Some(err) = report.error {
+            let mut hint = format!("run `pisess check {}` to see every problem", path.display());
+            // What the file held when it was last imported is still in the store.
+            if let Some(s) = store.snapshot()?.session_by_path(path)?
+                && let Some(r) = store.snapshot()?.session(s)?
+            {
+                hint.push_str(&format!(
+                    "; the store still holds the session last imported from it ({}): `pisess \
+                     export {} -o FILE` writes it out",
+                    crate::ui::safe(&r.session_id),
+                    crate::ui::safe(&r.session_id)
+                ));
+            }
             return Err(CommandError::with_hint(
                 anyhow!("cannot import {}: {err}", path.display()),
-                format!("run `pisess check {}` to see every problem", path.display()),
+                hint,
             ));
         }
         match report.session {

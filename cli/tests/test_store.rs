@@ -948,6 +948,28 @@ fn imported_copy(env: &TestEnv) -> (std::path::PathBuf, std::path::PathBuf, Vec<
     (dir, f, full, id)
 }
 
+/// A session file overwritten with something that is no session (here a Markdown export),
+/// named by path: the command fails, and its hint names the session the store still holds for
+/// that path and the `export` that writes it out, which gives back the old bytes.
+#[test]
+fn a_session_file_overwritten_with_no_session_points_to_the_stored_copy() {
+    let env = TestEnv::new();
+    let (_dir, f, full, id) = imported_copy(&env);
+    let fs_ = f.to_str().unwrap();
+    std::fs::write(&f, "# a Markdown export\n\nnot a session\n").unwrap();
+    let r = crate::common::run(&env, &["log", fs_, "-n", "1"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("`pisess export {id} -o FILE`")),
+        "{}",
+        r.stderr
+    );
+    let back = env.home.path().join("back.jsonl");
+    let r = crate::common::run(&env, &["export", &id, "-o", back.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read(&back).unwrap(), full);
+}
+
 /// A session named by id whose file is gone (deleted, or replaced by a folder) is answered
 /// from the store, with a warning naming the file; writing to it is refused, naming the file;
 /// once the file is back it is read again, without a warning.
