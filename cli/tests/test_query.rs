@@ -1551,6 +1551,23 @@ fn diff_with_one_entry_says_it_needs_two() {
     let r = run(&env, &["diff", f.to_str().unwrap(), "@leaf"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("diff needs two"), "{}", r.stderr);
+    // An entry's id (or prefix) too, where it names no session.
+    let show = run(&env, &["--json", "show", f.to_str().unwrap(), "@leaf~1"]);
+    let id = serde_json::from_str::<Value>(&show.stdout).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for a in [&id[..], &id[..6]] {
+        let r = run(&env, &["diff", f.to_str().unwrap(), a]);
+        assert_eq!(r.code, 2);
+        assert!(r.stderr.contains("is an entry of"), "{a}: {}", r.stderr);
+    }
+    let r = run(&env, &["diff", f.to_str().unwrap(), "nosuchthing"]);
+    assert!(
+        r.stderr.contains("no session file or session id matches"),
+        "{}",
+        r.stderr
+    );
     let r = run(&env, &["diff", f.to_str().unwrap(), "@leaf", "--context"]);
     assert_eq!(r.code, 2);
     assert!(

@@ -73,7 +73,26 @@ pub fn cmd_diff(ui: &mut Ui, args: &DiffArgs) -> CommandResult {
                 "give both entries (`pisess diff SESSION A B`), or two sessions",
             ));
         }
-        return diff_sessions(ui, &args.session, a);
+        return diff_sessions(ui, &args.session, a).map_err(|e| {
+            // Not a session but an entry of SESSION (an id or prefix): say so, as for `@leaf`.
+            let unmatched = e
+                .to_string()
+                .starts_with("no session file or session id matches");
+            let entry =
+                unmatched && open_session_read(&args.session).is_ok_and(|s| s.entry(a).is_ok());
+            if entry {
+                CommandError::with_hint(
+                    anyhow::anyhow!(
+                        "{:?} is an entry of {}, and diff needs two",
+                        crate::ui::safe(a),
+                        crate::ui::safe(&args.session)
+                    ),
+                    "give both entries (`pisess diff SESSION A B`), or two sessions",
+                )
+            } else {
+                e
+            }
+        });
     };
     let session = open_session_read(&args.session)?;
     let a = session.entry(&args.a)?;
