@@ -23,7 +23,10 @@ impl Ui {
     /// Decides colour and buffering from the flags and the environment.
     pub fn new(args: &GlobalArgs) -> Self {
         let tty = io::stdout().is_terminal();
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        // `NO_COLOR`, and a terminal that says it cannot show colour (`TERM=dumb`), as git
+        // and ripgrep read it.
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+            || std::env::var_os("TERM").is_some_and(|t| t == "dumb");
         let color = match args.color {
             ColorChoice::Always => true,
             ColorChoice::Never => false,

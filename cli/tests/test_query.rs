@@ -2599,3 +2599,27 @@ fn json_on_a_terminal_escapes_c1_and_bidi_controls() {
         }
     }
 }
+
+/// Colour on a terminal: on by default, off when `TERM` is `dumb` (as git and ripgrep read
+/// it) or `NO_COLOR` is set. (`script` gives the command a terminal.)
+#[test]
+fn colour_on_a_terminal_is_off_for_a_dumb_one() {
+    let env = TestEnv::new();
+    let f = session("04-many-branches");
+    let f = f.to_str().unwrap();
+    let colours = |vars: &str| {
+        // `sh -c SCRIPT FILE BINARY`: $0 is the session file, $1 the binary.
+        let line = format!(
+            "exec env -u NO_COLOR {vars} script -qec \"\\\"$1\\\" log \\\"$0\\\" -n 3\" /dev/null"
+        );
+        let out = env
+            .pisess_wrapped(&["sh", "-c", &line, f])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{vars}: {out:?}");
+        out.stdout.contains(&0x1b)
+    };
+    assert!(colours("TERM=xterm"));
+    assert!(!colours("TERM=dumb"));
+    assert!(!colours("TERM=xterm NO_COLOR=1"));
+}

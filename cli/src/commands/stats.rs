@@ -598,7 +598,7 @@ fn write_human(
     if total.shared > 0 {
         writeln!(
             ui.out(),
-            "{} entries shared by forks and their parents counted once",
+            "{} entries shared by forks and their parents (or by copies of a session) counted once",
             total.shared
         )?;
     }
