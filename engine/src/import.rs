@@ -3100,8 +3100,13 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
+        // A cause the message above already ends with (an error that prints its source as
+        // well as returning it) is not said twice.
+        let text = c.to_string();
+        if !s.ends_with(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
         cur = c.source();
     }
     s
@@ -3489,6 +3494,29 @@ mod tests {
         );
         assert_eq!(export(&chunked, &file).as_deref(), Some(text.as_bytes()));
         assert_consistent(&mut chunked);
+    }
+
+    /// A cause already printed by the error above it is said once.
+    #[test]
+    fn a_cause_is_not_said_twice() {
+        let io = || std::io::Error::from_raw_os_error(28);
+        let e = FileError::Migrate {
+            path: PathBuf::from("/s/v1.jsonl"),
+            source: pisess_migrate::MigrateError::Write(io()),
+        };
+        let text = error_chain(&e);
+        assert_eq!(
+            text,
+            format!(
+                "cannot migrate /s/v1.jsonl to v3: writing the migrated session failed: {}",
+                io()
+            )
+        );
+        let e = FileError::Io {
+            path: PathBuf::from("/s/a.jsonl"),
+            source: io(),
+        };
+        assert_eq!(error_chain(&e), format!("cannot read /s/a.jsonl: {}", io()));
     }
 
     #[test]
