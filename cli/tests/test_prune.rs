@@ -843,6 +843,25 @@ fn prune_sessions_passes_over_a_file_deleted_since_its_import() {
     let r = crate::common::run(&env, &["import", dir.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     std::fs::remove_file(&deleted).unwrap();
+    // A date works as the bound too: every fixture time is before 2026-11-01, none before 2020.
+    for (bound, n) in [
+        ("2026-11-01", 1),
+        ("2026-11-01T00:00:00Z", 1),
+        ("2020-01-01", 0),
+    ] {
+        let args = [
+            "--json",
+            "prune",
+            "--sessions",
+            "--older-than",
+            bound,
+            "--dry-run",
+        ];
+        let r = crate::common::run(&env, &args);
+        assert_eq!(r.code, 0, "{bound}: {}", r.stderr);
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(v["sessions"].as_array().unwrap().len(), n, "{bound}: {v}");
+    }
     for dry_run in [true, false] {
         let mut args = vec!["--json", "prune", "--sessions", "--older-than", "30d"];
         if dry_run {

@@ -101,8 +101,9 @@ pub struct PruneArgs {
     #[arg(long, requires = "older_than", conflicts_with_all = ["keep_leaf", "keep", "keep_labeled", "output", "in_place"])]
     pub sessions: bool,
     /// With --sessions: the age (by last message) beyond which a session is moved: 90d, 12h,
-    /// 2w, 30m, 45s.
-    #[arg(long, value_name = "AGE", requires = "sessions")]
+    /// 2w, 30m, 45s; or a date before which it was last modified: 2026-01-31 (midnight UTC)
+    /// or an RFC 3339 time, as `ls --since` takes them.
+    #[arg(long, value_name = "AGE|DATE", requires = "sessions")]
     pub older_than: Option<String>,
     /// With --sessions: also move sessions imported from outside pi's session folder (by
     /// default those are left alone: they may be someone's fixtures or a copy kept on purpose).
@@ -774,11 +775,8 @@ fn move_file(src: &Path, dst: &Path) -> std::io::Result<()> {
 type Old = (SessionRecord, Option<i64>);
 
 fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
-    let age = super::util::parse_age(args.older_than.as_deref().unwrap_or(""))?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let cutoff = now.saturating_sub(age);
+    // An age (`90d`: that long before now) or a date, as `ls --since` reads them.
+    let cutoff = super::util::parse_since(args.older_than.as_deref().unwrap_or(""))?;
     // The dry run moves nothing, so it only reads the store (and writes it only to refresh a
     // session whose file changed, below).
     // A store that does not exist holds nothing to move: read as empty, not created.
