@@ -1216,13 +1216,18 @@ pub fn columns(c: char) -> usize {
     }
 }
 
+/// The terminal columns `t` takes once [`crate::ui::safe`] has escaped it ([`columns`] summed).
+pub fn text_columns(t: &str) -> usize {
+    t.chars().map(columns).sum()
+}
+
 /// Cuts a text to at most `max` terminal columns, marking the cut with `…`: a character counts
 /// as wide as it is shown (two for CJK and most emoji, none for a combining mark), and one that
 /// [`crate::ui::safe`] escapes as wide as its escape (`\u{1b}`: 6), so `safe(&clip(t, n))`
 /// fits in `n` columns.
 pub fn clip(t: &str, max: usize) -> String {
     let cols = columns;
-    if t.chars().map(cols).sum::<usize>() <= max {
+    if text_columns(t) <= max {
         return t.to_owned();
     }
     let room = max.saturating_sub(1);

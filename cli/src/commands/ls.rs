@@ -14,7 +14,7 @@ use pisess_engine::SessionRecord;
 use serde_json::json;
 
 use crate::command_error::{CommandResult, Outcome};
-use crate::session_arg::open_store_to_query;
+use crate::session_arg::{clip, columns, open_store_to_query, text_columns};
 use crate::ui::{Ui, safe};
 
 /// Arguments of `pisess ls`.
@@ -67,14 +67,13 @@ const CWD_MIN: usize = 12;
 /// Lays the catalogue out as text lines that fit in `width` terminal columns (`None`: not
 /// known, titles cut at [`TITLE_PIPED`]), as far as the id, time and entry count allow: the
 /// title takes the room left (cut with `…`), and when that is under [`TITLE_MIN`], the cwd
-/// gives up its start (`…/projects/api`) down to [`CWD_MIN`]. Columns are two spaces apart, the entry count right-aligned, and no line
-/// ends in spaces. Every cell is made terminal-safe ([`safe`]) before it is measured.
+/// gives up its start (`…/projects/api`) down to [`CWD_MIN`]. Columns are two spaces apart,
+/// the entry count right-aligned, and no line ends in spaces. Every cell is measured as it
+/// is shown once made terminal-safe ([`safe`]).
 fn table(rows: &[[String; 5]], width: Option<usize>) -> Vec<String> {
-    use crate::session_arg::columns;
-    let cols = |s: &str| s.chars().map(columns).sum::<usize>();
     let widest = |i: usize| {
         rows.iter()
-            .map(|r| cols(&r[i]))
+            .map(|r| text_columns(&r[i]))
             .chain(std::iter::once(HEADER[i].len()))
             .max()
             .unwrap_or(0)
@@ -102,12 +101,10 @@ fn lay_out(
     cwd_w: usize,
     title_w: usize,
 ) -> Vec<String> {
-    use crate::session_arg::{clip, columns};
-    let cols = |s: &str| s.chars().map(columns).sum::<usize>();
     let cwd_w = cwd_w.max(HEADER[3].len());
     let cell = |s: &str, w: usize| -> String {
         let t = safe(s);
-        format!("{t}{}", " ".repeat(w.saturating_sub(cols(&t))))
+        format!("{t}{}", " ".repeat(w.saturating_sub(text_columns(&t))))
     };
     let line = |r: [&str; 5]| -> String {
         let cwd = clip_start(r[3], cwd_w);
@@ -143,8 +140,7 @@ fn tilde(dir: &str, home: Option<&str>) -> String {
 /// Cuts a text to at most `max` terminal columns by dropping its start, marking the cut with
 /// `…` (the end of a path names the project); see [`crate::session_arg::clip`].
 fn clip_start(t: &str, max: usize) -> String {
-    use crate::session_arg::columns;
-    if t.chars().map(columns).sum::<usize>() <= max {
+    if text_columns(t) <= max {
         return t.to_owned();
     }
     let room = max.saturating_sub(1);
