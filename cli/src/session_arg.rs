@@ -505,8 +505,9 @@ fn resolve_session(store: &Store, arg: &str) -> Result<SessionKey, CommandError>
         if let Some(err) = report.error {
             let mut hint = format!("run `pisess check {}` to see every problem", path.display());
             // What the file held when it was last imported is still in the store.
-            if let Some(s) = store.snapshot()?.session_by_path(path)?
-                && let Some(r) = store.snapshot()?.session(s)?
+            let snap = store.snapshot()?;
+            if let Some(s) = snap.session_by_path(path)?
+                && let Some(r) = snap.session(s)?
             {
                 hint.push_str(&format!(
                     "; the store still holds the session last imported from it ({}): `pisess \

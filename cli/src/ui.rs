@@ -121,7 +121,7 @@ fn json_tty_bytes(pending: &mut Vec<u8>, buf: &[u8]) -> Vec<u8> {
             }
             Escape::Yes(c, n) => {
                 out.extend_from_slice(&bytes[start..i]);
-                out.extend_from_slice(format!("\\u{:04x}", u32::from(c)).as_bytes());
+                out.extend_from_slice(format!("\\u{c:04x}").as_bytes());
                 i += n;
                 start = i;
             }
@@ -137,27 +137,21 @@ enum Escape {
     No,
     /// The start of a character to escape, cut by the end of the bytes.
     Cut,
-    /// A character to escape, and its length in bytes.
-    Yes(char, usize),
+    /// A character to escape (its code point), and its length in bytes.
+    Yes(u32, usize),
 }
 
 /// Whether `b` starts with DEL, a C1 control (U+0080–U+009F) or a bidi control (U+200E,
 /// U+200F, U+202A–U+202E, U+2066–U+2069), as UTF-8.
 fn json_tty_escape(b: &[u8]) -> Escape {
     match b {
-        [0x7f, ..] => Escape::Yes('\u{7f}', 1),
+        [0x7f, ..] => Escape::Yes(0x7f, 1),
         [0xc2] | [0xe2] | [0xe2, 0x80 | 0x81] => Escape::Cut,
-        [0xc2, x @ 0x80..=0x9f, ..] => {
-            Escape::Yes(char::from_u32(u32::from(*x)).unwrap_or('\u{80}'), 2)
+        [0xc2, x @ 0x80..=0x9f, ..] => Escape::Yes(u32::from(*x), 2),
+        [0xe2, 0x80, x @ (0x8e | 0x8f | 0xaa..=0xae), ..] => {
+            Escape::Yes(0x2000 + u32::from(*x) - 0x80, 3)
         }
-        [0xe2, 0x80, x @ (0x8e | 0x8f | 0xaa..=0xae), ..] => Escape::Yes(
-            char::from_u32(0x2000 + u32::from(*x) - 0x80).unwrap_or(' '),
-            3,
-        ),
-        [0xe2, 0x81, x @ 0xa6..=0xa9, ..] => Escape::Yes(
-            char::from_u32(0x2040 + u32::from(*x) - 0x80).unwrap_or(' '),
-            3,
-        ),
+        [0xe2, 0x81, x @ 0xa6..=0xa9, ..] => Escape::Yes(0x2040 + u32::from(*x) - 0x80, 3),
         _ => Escape::No,
     }
 }
