@@ -1129,6 +1129,7 @@ fn compact_and_navigate_let_the_store_go_while_summarising_and_refuse_a_changed_
         ],
     );
     assert_eq!(r["compacted"], true, "{r}");
+    assert_eq!(r["written"], true, "{r}");
     let r = run_json(
         &env,
         &[
@@ -1575,4 +1576,32 @@ fn dash_as_the_output_is_stdout_or_refused() {
         );
     }
     assert!(!dir.join("-").exists());
+}
+
+/// `--json` of the commands that write a session: `written` says whether they did, the same
+/// field in `compact`, `navigate` and `fork` (`compact` also keeps its `compacted`).
+#[test]
+fn writers_say_written_in_their_json() {
+    let env = TestEnv::new();
+    let json = |args: &[&str], code: i32| -> Value {
+        let r = crate::common::run(&env, args);
+        assert_eq!(r.code, code, "{args:?}: {}", r.stderr);
+        serde_json::from_str(&r.stdout).unwrap()
+    };
+    let out = env.home.path().join("f.jsonl");
+    let busy = fixture("sessions/04-many-branches.jsonl");
+    let tiny = fixture("sessions/01-tiny.jsonl");
+    let compacted = env.home.path().join("c.jsonl");
+    std::fs::copy(fixture("sessions/03-compactions.jsonl"), &compacted).unwrap();
+    let o = out.to_str().unwrap();
+    let v = json(
+        &["--json", "fork", busy.to_str().unwrap(), "@leaf", "-o", o],
+        0,
+    );
+    assert_eq!(v["written"], true, "{v}");
+    let v = json(&["--json", "fork", tiny.to_str().unwrap(), "@root"], 1);
+    assert_eq!(v["written"], false, "{v}");
+    let v = json(&["--json", "compact", compacted.to_str().unwrap()], 1);
+    assert_eq!(v["compacted"], false, "{v}");
+    assert_eq!(v["written"], false, "{v}");
 }

@@ -255,7 +255,12 @@ fn write_compaction(ui: &mut Ui, args: &CompactArgs) -> CommandResult {
                 NoCompaction::NothingToCompact => "Nothing to compact",
             };
             if ui.json {
-                ui.json_line(&json!({"leafId": at_id, "compacted": false, "reason": reason}))?;
+                ui.json_line(&json!({
+                    "leafId": at_id,
+                    "compacted": false,
+                    "written": false,
+                    "reason": reason,
+                }))?;
             } else {
                 writeln!(ui.out(), "nothing written: {reason} (at {})", safe(&at_id))?;
             }
@@ -329,6 +334,7 @@ fn report_compaction(
     if ui.json {
         ui.json_line(&json!({
             "compacted": true,
+            "written": true,
             "compactionId": id,
             "parentId": at_id,
             "firstKeptEntryId": prep.first_kept_entry_id,

@@ -138,6 +138,7 @@ pub fn cmd_fork(ui: &mut Ui, args: &ForkArgs) -> CommandResult {
         .unwrap_or_else(|_| path.clone());
     let reported = if ui.json {
         ui.json_line(&json!({
+            "written": true,
             "path": written.to_string_lossy(),
             "sessionId": session_id,
             "entries": entries,
