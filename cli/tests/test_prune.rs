@@ -862,6 +862,19 @@ fn prune_sessions_passes_over_a_file_deleted_since_its_import() {
         let v: Value = serde_json::from_str(&r.stdout).unwrap();
         assert_eq!(v["sessions"].as_array().unwrap().len(), n, "{bound}: {v}");
     }
+    // Neither an age nor a date: refused, naming it, and nothing moved.
+    for bad in ["soon", "2026-02-30", "30x"] {
+        let r = crate::common::run(&env, &["prune", "--sessions", "--older-than", bad]);
+        assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("cannot read the date \"{bad}\"")),
+            "{bad}: {}",
+            r.stderr
+        );
+        assert!(kept.exists());
+        assert!(!env.home.path().join("trash").exists());
+    }
     for dry_run in [true, false] {
         let mut args = vec!["--json", "prune", "--sessions", "--older-than", "30d"];
         if dry_run {
