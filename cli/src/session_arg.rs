@@ -141,7 +141,7 @@ fn open_store_as(
     let mut pause = Duration::from_millis(if read_only { 50 } else { 5 });
     let path = pisess_engine::default_store_path().map_err(store_error)?;
     // No store at all there (a folder, a session file): said before the gate is made beside it.
-    pisess_engine::regular_or_missing(&path).map_err(store_error)?;
+    pisess_engine::refuse_non_store(&path).map_err(store_error)?;
     let start = Instant::now();
     let mut told = false;
     // The writer's gate, held from when it is taken until the store is open.

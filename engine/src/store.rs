@@ -140,35 +140,38 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, StoreError> {
 }
 
 /// Refuses a store path that names something other than a regular file (followed through
-/// links): redb would wait forever opening a FIFO, and fail obscurely on a folder. Also a
-/// file of JSON text (a `PISESS_STORE` naming a session file), which would otherwise be
-/// called a damaged store, with advice to move it aside; any other file that does not start
-/// as redb's is left to redb, which reports it as damaged (a store zeroed by a crash).
-pub fn regular_or_missing(path: &Path) -> Result<(), StoreError> {
+/// links): redb would wait forever opening a FIFO, and fail obscurely on a folder.
+fn regular_or_missing(path: &Path) -> Result<(), StoreError> {
     match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => Err(StoreError::NotAFile {
             path: path.to_path_buf(),
             what: pisess_formats::open::not_regular(m.file_type()).to_string(),
         }),
-        Ok(_) => {
-            let mut head = [0u8; REDB_MAGIC.len()];
-            let read = std::fs::File::open(path)
-                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
-            // Only JSON text is surely no store: other bytes may be a store damaged at its
-            // start (zeroed by a crash, say), which redb's open reports as damage.
-            let json = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-            if read.is_err() || head == REDB_MAGIC || !json {
-                return Ok(());
-            }
-            Err(StoreError::NotAFile {
-                path: path.to_path_buf(),
-                what: "not a pisess store (a redb file): it holds JSON text, as a pi session \
-                       file does"
-                    .to_owned(),
-            })
-        }
-        Err(_) => Ok(()),
+        _ => Ok(()),
     }
+}
+
+/// What every open refuses ([`regular_or_missing`]), and also a file of JSON text (a
+/// `PISESS_STORE` naming a session file), which redb's open would call a damaged store (and
+/// the CLI then advise moving it aside). Any other file that does not start as redb's is left
+/// to redb, which reports it as damaged (a store zeroed by a crash). For a caller to ask once,
+/// before it makes anything beside the store (the CLI's gate); the opens themselves only
+/// `stat`, as they did, so the store's first bytes are not read twice per command.
+pub fn refuse_non_store(path: &Path) -> Result<(), StoreError> {
+    regular_or_missing(path)?;
+    let mut head = [0u8; REDB_MAGIC.len()];
+    let read =
+        std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
+    // Only JSON text is surely no store: other bytes may be a store damaged at its start.
+    let json = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if read.is_err() || head == REDB_MAGIC || !json {
+        return Ok(());
+    }
+    Err(StoreError::NotAFile {
+        path: path.to_path_buf(),
+        what: "not a pisess store (a redb file): it holds JSON text, as a pi session file does"
+            .to_owned(),
+    })
 }
 
 /// The first bytes of every redb file (redb 4's header).
