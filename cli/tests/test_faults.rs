@@ -202,6 +202,15 @@ fn a_full_disk_under_export_migrate_and_prune_output_leaves_nothing_half_written
         ],
         &v1,
     );
+    // An output folder the run creates is removed again when nothing could be written in it.
+    let made = disk.path().join("new").join("deeper");
+    full_output(
+        &env,
+        &store,
+        disk.path(),
+        &[os("migrate"), v1.as_os_str(), os("--out"), made.as_os_str()],
+        &v1,
+    );
     // Keep a leaf far from the root, so the pruned file is still larger than the disk.
     full_output(
         &env,

@@ -214,6 +214,8 @@ struct Opts {
 
 /// The bulk modes.
 fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
+    // Declared first, so it is dropped last, after every worker has finished.
+    let mut _made = MadeFolders(None);
     let mode = if args.in_place {
         Mode::InPlace {
             backup_suffix: (!args.no_backup).then(|| args.backup_suffix.clone()),
@@ -229,6 +231,7 @@ fn cmd_bulk(ui: &mut Ui, args: &MigrateArgs) -> CommandResult {
                 "give a folder (created if missing) to write the migrated files under",
             ));
         }
+        _made = MadeFolders(first_missing(out));
         fs::create_dir_all(out)
             .with_context(|| format!("cannot create the output folder {}", out.display()))?;
         let out = fs::canonicalize(out)
@@ -847,4 +850,51 @@ fn commit(p: Pending, opts: &Opts) -> FileReport {
         r.verified = Some(true);
     }
     r
+}
+
+/// The folders `--out` created that are still empty when the command ends (a full disk, every
+/// input failed or was left out): removed again on drop, deepest first, so such a run leaves
+/// nothing behind. Only what lies under the topmost folder this run created is looked at, and
+/// `remove_dir` removes only an empty folder, so no folder that was there before, and none
+/// that holds a file, is touched.
+struct MadeFolders(Option<PathBuf>);
+
+impl Drop for MadeFolders {
+    fn drop(&mut self) {
+        let Some(top) = self.0.take() else {
+            return;
+        };
+        // Every folder under `top` (links not followed), found without recursion.
+        let mut folders = vec![top];
+        let mut next = 0;
+        while let Some(dir) = folders.get(next).cloned() {
+            next += 1;
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    folders.push(e.path());
+                }
+            }
+        }
+        // Breadth-first order: children after their parents, so removing in reverse removes
+        // each folder after everything under it.
+        for dir in folders.iter().rev() {
+            let _ = fs::remove_dir(dir);
+        }
+    }
+}
+
+/// The topmost of `path` and its ancestors that does not exist (what `create_dir_all(path)`
+/// would create first), or `None` when `path` exists.
+fn first_missing(path: &Path) -> Option<PathBuf> {
+    let mut missing = None;
+    for p in path.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        if fs::symlink_metadata(p).is_ok() {
+            break;
+        }
+        missing = Some(p.to_path_buf());
+    }
+    missing
 }
