@@ -1478,10 +1478,27 @@ fn stats_tell_apart_files_that_share_a_session_id() {
     let (groups, total) = lines.split_at(lines.len() - 1);
     assert_eq!(total[0]["sessions"], 2);
     assert_eq!(groups.len(), 2, "{groups:?}");
+    // The key is the session id, the same for both; the file tells them apart (JSON keeps the
+    // two fields apart, where the text table's label is "ID (FILE)").
+    let mut files = Vec::new();
     for g in groups {
-        assert!(g["key"].as_str().unwrap().ends_with(".jsonl)"), "{g}");
+        let id = g["key"].as_str().unwrap();
+        let file = g["file"].as_str().unwrap();
+        let header = std::fs::read_to_string(file).unwrap();
+        let header: Value = serde_json::from_str(header.lines().next().unwrap()).unwrap();
+        assert_eq!(header["id"], id, "{g}");
         assert_eq!(g["sessions"], 1);
+        files.push(file.to_owned());
     }
+    files.sort();
+    let names: Vec<&str> = files
+        .iter()
+        .map(|f| f.rsplit('/').next().unwrap())
+        .collect();
+    assert_eq!(names, ["multi-root.jsonl", "orphan-parent.jsonl"]);
+    assert_eq!(groups[0]["key"], groups[1]["key"]);
+    let text = out(&env, &["stats", "--by", "session"], 0);
+    assert!(text.contains("multi-root.jsonl)"), "{text}");
 }
 
 /// `diff` whose reader stops early (`pisess diff A B | head -1`) on a diff far longer than a

@@ -206,8 +206,14 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
     let mut total = Counts::default();
     // Entries whose JSON cannot be read (nested deeper than the parser allows), per file.
     let mut unreadable: Vec<(String, Vec<u64>)> = Vec::new();
+    // --by session: each group's label → (session id, file), for the JSON records.
+    let mut owners: HashMap<String, (String, String)> = HashMap::new();
     if let Some(arg) = &args.session {
         let s = open_session_read(arg)?;
+        owners.insert(
+            s.record.session_id.clone(),
+            (s.record.session_id.clone(), s.record.path.clone()),
+        );
         let mut lines = Vec::new();
         count_session(
             &s.snap,
@@ -248,6 +254,10 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
             let (key, record) = &sessions[i];
             let seen = in_family.then_some(&mut seen);
             let label = label(record);
+            owners.insert(
+                label.clone(),
+                (record.session_id.clone(), record.path.clone()),
+            );
             let mut lines = Vec::new();
             count_session(
                 &snap,
@@ -270,7 +280,17 @@ pub fn cmd_stats(ui: &mut Ui, args: &StatsArgs) -> CommandResult {
                 let mut head = Map::new();
                 head.insert("type".into(), "group".into());
                 head.insert("by".into(), by.name().into());
-                head.insert("key".into(), k.clone().into());
+                // By session the key is the session id, and the file says which file
+                // (several files can hold one id; the text table's label then adds the file).
+                match owners.get(k).filter(|_| by == By::Session) {
+                    Some((id, file)) => {
+                        head.insert("key".into(), id.clone().into());
+                        head.insert("file".into(), file.clone().into());
+                    }
+                    None => {
+                        head.insert("key".into(), k.clone().into());
+                    }
+                }
                 ui.json_line(&c.to_json(head))?;
             }
         }
