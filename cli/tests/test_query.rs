@@ -2640,3 +2640,104 @@ fn colour_on_a_terminal_is_off_for_a_dumb_one() {
     assert!(!colours("TERM=dumb"));
     assert!(!colours("TERM=xterm NO_COLOR=1"));
 }
+
+/// `-l` and `-c` of `grep` and `files` print a session's file as ripgrep prints a path: into a
+/// pipe as it is (an escape character in the name stays one byte, for `xargs`), on a terminal
+/// escaped; with `-0` each name ends in a NUL byte (`-c`: `NAME\0COUNT\n`), and `-0` without
+/// `-l` or `-c` is refused. (`script` gives the command a terminal.)
+#[test]
+fn listed_files_are_raw_into_a_pipe_and_nul_terminated_with_null() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(dir.path()).unwrap();
+    let odd = dir.join("we\x1bird.jsonl");
+    let plain = dir.join("plain.jsonl");
+    for (f, id) in [(&odd, "s-odd"), (&plain, "s-plain")] {
+        let text = format!(
+            concat!(
+                r#"{{"type":"session","version":3,"id":"{}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}}"#,
+                "\n",
+                r#"{{"type":"message","id":"m1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"c1","name":"read","arguments":{{"path":"src/zebra.rs"}}}}],"timestamp":1}}}}"#,
+                "\n"
+            ),
+            id
+        );
+        std::fs::write(f, text).unwrap();
+    }
+    out(&env, &["import", dir.to_str().unwrap()], 0);
+    let (odd_s, plain_s) = (odd.to_str().unwrap(), plain.to_str().unwrap());
+    let raw = |args: &[&str]| {
+        let o = env.pisess().args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {o:?}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    for cmd in [["grep", "zebra"], ["files", "src/zebra.rs"]] {
+        let with = |flags: &[&'static str]| -> Vec<&str> {
+            let mut a = cmd.to_vec();
+            a.extend_from_slice(flags);
+            a
+        };
+        let mut listed: Vec<String> = raw(&with(&["-l"])).lines().map(str::to_owned).collect();
+        listed.sort();
+        assert_eq!(listed, [plain_s, odd_s], "{cmd:?} -l");
+        let mut nul: Vec<&str> = Vec::new();
+        let z = raw(&with(&["-l", "-0"]));
+        assert!(
+            z.ends_with('\0') && !z.contains('\n'),
+            "{cmd:?} -l -0: {z:?}"
+        );
+        nul.extend(z.trim_end_matches('\0').split('\0'));
+        nul.sort();
+        assert_eq!(nul, [plain_s, odd_s], "{cmd:?} -l -0");
+        let mut counted: Vec<String> = raw(&with(&["-c", "-0"]))
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        counted.sort();
+        assert_eq!(
+            counted,
+            [format!("{plain_s}\x001"), format!("{odd_s}\x001")],
+            "{cmd:?} -c -0"
+        );
+        let r = run(&env, &with(&["-0"]));
+        assert_eq!(r.code, 2, "{cmd:?} -0 alone: {}", r.stderr);
+        assert!(r.stderr.contains("--files-with-matches"), "{}", r.stderr);
+        // On a terminal the escape character is shown, not sent.
+        let line = format!(
+            "exec script -qec \"\\\"$1\\\" {} {} -l\" /dev/null",
+            cmd[0], cmd[1]
+        );
+        let tty = env
+            .pisess_wrapped(&["sh", "-c", &line, "x"])
+            .output()
+            .unwrap();
+        assert!(tty.status.success(), "{cmd:?}: {tty:?}");
+        let text = String::from_utf8_lossy(&tty.stdout);
+        assert!(!tty.stdout.contains(&0x1b), "{cmd:?}: {text:?}");
+        assert!(text.contains(r"we\u{1b}ird.jsonl"), "{cmd:?}: {text:?}");
+    }
+}
+
+/// `log --type` and `grep --role` take the same values (a role or an entry type), so each
+/// command takes the other's name too: `log --role user` is `log --type user`, `grep --type
+/// compaction` is `grep --role compaction`.
+#[test]
+fn log_and_grep_take_each_others_name_for_the_kind_filter() {
+    let env = TestEnv::new();
+    let f = session("03-compactions");
+    let f = f.to_str().unwrap();
+    for (a, b) in [
+        (
+            vec!["log", f, "--all", "--type", "user"],
+            vec!["log", f, "--all", "--role", "user"],
+        ),
+        (
+            vec!["grep", "e", "--session", f, "--role", "compaction"],
+            vec!["grep", "e", "--session", f, "--type", "compaction"],
+        ),
+    ] {
+        let want = out(&env, &a, 0);
+        assert!(want.lines().count() >= 2, "{a:?}: {want}");
+        assert_eq!(out(&env, &b, 0), want, "{b:?}");
+    }
+}

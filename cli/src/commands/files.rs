@@ -36,6 +36,7 @@ pub enum OpArg {
 
 /// Arguments of `pisess files`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("listing").args(["files_with_matches", "count"])))]
 pub struct FilesArgs {
     /// A path, a folder, or a glob (`**/*.rs`).
     pub path: String,
@@ -58,6 +59,9 @@ pub struct FilesArgs {
     /// List each session with a hit and its number of hits, `FILE:COUNT` (as `rg -c`).
     #[arg(short = 'c', long = "count")]
     pub count: bool,
+    /// With `-l` or `-c`: end each file name with a NUL byte, for `xargs -0` (as `rg -0`).
+    #[arg(short = '0', long = "null", requires = "listing")]
+    pub null: bool,
 }
 
 /// Runs `pisess files`.
@@ -115,7 +119,7 @@ pub fn cmd_files(ui: &mut Ui, args: &FilesArgs) -> CommandResult {
     let queries: Vec<FileQuery<'_>> = queries.iter().map(Query::as_query).collect();
     let scan = snap.file_scan(&queries, &filter)?;
     if args.files_with_matches || args.count {
-        return list_sessions(ui, snap, &scan, args.count);
+        return list_sessions(ui, snap, &scan, args.count, args.null);
     }
     let json = ui.json;
     // Each session's part of a line, made once: the record's start (JSON) or the id's first
@@ -253,6 +257,7 @@ fn list_sessions(
     snap: &pisess_engine::Snapshot,
     scan: &pisess_engine::files::FileScan<'_>,
     count: bool,
+    null: bool,
 ) -> CommandResult {
     let mut keys = Vec::new();
     let n = scan.stream(&SessionKeys, &mut |b| {
@@ -286,8 +291,8 @@ fn list_sessions(
             (true, true) => ui.json_line(&serde_json::json!({
                 "type": "count", "sessionId": id, "file": file, "hits": hits,
             }))?,
-            (false, false) => writeln!(ui.out(), "{}", safe(&file))?,
-            (false, true) => writeln!(ui.out(), "{}:{hits}", safe(&file))?,
+            (false, false) => super::util::write_listed(ui, &file, None, null)?,
+            (false, true) => super::util::write_listed(ui, &file, Some(hits), null)?,
         }
     }
     Ok(if n == 0 {

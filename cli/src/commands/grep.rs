@@ -53,6 +53,7 @@ use crate::ui::{Ui, safe};
 ///
 /// Exit status: 0 when something matched, 1 when nothing did, 2 on error.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("listing").args(["files_with_matches", "count"])))]
 pub struct GrepArgs {
     /// The regular expression (or, with -F, the text) to look for.
     pub pattern: String,
@@ -62,8 +63,9 @@ pub struct GrepArgs {
     /// Only entries of this kind: a message role (`user`, `assistant`, `toolResult`,
     /// `bashExecution`, …) or an entry type (`compaction`, `branch_summary`, `custom_message`).
     /// Other values (an extension's own) are matched as written; one that is none of pi's and
-    /// matches nothing gets a warning listing pi's.
-    #[arg(long, value_name = "R")]
+    /// matches nothing gets a warning listing pi's. `--type` is the same option (its name in
+    /// `log`).
+    #[arg(long, visible_alias = "type", value_name = "R")]
     pub role: Option<String>,
     /// Treat PATTERN as a literal text, not a regex.
     #[arg(short = 'F', long = "fixed-strings")]
@@ -84,6 +86,9 @@ pub struct GrepArgs {
     /// Stop searching a session after NUM matching lines.
     #[arg(short = 'm', long = "max-count", value_name = "NUM")]
     pub max_count: Option<u64>,
+    /// With `-l` or `-c`: end each file name with a NUL byte, for `xargs -0` (as `rg -0`).
+    #[arg(short = '0', long = "null", requires = "listing")]
+    pub null: bool,
 }
 
 /// What `grep` prints for a session.
@@ -528,7 +533,7 @@ fn search_session(
             "sessionId": record.session_id,
             "file": record.path,
         }))?,
-        (Mode::Files, false) => writeln!(ui.out(), "{}", safe(&record.path))?,
+        (Mode::Files, false) => super::util::write_listed(ui, &record.path, None, args.null)?,
         (Mode::Count, true) => ui.json_line(&json!({
             "type": "count",
             "sessionId": record.session_id,
@@ -536,7 +541,9 @@ fn search_session(
             "matches": found,
             "entries": entries,
         }))?,
-        (Mode::Count, false) => writeln!(ui.out(), "{}:{found}", safe(&record.path))?,
+        (Mode::Count, false) => {
+            super::util::write_listed(ui, &record.path, Some(found), args.null)?;
+        }
     }
     Ok(())
 }
@@ -711,6 +718,7 @@ mod tests {
             files_with_matches: false,
             count: false,
             max_count: None,
+            null: false,
         };
         Matcher::new(&args).unwrap().may_match(raw.as_bytes())
     }

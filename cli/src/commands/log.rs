@@ -51,7 +51,8 @@ pub struct LogArgs {
     /// Only entries of this kind: an entry type (`message`, `compaction`, …) or a message role
     /// (`user`, `assistant`, `toolResult`, …). Other values (an extension's own) are matched as
     /// written; one that is none of pi's and matches nothing gets a warning listing pi's.
-    #[arg(long = "type", value_name = "T")]
+    /// `--role` is the same option (its name in `grep`).
+    #[arg(long = "type", visible_alias = "role", value_name = "T")]
     pub kind: Option<String>,
 }
 

@@ -326,6 +326,32 @@ pub fn warn_unreadable(path: &str, lines: &[u64], what: &str) {
     );
 }
 
+/// How `-l` / `-c` print a session's file (`files`, `grep`): as ripgrep prints a path. Into a
+/// pipe the name goes as it is, so `xargs` gets the file; on a terminal unusual characters are
+/// escaped ([`crate::ui::safe`]). With `-0` (`--null`) a NUL byte follows the name instead of
+/// the newline (`-l`) or the `:` (`-c`, whose count still ends with a newline), as `rg -0`.
+pub fn write_listed(
+    ui: &mut crate::ui::Ui,
+    file: &str,
+    count: Option<u64>,
+    null: bool,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = if ui.tty {
+        crate::ui::safe(file)
+    } else {
+        std::borrow::Cow::Borrowed(file)
+    };
+    let out = ui.out();
+    out.write_all(name.as_bytes())?;
+    match (count, null) {
+        (None, false) => out.write_all(b"\n"),
+        (None, true) => out.write_all(b"\0"),
+        (Some(n), false) => writeln!(out, ":{n}"),
+        (Some(n), true) => writeln!(out, "\0{n}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
