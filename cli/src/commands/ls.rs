@@ -71,15 +71,17 @@ const CWD_MIN: usize = 12;
 /// the entry count right-aligned, and no line ends in spaces. Every cell is measured as it
 /// is shown once made terminal-safe ([`safe`]).
 fn table(rows: &[[String; 5]], width: Option<usize>) -> Vec<String> {
-    let widest = |i: usize| {
+    // Each column's widest cell, measured once (a listing of thousands of sessions measured
+    // every column again for every line: 1.4 s for 5,000 sessions).
+    let widest: [usize; 5] = std::array::from_fn(|i| {
         rows.iter()
             .map(|r| text_columns(&r[i]))
             .chain(std::iter::once(HEADER[i].len()))
             .max()
             .unwrap_or(0)
-    };
-    let fixed = widest(0) + widest(1) + widest(2) + 4 * 2;
-    let mut cwd_w = widest(3);
+    });
+    let fixed = widest[0] + widest[1] + widest[2] + 4 * 2;
+    let mut cwd_w = widest[3];
     let Some(width) = width else {
         return lay_out(rows, &widest, cwd_w, TITLE_PIPED);
     };
@@ -95,12 +97,7 @@ fn table(rows: &[[String; 5]], width: Option<usize>) -> Vec<String> {
 }
 
 /// The lines of [`table`] with the cwd and title columns `cwd_w` and `title_w` wide at most.
-fn lay_out(
-    rows: &[[String; 5]],
-    widest: &dyn Fn(usize) -> usize,
-    cwd_w: usize,
-    title_w: usize,
-) -> Vec<String> {
+fn lay_out(rows: &[[String; 5]], widest: &[usize; 5], cwd_w: usize, title_w: usize) -> Vec<String> {
     let cwd_w = cwd_w.max(HEADER[3].len());
     let cell = |s: &str, w: usize| -> String {
         let t = safe(s);
@@ -111,12 +108,12 @@ fn lay_out(
         let title = clip(r[4], title_w);
         let l = format!(
             "{}  {}  {:>e$}  {}  {}",
-            cell(r[0], widest(0)),
-            cell(r[1], widest(1)),
+            cell(r[0], widest[0]),
+            cell(r[1], widest[1]),
             r[2],
             cell(&cwd, cwd_w),
             safe(&title),
-            e = widest(2),
+            e = widest[2],
         );
         l.trim_end_matches(' ').to_owned()
     };
