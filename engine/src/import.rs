@@ -898,6 +898,10 @@ impl Store {
             source_bytes(file.take(content.size - start), content.path),
             opts.chunk_size,
         );
+        if start > 0 {
+            // Appended lines: a BOM there is no file's mark but a line's bytes.
+            reader = reader.mid_file();
+        }
         let mut first = true;
         // Line numbers from the reader count from the start offset.
         let line_base = st.rec.lines;

@@ -338,6 +338,42 @@ fn appended_lines_are_the_only_lines_read() {
     );
 }
 
+/// Three BOM bytes at the start of appended lines are those lines' bytes, not a file's byte
+/// order mark: the import of the append keeps them (export gives back the file) and reads the
+/// lines as an import of the whole file does (a BOM-prefixed line is no JSON there).
+#[test]
+fn a_bom_in_appended_lines_is_kept_and_read_as_a_whole_read_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let full = std::fs::read(corpus_file("03-small-100.jsonl")).unwrap();
+    let (head, rest) = split_after_lines(&full, 20);
+    let (next, _) = split_after_lines(rest, 2);
+    let store = Store::open(dir.path().join("store.redb")).unwrap();
+    std::fs::write(&file, head).unwrap();
+    assert_eq!(store.import_file(&file).unwrap().outcome, Outcome::New);
+    for append in [
+        [b"\xEF\xBB\xBF".as_slice(), next].concat(),
+        b"\xEF\xBB\xBF\n".to_vec(),
+    ] {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap()
+            .write_all(&append)
+            .unwrap();
+        let r = store.import_file(&file).unwrap();
+        assert_eq!(r.outcome, Outcome::Grown, "{:?}", r.error);
+        assert_eq!(r.bytes_read, append.len() as u64);
+        assert_eq!(export(&store, &file), std::fs::read(&file).unwrap());
+    }
+    let once = Store::open(dir.path().join("once.redb")).unwrap();
+    once.import_file(&file).unwrap();
+    assert_eq!(
+        once.content_digest().unwrap(),
+        store.content_digest().unwrap()
+    );
+}
+
 #[test]
 fn rewrites_and_conflicting_appends_are_read_again() {
     let dir = tempfile::tempdir().unwrap();

@@ -170,6 +170,15 @@ impl<R: Read> ChunkReader<R> {
         self
     }
 
+    /// A reader of a source that starts part-way through a file (the lines appended since an
+    /// earlier read): only a file's first bytes can be a byte order mark, so three BOM bytes at
+    /// the start of this source are data, kept in the first line as a reader of the whole file
+    /// keeps them there.
+    pub fn mid_file(mut self) -> Self {
+        self.started = true;
+        self
+    }
+
     /// Whether the source started with a UTF-8 byte order mark (known after the first chunk).
     pub fn had_bom(&self) -> bool {
         self.bom
