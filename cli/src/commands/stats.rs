@@ -353,23 +353,12 @@ fn family_order(
             in_family[*j] = true;
         }
     }
-    // Chain length, with a step limit so a parentSession cycle cannot loop.
-    let depth = |mut i: usize| {
-        let mut d = 0usize;
-        while let Some(j) = parent[i] {
-            d += 1;
-            if d > sessions.len() {
-                break;
-            }
-            i = j;
-        }
-        d
-    };
+    let depth = chain_depths(&parent);
     let mut order: Vec<usize> = (0..sessions.len()).collect();
     order.sort_by(|&a, &b| {
         let (ra, rb) = (&sessions[a].1, &sessions[b].1);
-        depth(a)
-            .cmp(&depth(b))
+        depth[a]
+            .cmp(&depth[b])
             .then_with(|| ra.created_ms.cmp(&rb.created_ms))
             .then_with(|| ra.session_id.cmp(&rb.session_id))
             // Copies of one session (same id and creation time): by file path, not by the
@@ -377,6 +366,47 @@ fn family_order(
             .then_with(|| std::path::Path::new(&ra.path).cmp(std::path::Path::new(&rb.path)))
     });
     Ok(order.into_iter().map(|i| (i, in_family[i])).collect())
+}
+
+/// Each session's `parentSession` chain length (`parent[i]`: the index of i's parent), worked
+/// out once for all in linear time: a chain that reaches a cycle counts as longer than any
+/// chain can be (`parent.len() + 1`), so a family in a cycle is counted after every other.
+/// (Measured per comparison while sorting, a chain of 64,000 forks took 8 s of `stats`.)
+fn chain_depths(parent: &[Option<usize>]) -> Vec<usize> {
+    let cycle = parent.len() + 1;
+    let mut depth: Vec<Option<usize>> = vec![None; parent.len()];
+    let mut on_walk = vec![false; parent.len()];
+    let mut walk: Vec<usize> = Vec::new();
+    for start in 0..parent.len() {
+        // Walk up to a session whose depth is known, a root, or one met on this walk (a cycle).
+        walk.clear();
+        let mut at = start;
+        let above = loop {
+            if let Some(d) = depth.get(at).copied().flatten() {
+                break if d == cycle { cycle } else { d + 1 };
+            }
+            if on_walk.get(at).copied().unwrap_or(true) {
+                break cycle;
+            }
+            on_walk[at] = true;
+            walk.push(at);
+            match parent.get(at).copied().flatten() {
+                Some(up) => at = up,
+                None => break 0,
+            }
+        };
+        // `above` is the depth the last session walked gets (0 for a root): one less for each
+        // step back down, but a chain that reaches a cycle is that long all the way down.
+        let mut d = above;
+        for &i in walk.iter().rev() {
+            depth[i] = Some(d);
+            on_walk[i] = false;
+            if d != cycle {
+                d += 1;
+            }
+        }
+    }
+    depth.into_iter().map(|d| d.unwrap_or(cycle)).collect()
 }
 
 /// The identity of an entry across a fork family: blake3 of (id, timestamp, JSON text).
@@ -645,4 +675,46 @@ fn write_human(
         writeln!(ui.out(), "messages: {}", list.join(", "))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chain_depths;
+
+    /// The chain length walked step by step, capped as a cycle makes it.
+    fn naive(parent: &[Option<usize>], mut i: usize) -> usize {
+        let mut d = 0;
+        while let Some(j) = parent[i] {
+            d += 1;
+            if d > parent.len() {
+                break;
+            }
+            i = j;
+        }
+        d
+    }
+
+    /// Random parent links (forests, chains into cycles, self-links) give the naive walk's
+    /// lengths; a chain of 100,000 is worked out without walking it once per session.
+    #[test]
+    fn chain_depths_equal_a_walk_from_each_session() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            usize::try_from(seed % n as u64).unwrap()
+        };
+        for round in 0..2000 {
+            let n = 1 + round % 12;
+            let parent: Vec<Option<usize>> =
+                (0..n).map(|_| (next(3) > 0).then(|| next(n))).collect();
+            let want: Vec<usize> = (0..n).map(|i| naive(&parent, i)).collect();
+            assert_eq!(chain_depths(&parent), want, "{parent:?}");
+        }
+        let n: usize = 100_000;
+        let chain: Vec<Option<usize>> = (0..n).map(|i| i.checked_sub(1)).collect();
+        let d = chain_depths(&chain);
+        assert!(d.iter().enumerate().all(|(i, &d)| d == i));
+    }
 }
