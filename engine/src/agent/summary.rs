@@ -139,6 +139,9 @@ pub fn extractive_summary(
 ) -> String {
     const MAX_GOALS: usize = 12;
     let mut goals: Vec<String> = previous.map(previous_goal).unwrap_or_default();
+    // The goals listed so far, to keep each once (a list scan per message made a branch of
+    // 100,000 distinct user messages quadratic: 9 s for `compact`).
+    let mut listed: std::collections::HashSet<String> = goals.iter().cloned().collect();
     let mut last_user = None;
     let mut last_assistant = None;
     for m in messages {
@@ -146,7 +149,7 @@ pub fn extractive_summary(
             "user" => {
                 let g = gist(&content_text(m.get("content"), ""), 200);
                 if !g.is_empty() {
-                    if !goals.contains(&g) {
+                    if listed.insert(g.clone()) {
                         goals.push(g.clone());
                     }
                     last_user = Some(g);
