@@ -872,6 +872,11 @@ fn a_file_cut_short_does_not_replace_the_stored_session() {
     let r = run(&["import", dir.to_str().unwrap()]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("was cut short"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("import --full replaces it"),
+        "{}",
+        r.stderr
+    );
     for named in [id.as_str(), fs_] {
         let out = env.pisess().args(["export", named]).output().unwrap();
         assert!(
@@ -893,6 +898,30 @@ fn a_file_cut_short_does_not_replace_the_stored_session() {
         "{}",
         warned.stderr
     );
+
+    // Cut to nothing, or inside its session line: what is left is no session, which
+    // `--full` cannot read either; the advice says so and names `export`, which gives the
+    // stored copy back.
+    let header_len = full.iter().position(|&b| b == b'\n').unwrap();
+    for left in [0, header_len / 2] {
+        std::fs::write(&f, &full[..left]).unwrap();
+        let r = run(&["import", fs_]);
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("holds no session line")
+                && r.stderr.contains("pisess export FILE -o OUT")
+                && !r.stderr.contains("import --full replaces it"),
+            "{left} bytes: {}",
+            r.stderr
+        );
+        assert_eq!(run(&["import", "--full", fs_]).code, 2, "{left} bytes");
+        let out = env.pisess().args(["export", fs_]).output().unwrap();
+        assert!(
+            out.stdout == full,
+            "{left} bytes: export is not the stored copy"
+        );
+    }
+    std::fs::write(&f, &full[..cut]).unwrap();
 
     // Taken as it is on request.
     let r = run(&["import", "--full", fs_]);

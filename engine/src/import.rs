@@ -239,7 +239,13 @@ pub enum FileError {
     /// entries only the store still holds. Left as it is unless the import is `full`.
     #[error(
         "{path} was cut short: its {size} bytes are the first {size} of the {stored} bytes the \
-         store holds for it; the store keeps its copy (import --full replaces it){}",
+         store holds for it; the store keeps its copy ({}){}",
+        if *.holds_session {
+            "import --full replaces it"
+        } else {
+            "what is left holds no session line, so import --full cannot read it either; \
+             `pisess export FILE -o OUT` writes the stored copy out"
+        },
         torn_note(.torn.as_deref(), path)
     )]
     CutShort {
@@ -249,10 +255,29 @@ pub enum FileError {
         size: u64,
         /// The size of the stored copy.
         stored: u64,
+        /// Whether what is left starts with a whole session line (which `--full` would read).
+        holds_session: bool,
         /// A last line pisess's session writer saved and cut, exactly the missing bytes
         /// ([`crate::agent::writer::saved_torn_line`]).
         torn: Option<PathBuf>,
     },
+}
+
+/// Whether the file's first line (read up to [`WINDOW`] bytes) is a session line (a JSON
+/// object whose `type` is `session`), as pi's loader wants it; for the advice of a cut-short
+/// file only.
+fn starts_with_session_line(path: &Path) -> bool {
+    let Ok(f) = open_regular(path) else {
+        return false;
+    };
+    let mut head = Vec::new();
+    if f.take(WINDOW).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let first = head.split(|&b| b == b'\n').next().unwrap_or(&[]);
+    let first = first.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(first);
+    serde_json::from_slice::<serde_json::Value>(first)
+        .is_ok_and(|v| v.get("type").and_then(serde_json::Value::as_str) == Some("session"))
 }
 
 /// The end of the "cut short" message when the missing bytes are a line the session writer
@@ -570,6 +595,7 @@ impl Store {
                     report,
                     FileError::CutShort {
                         torn: crate::agent::writer::saved_torn_line(&canon, rec.file_size - size),
+                        holds_session: starts_with_session_line(&canon),
                         path: canon,
                         size,
                         stored: rec.file_size,
