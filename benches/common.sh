@@ -1,5 +1,5 @@
-# The set-up the bench scripts share; sourced by compare.sh, store.sh, skeleton.sh, parse.sh and
-# migrate.sh after they set `root` (the project) and CARGO_TARGET_DIR.
+# The set-up the bench scripts share; sourced by compare.sh, store.sh, skeleton.sh, parse.sh,
+# migrate.sh and scaling.sh after they set `root` (the project) and CARGO_TARGET_DIR.
 #
 # bench_bin              prints the release binaries' folder: target/<host tuple>/release, as
 #                        .cargo/config.toml names the host as the target.
@@ -8,6 +8,8 @@
 #                        to limit that to, e.g. "formats/src formats/Cargo.toml").
 # bench_corpus           sets `corpus` to the standard corpus: PISESS_CORPUS, else what
 #                        ../shared/oracle/corpus prints (it builds the corpus when missing).
+# bench_scratch NAME     sets and exports WORK: WORK if given (created), else a new mktemp
+#                        folder NAME.XXXXXX, removed on exit.
 # bench_work NAME        sets and exports WORK (a new mktemp folder NAME.XXXXXX, removed on
 #                        exit, unless WORK is given), and CORPUS, a private copy in WORK of the
 #                        corpus's top-level sessions, so that paths stay stable between imports.
@@ -35,8 +37,7 @@ bench_corpus() {
     fi
 }
 
-bench_work() {
-    bench_corpus
+bench_scratch() {
     if [[ -n ${WORK:-} ]]; then
         mkdir -p "$WORK"
     else
@@ -44,6 +45,11 @@ bench_work() {
         trap 'rm -rf "$WORK"' EXIT
     fi
     export WORK
+}
+
+bench_work() {
+    bench_corpus
+    bench_scratch "$1"
     rm -rf "$WORK/corpus" && mkdir -p "$WORK/corpus"
     cp "$corpus"/*.jsonl "$WORK/corpus/"
     export CORPUS=$WORK/corpus

@@ -33,11 +33,5 @@ cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p pisess-cli -
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p pisess-benches \
     --bin pisess-bench-gen
 
-if [[ -n ${WORK:-} ]]; then
-    mkdir -p "$WORK"
-else
-    WORK=$(mktemp -d "${TMPDIR:-/tmp}/pisess-scaling.XXXXXX")
-    trap 'rm -rf "$WORK"' EXIT
-fi
-export WORK
+bench_scratch pisess-scaling
 python3 "$here/scaling.py"
