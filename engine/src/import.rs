@@ -62,6 +62,8 @@ use crate::schema::{self, META, META_NEXT_ENTRY, META_NEXT_SESSION};
 use crate::source_copy::SourceCopy;
 use crate::store::{Store, meta_get};
 
+mod ahead;
+
 /// Size of the head and tail windows hashed to check an old prefix.
 pub const WINDOW: u64 = 64 * 1024;
 
@@ -365,6 +367,17 @@ impl Seek for Window<'_> {
     }
 }
 
+/// The file an import writes, as its `stat` found it.
+#[derive(Clone, Copy)]
+struct Target<'p> {
+    /// Its canonical path.
+    canon: &'p Path,
+    /// Its key in the catalogue.
+    key: &'p str,
+    size: u64,
+    mtime: i64,
+}
+
 /// What `write_file` reads: the source itself, or its migrated copy.
 struct Source<'p> {
     /// The file read.
@@ -445,10 +458,27 @@ impl Store {
         for key in &deleted {
             report.gone += u64::from(self.mark_file_gone(key)?);
         }
-        for f in &files {
+        // The next new small file is read and prepared by a helper while this thread stores the
+        // current one (see `ahead`).
+        let worker = if files.len() > 1 {
+            ahead::Worker::start()
+        } else {
+            None
+        };
+        let mut ahead: Option<ahead::Pending> = None;
+        for (i, f) in files.iter().enumerate() {
+            let mine = ahead.take();
+            ahead = worker
+                .as_ref()
+                .zip(files.get(i + 1))
+                .and_then(|(worker, next)| self.read_ahead(worker, next, opts));
             let r = match &f.error {
                 Some(e) => failed_report(f.path.clone(), e.to_string()),
-                None => self.import_one(&f.path, f.canon().as_deref(), opts, progress)?,
+                None => {
+                    let canon = f.canon();
+                    let next = ahead.as_ref();
+                    self.import_one(&f.path, canon.as_deref(), opts, progress, mine, next)?
+                }
             };
             progress(ImportEvent::FileDone(&r));
             report.files.push(r);
@@ -469,6 +499,28 @@ impl Store {
             tx.commit()?;
         }
         Ok(report)
+    }
+
+    /// Starts reading `f` ahead ([`ahead`]) when the folder scan found it a regular file of one
+    /// chunk at most and the store does not know it.
+    fn read_ahead(
+        &self,
+        worker: &ahead::Worker,
+        f: &Found,
+        opts: &ImportOptions,
+    ) -> Option<ahead::Pending> {
+        let (size, _) = f.stat?;
+        if f.error.is_some() || size == 0 || size > opts.chunk_size as u64 {
+            return None;
+        }
+        let canon = f.canon()?;
+        let key = catalogue_key(&canon)?;
+        let rtx = self.db.begin_read().ok()?;
+        let sources = rtx.open_table(schema::SOURCES).ok()?;
+        if !matches!(sources.get(key), Ok(None)) {
+            return None;
+        }
+        worker.read(canon, opts.chunk_size)
     }
 
     /// Imports one file (no progress reporting). A file that no longer exists fails as
@@ -532,6 +584,8 @@ impl Store {
         canon: Option<&Path>,
         opts: &ImportOptions,
         progress: &mut dyn FnMut(ImportEvent<'_>),
+        ahead: Option<ahead::Pending>,
+        next: Option<&ahead::Pending>,
     ) -> Result<FileReport, StoreError> {
         let mut report = FileReport {
             path: path.to_path_buf(),
@@ -615,20 +669,22 @@ impl Store {
                 }
             }
         };
-        let result = match self.write_source(&canon, &key, size, mtime, plan, opts, progress)? {
+        // The file read ahead, when it is this one and new (waited for in any case).
+        let ahead = ahead
+            .and_then(|a| a.take(&canon, size, mtime))
+            .filter(|_| matches!(plan, Plan::Fresh(None)));
+        let to = Target {
+            canon: &canon,
+            key: &key,
+            size,
+            mtime,
+        };
+        let result = match self.write_source(to, plan, opts, progress, ahead, next)? {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(Conflict)) => {
                 // An append that changes old entries: read everything again.
                 let existing = self.session_record_by_source(&key)?;
-                match self.write_source(
-                    &canon,
-                    &key,
-                    size,
-                    mtime,
-                    Plan::Fresh(existing),
-                    opts,
-                    progress,
-                )? {
+                match self.write_source(to, Plan::Fresh(existing), opts, progress, None, next)? {
                     Ok(Ok(mut r)) => {
                         r.outcome = Outcome::Rewritten;
                         Ok(r)
@@ -758,43 +814,39 @@ impl Store {
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn write_source(
         &self,
-        canon: &Path,
-        key: &str,
-        size: u64,
-        mtime: i64,
+        to: Target<'_>,
         plan: Plan,
         opts: &ImportOptions,
         progress: &mut dyn FnMut(ImportEvent<'_>),
+        ahead: Option<ahead::Ahead>,
+        next: Option<&ahead::Pending>,
     ) -> Result<Result<Result<FileReport, Conflict>, FileError>, StoreError> {
-        // Opened once: both reads below and the stored hashes are of this very file.
-        let origin = match open_regular(canon) {
-            Ok(f) => f,
-            Err(source) => {
-                return Ok(Err(FileError::Io {
-                    path: canon.to_path_buf(),
-                    source,
-                }));
-            }
+        let canon = to.canon;
+        // Opened once: both reads below and the stored hashes are of this very file (for a
+        // file read ahead, the descriptor its bytes came from).
+        let (origin, first) = match ahead {
+            Some(a) => (a.origin, Some(a.first)),
+            None => match open_regular(canon) {
+                Ok(f) => (f, None),
+                Err(source) => {
+                    return Ok(Err(FileError::Io {
+                        path: canon.to_path_buf(),
+                        source,
+                    }));
+                }
+            },
         };
         let content = Source {
             path: canon,
-            size,
+            size: to.size,
             migrated_from: None,
             origin: &origin,
         };
-        let version = match self.write_file(
-            canon,
-            &content,
-            key,
-            size,
-            mtime,
-            plan.clone(),
-            opts,
-            progress,
-        )? {
-            Err(FileError::NeedsMigration { version, .. }) => version,
-            other => return Ok(other),
-        };
+        let version =
+            match self.write_file(to, &content, plan.clone(), opts, progress, first, next)? {
+                Err(FileError::NeedsMigration { version, .. }) => version,
+                other => return Ok(other),
+            };
         // One writer holds the store, so one scratch file beside it is enough; a copy left by a
         // crash is simply overwritten. Its name is the store's with `.migrating` added: two
         // stores in one folder (`s.redb`, `s.old`) never share it, and it never ends in
@@ -804,7 +856,7 @@ impl Store {
             name.push(".migrating");
             PathBuf::from(name)
         };
-        if let Err(e) = migrate_hook(canon, &origin, size, &scratch) {
+        if let Err(e) = migrate_hook(canon, &origin, to.size, &scratch) {
             let _ = std::fs::remove_file(&scratch);
             return Ok(Err(e));
         }
@@ -816,7 +868,7 @@ impl Store {
                     migrated_from: Some(version),
                     origin: &origin,
                 };
-                self.write_file(canon, &content, key, size, mtime, plan, opts, progress)
+                self.write_file(to, &content, plan, opts, progress, None, next)
             }
             Err(source) => Ok(Err(FileError::Io {
                 path: scratch.clone(),
@@ -828,19 +880,26 @@ impl Store {
     }
 
     /// Reads (part of) a file (`content`: the source or its migrated copy) and writes it in one
-    /// transaction. `size` and `mtime` are the source's.
+    /// transaction. `first_chunk`: the whole of a new file, read ahead ([`ahead`]); then
+    /// nothing more is read. `next`: the file read ahead after this one, told its keys as soon
+    /// as this file's rows are counted.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn write_file(
         &self,
-        canon: &Path,
+        to: Target<'_>,
         content: &Source<'_>,
-        key: &str,
-        size: u64,
-        mtime: i64,
         plan: Plan,
         opts: &ImportOptions,
         progress: &mut dyn FnMut(ImportEvent<'_>),
+        first_chunk: Option<ahead::FirstChunk>,
+        next: Option<&ahead::Pending>,
     ) -> Result<Result<Result<FileReport, Conflict>, FileError>, StoreError> {
+        let Target {
+            canon,
+            key,
+            size,
+            mtime,
+        } = to;
         let mut tx = self.writer_db()?.begin_write()?;
         tx.set_durability(Durability::None)?;
         tx.set_quick_repair(true);
@@ -920,8 +979,26 @@ impl Store {
                 carry = b;
             }
         }
+        // A file read ahead is all in `first_chunk`, unless it was sealed for other keys than
+        // it gets (the file before it was not stored as foreseen): then it is read again.
+        let mut first_chunk = first_chunk.filter(|f| f.fits(s.0, next_key));
+        let unread = if first_chunk.is_some() {
+            0
+        } else {
+            content.size - start
+        };
+        // Bytes of the file prepared so far: once they reach its end, the next file's keys are
+        // known.
+        let mut covered = start;
+        let tell_next = |covered: u64, next_session: u64, next_key: u64| {
+            if covered >= content.size
+                && let Some(n) = next
+            {
+                n.keys(next_session, next_key);
+            }
+        };
         let mut reader = ChunkReader::with_chunk_size(
-            source_bytes(file.take(content.size - start), content.path),
+            source_bytes(file.take(unread), content.path),
             opts.chunk_size,
         );
         if start > 0 {
@@ -938,29 +1015,54 @@ impl Store {
         let mut pending: Option<Prepared> = None;
         loop {
             let prepared = if st.header_pending {
-                let chunk = match reader.next_chunk() {
-                    Ok(Some(c)) => c,
-                    Ok(None) => break,
-                    Err(e) => return Ok(Err(io(e))),
+                let (chunk, bom, ready) = match first_chunk.take() {
+                    Some(f) => (f.chunk, f.bom, Some((f.prepared, f.sealed))),
+                    None => match reader.next_chunk() {
+                        Ok(Some(c)) => {
+                            let bom = first && start == 0 && reader.had_bom();
+                            (c, bom, None)
+                        }
+                        Ok(None) => break,
+                        Err(e) => return Ok(Err(io(e))),
+                    },
                 };
-                let bom = first && start == 0 && reader.had_bom();
                 first = false;
                 if let Some(p) = pending.take()
                     && w.write_prepared(&mut st, p, progress)?.is_err()
                 {
                     return Ok(Ok(Err(Conflict)));
                 }
-                let mut p = prepare_chunk(&chunk, s.0, start, line_base, bom, next_key, None)?;
-                if let Err(e) = st.classify(&mut p.rows, chunk.bytes()) {
-                    return Ok(Err(e));
-                }
-                p.seal(
-                    (std::mem::take(&mut carry), outline_open.take()),
-                    chunk.bytes(),
-                )?;
+                let mut p = match ready {
+                    // Classified and sealed ahead, for this session and these keys (`fits`),
+                    // from the empty blocks a new file starts with.
+                    Some((p, Some(sealed))) => {
+                        st.rec = sealed.rec;
+                        st.header_pending = false;
+                        p
+                    }
+                    ready => {
+                        let mut p = match ready {
+                            Some((mut p, None)) => {
+                                p.rebase(s.0, next_key);
+                                p
+                            }
+                            _ => prepare_chunk(&chunk, s.0, start, line_base, bom, next_key, None)?,
+                        };
+                        if let Err(e) = st.classify(&mut p.rows, chunk.bytes()) {
+                            return Ok(Err(e));
+                        }
+                        p.seal(
+                            (std::mem::take(&mut carry), outline_open.take()),
+                            chunk.bytes(),
+                        )?;
+                        p
+                    }
+                };
                 carry = std::mem::take(&mut p.carry);
                 outline_open = p.outline_open.take();
                 next_key += p.rows.len() as u64;
+                covered += p.bytes;
+                tell_next(covered, w.next_session, next_key);
                 p
             } else {
                 // The worker reads the next chunk too, which takes a tenth of the writer
@@ -1008,6 +1110,8 @@ impl Store {
                         carry = std::mem::take(&mut p.carry);
                         outline_open = p.outline_open.take();
                         next_key += p.rows.len() as u64;
+                        covered += p.bytes;
+                        tell_next(covered, w.next_session, next_key);
                         p
                     }
                     Next::End(open) => {
@@ -1236,6 +1340,15 @@ fn prepare_chunk(
 }
 
 impl Prepared {
+    /// Moves rows prepared for session 0 from key 0 ([`ahead`]) to session `session` from key
+    /// `first_key`: nothing else of an unsealed chunk depends on them.
+    fn rebase(&mut self, session: u64, first_key: u64) {
+        for r in &mut self.rows {
+            r.rec.session = session;
+        }
+        self.first_key = first_key;
+    }
+
     /// Adds the rows to blocks ([`encode_rows`]) and the nodes to outline blocks
     /// ([`outline_rows`]), continuing the `open` ones; the blocks left open are `carry` and
     /// `outline_open`. `chunk`: the bytes of the chunk the rows were read from.
@@ -3524,6 +3637,116 @@ mod tests {
         );
         assert_eq!(export(&chunked, &file).as_deref(), Some(text.as_bytes()));
         assert_consistent(&mut chunked);
+    }
+
+    /// A folder's new files, read and sealed ahead while the file before each is written
+    /// (`ahead`), are stored exactly as files imported one at a time, in the same order, are:
+    /// sessions, v1/v2 files, and files that are no session or fail (whose keys the next file
+    /// was sealed for, then read again).
+    #[test]
+    fn files_read_ahead_are_stored_as_files_read_one_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("sessions");
+        std::fs::create_dir(&folder).unwrap();
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+        let mut names = Vec::new();
+        for sub in ["sessions", "edge"] {
+            for e in std::fs::read_dir(fixtures.join(sub)).unwrap() {
+                let p = e.unwrap().path();
+                let name = format!("{sub}-{}", p.file_name().unwrap().to_string_lossy());
+                std::fs::copy(&p, folder.join(&name)).unwrap();
+                names.push(name);
+            }
+        }
+        // A file that starts with a byte order mark, and one that is only junk lines.
+        std::fs::write(
+            folder.join("bom.jsonl"),
+            [b"\xEF\xBB\xBF".as_slice(), &fixture("01-tiny.jsonl")].concat(),
+        )
+        .unwrap();
+        std::fs::write(folder.join("junk-only.jsonl"), "not json\nnor this\n").unwrap();
+        let before = ahead::tests::sealed();
+        let mut ahead_store = Store::open(dir.path().join("ahead.redb")).unwrap();
+        let report = import(&ahead_store, &folder, &ImportOptions::default());
+        let (taken, dropped) = ahead::tests::sealed();
+        assert!(report.files.len() > 30, "{}", report.files.len());
+        assert!(taken - before.0 > 20, "taken {}", taken - before.0);
+        // After each file that fails once its rows are counted (junk only, no header).
+        assert!(dropped > before.1, "none dropped");
+
+        let one = Store::open(dir.path().join("one.redb")).unwrap();
+        for f in &report.files {
+            let alone = one
+                .import(
+                    std::slice::from_ref(&f.path),
+                    &ImportOptions::default(),
+                    &mut |_| {},
+                )
+                .unwrap();
+            assert_eq!(alone.files[0].outcome, f.outcome, "{}", f.path.display());
+            assert_eq!(alone.files[0].entries_added, f.entries_added);
+        }
+        assert_eq!(
+            ahead_store.content_digest().unwrap(),
+            one.content_digest().unwrap()
+        );
+        assert_consistent(&mut ahead_store);
+        let v3 = fixture("03-compactions.jsonl");
+        let path = std::fs::canonicalize(folder.join("sessions-03-compactions.jsonl")).unwrap();
+        assert_eq!(export(&ahead_store, &path).as_deref(), Some(v3.as_slice()));
+    }
+
+    /// A new file sealed ahead for the keys the file before it would give, when that file's
+    /// append turns into a full read (an appended entry reuses an old id), is read again: the
+    /// store holds what a fresh import of the folder holds.
+    #[test]
+    fn a_file_sealed_ahead_for_other_keys_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("sessions");
+        std::fs::create_dir(&folder).unwrap();
+        let a = folder.join("a.jsonl");
+        std::fs::write(&a, fixture("02-small-branches.jsonl")).unwrap();
+        let mut store = Store::open(dir.path().join("store.redb")).unwrap();
+        import(&store, &folder, &ImportOptions::default());
+        // An entry reusing the first entry's id: the append would change old entries.
+        let text = String::from_utf8(fixture("02-small-branches.jsonl")).unwrap();
+        let first = text.lines().nth(1).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&a).unwrap();
+        std::io::Write::write_all(&mut f, format!("{first}\n").as_bytes()).unwrap();
+        drop(f);
+        let b = folder.join("b.jsonl");
+        std::fs::write(&b, fixture("01-tiny.jsonl")).unwrap();
+
+        let before = ahead::tests::sealed();
+        let report = import(&store, &folder, &ImportOptions::default());
+        let after = ahead::tests::sealed();
+        let outcomes: Vec<_> = report.files.iter().map(|f| f.outcome).collect();
+        assert_eq!(outcomes, [Outcome::Rewritten, Outcome::New]);
+        assert_eq!(after.1 - before.1, 1, "b was sealed for the append's keys");
+
+        let fresh = Store::open(dir.path().join("fresh.redb")).unwrap();
+        let mut files = vec![a.clone(), b.clone()];
+        for p in &mut files {
+            *p = std::fs::canonicalize(&*p).unwrap();
+        }
+        for p in &files {
+            fresh
+                .import(
+                    std::slice::from_ref(p),
+                    &ImportOptions::default(),
+                    &mut |_| {},
+                )
+                .unwrap();
+        }
+        assert_eq!(
+            export(&store, &files[1]).as_deref(),
+            Some(fixture("01-tiny.jsonl").as_slice())
+        );
+        assert_consistent(&mut store);
+        // Rows and links as a fresh import stores them (keys differ: `a` was stored twice).
+        for cmd in [&files[0], &files[1]] {
+            assert_eq!(export(&store, cmd), export(&fresh, cmd));
+        }
     }
 
     /// A cause already printed by the error above it is said once.
