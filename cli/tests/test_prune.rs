@@ -1066,6 +1066,66 @@ fn an_in_place_prune_that_drops_nothing_leaves_the_file_alone() {
     assert_eq!(v["backup"], Value::Null);
 }
 
+/// A second in-place prune of what a first one wrote (its re-attached label already where a
+/// prune puts it) drops nothing and leaves the file and the first backup alone: it used to
+/// write the file again and then fail on the backup in its way.
+#[test]
+fn a_second_in_place_prune_with_nothing_left_to_drop_leaves_the_file_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let env = TestEnv::new();
+    let f = env.home.path().join("many.jsonl");
+    std::fs::copy(fixture("sessions/04-many-branches.jsonl"), &f).unwrap();
+    let fs_ = f.to_str().unwrap();
+    let first = run_json(&env, &["prune", fs_, "--keep-leaf", "--in-place"]);
+    assert!(first["droppedEntries"].as_u64().unwrap() > 0, "{first}");
+    assert_ne!(first["reattached"], serde_json::json!([]), "{first}");
+    let pruned = std::fs::read(&f).unwrap();
+    let backup = std::fs::read(env.home.path().join("many.jsonl.bak")).unwrap();
+    let ino = std::fs::metadata(&f).unwrap().ino();
+
+    let r = crate::common::run(&env, &["prune", fs_, "--keep-leaf", "--in-place"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("nothing to drop"), "{}", r.stdout);
+    assert!(!r.stdout.contains("re-attached"), "{}", r.stdout);
+    assert_eq!(
+        std::fs::metadata(&f).unwrap().ino(),
+        ino,
+        "the file was replaced"
+    );
+    assert!(std::fs::read(&f).unwrap() == pruned);
+    assert!(std::fs::read(env.home.path().join("many.jsonl.bak")).unwrap() == backup);
+    let v = run_json(&env, &["prune", fs_, "--keep-leaf", "--in-place"]);
+    assert_eq!(v["droppedEntries"], 0, "{v}");
+    assert_eq!(v["reattached"], serde_json::json!([]), "{v}");
+    assert_eq!(v["output"], Value::Null);
+}
+
+/// `prune ID --in-place` of a session whose file was deleted since its import (not yet
+/// marked gone) says there is no file to replace, as for one marked gone: it said that the
+/// file's path matched no session, right after warning that the file is gone.
+#[test]
+fn an_in_place_prune_of_a_deleted_file_says_there_is_nothing_to_replace() {
+    let env = TestEnv::new();
+    let f = env.home.path().join("gone.jsonl");
+    std::fs::copy(fixture("sessions/02-small-branches.jsonl"), &f).unwrap();
+    let header: Value =
+        serde_json::from_str(std::fs::read_to_string(&f).unwrap().lines().next().unwrap()).unwrap();
+    let id = header["id"].as_str().unwrap().to_owned();
+    let r = crate::common::run(&env, &["import", f.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    std::fs::remove_file(&f).unwrap();
+    let r = crate::common::run(&env, &["prune", &id, "--keep-leaf", "--in-place"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("has no file to replace"), "{}", r.stderr);
+    assert!(r.stderr.contains("-o FILE"), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("no session file or session id matches"),
+        "{}",
+        r.stderr
+    );
+    assert!(!f.exists());
+}
+
 #[test]
 fn prune_writes_a_cut_cycle_as_a_root_so_pi_can_open_the_output() {
     // ca and cb are each other's parent (pi hangs on this file); cc hangs off cb, cd off ca.

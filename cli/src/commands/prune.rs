@@ -159,13 +159,19 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
         output::refuse_the_source(o, &source, "use --in-place to replace it (with a backup)")?;
     }
     // An in-place prune that drops nothing would write the same bytes (the store holds the
-    // file's bytes, checked above): the file is left as it is, and no backup is made.
+    // file's bytes, checked above): the file is left as it is, and no backup is made. So is
+    // one that drops nothing and only writes a re-attached entry where it already is (a
+    // second prune of what a first one wrote), which would otherwise replace the file by
+    // itself and then find its backup in the way.
     let untouched = !dry
         && args.in_place
-        && plan
+        && (plan
             .rows
             .iter()
-            .all(|r| matches!(r.1, RowFate::Header | RowFate::Kept));
+            .all(|r| matches!(r.1, RowFate::Header | RowFate::Kept))
+            || (plan.dropped_entries == 0
+                && plan.dropped_other == 0
+                && writes_the_file_again(&session, &plan, &source)));
     let target = if untouched { None } else { target };
     if rewrites && !untouched {
         crate::session_arg::refuse_read_only(
@@ -238,7 +244,12 @@ pub fn cmd_prune(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
 fn check_in_place(session: Session, arg: &str) -> Result<Session, CommandError> {
     let named = session.record.session_id.clone();
     let path = session.record.path.clone();
-    if session.record.gone {
+    // Gone: marked so by an import, or deleted since (the store has not looked yet).
+    let missing = matches!(
+        std::fs::symlink_metadata(&path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound
+    );
+    if session.record.gone || missing {
         return Err(CommandError::with_hint(
             anyhow!(
                 "session {} has no file to replace: {} is gone",
@@ -379,6 +390,42 @@ fn keep_targets(
 
 struct Counter(u64);
 
+/// Whether `plan` written out gives `file`'s bytes exactly (read alongside, never held whole;
+/// `false` when the file cannot be read).
+fn writes_the_file_again(session: &Session, plan: &PrunePlan, file: &Path) -> bool {
+    let Ok(f) = std::fs::File::open(file) else {
+        return false;
+    };
+    let mut same = SameAs {
+        src: std::io::BufReader::new(f),
+        same: true,
+        buf: Vec::new(),
+    };
+    session.snap.write_pruned(plan, &mut same).is_ok()
+        && same.same
+        && matches!(std::io::Read::read(&mut same.src, &mut [0u8; 1]), Ok(0))
+}
+
+/// A sink that compares what is written to it with the bytes of `src`, in order.
+struct SameAs<R> {
+    src: R,
+    same: bool,
+    buf: Vec<u8>,
+}
+
+impl<R: std::io::Read> Write for SameAs<R> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.same {
+            self.buf.resize(b.len(), 0);
+            self.same = self.src.read_exact(&mut self.buf).is_ok() && self.buf == b;
+        }
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl Write for Counter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0 += buf.len() as u64;
@@ -462,8 +509,10 @@ impl Report<'_> {
     }
 
     /// The re-attached entries, in file order.
+    /// None when the file is left as it is (each is written where it already was).
     fn reattached(&self) -> impl Iterator<Item = EntryKey> + '_ {
         self.rows_with(RowFate::Reattached)
+            .filter(|_| self.untouched.is_none())
     }
 
     /// The entries written as roots because their `parentId` closed a cycle, in file order.
