@@ -405,9 +405,10 @@ fn a_damaged_store_gets_a_hint_to_rebuild_it() {
     }
 }
 
-/// A `PISESS_STORE` that names a session file (JSON text) is no damaged store: every command
-/// says it is no store, creates nothing beside it (no `.lock`), and never advises moving the
-/// file aside (which would hide a session from pi); the file is left as it was.
+/// A `PISESS_STORE` that names a session file (JSON text), or any file that starts with text
+/// (a script), is no damaged store: every command says it is no store, creates nothing beside
+/// it (no `.lock`), and never advises moving the file aside (which would hide a session from
+/// pi); the file is left as it was.
 #[test]
 fn a_session_file_given_as_the_store_is_named_no_store_and_left_alone() {
     let env = TestEnv::new();
@@ -416,6 +417,22 @@ fn a_session_file_given_as_the_store_is_named_no_store_and_left_alone() {
     let file = dir.join("s.jsonl");
     std::fs::copy(fixture("sessions/01-tiny.jsonl"), &file).unwrap();
     let before = std::fs::read(&file).unwrap();
+    let script = env.home.path().join("env.sh");
+    std::fs::write(&script, "#!/bin/sh\nexport PISESS_STORE=~/s.redb\n").unwrap();
+    for args in [&["ls"][..], &["verify"]] {
+        let out = env
+            .pisess()
+            .env("PISESS_STORE", &script)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("is not a pisess store"), "{args:?}: {err}");
+        assert!(err.contains("it starts with text"), "{args:?}: {err}");
+        assert!(!err.contains(".damaged"), "{args:?}: {err}");
+        assert!(!env.home.path().join("env.sh.lock").exists(), "{args:?}");
+    }
     for args in [&["ls"][..], &["verify"], &["import", dir.to_str().unwrap()]] {
         let out = env
             .pisess()

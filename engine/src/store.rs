@@ -151,10 +151,10 @@ fn regular_or_missing(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// What every open refuses ([`regular_or_missing`]), and also a file of JSON text (a
-/// `PISESS_STORE` naming a session file), which redb's open would call a damaged store (and
-/// the CLI then advise moving it aside). Any other file that does not start as redb's is left
-/// to redb, which reports it as damaged (a store zeroed by a crash). For a caller to ask once,
+/// What every open refuses ([`regular_or_missing`]), and also a file that starts with text
+/// (a `PISESS_STORE` naming a session file, a script), which redb's open would call a damaged
+/// store (and the CLI then advise moving it aside). Any other file that does not start as
+/// redb's is left to redb, which reports it as damaged (a store zeroed by a crash). For a caller to ask once,
 /// before it makes anything beside the store (the CLI's gate); the opens themselves only
 /// `stat`, as they did, so the store's first bytes are not read twice per command.
 pub fn refuse_non_store(path: &Path) -> Result<(), StoreError> {
@@ -162,15 +162,24 @@ pub fn refuse_non_store(path: &Path) -> Result<(), StoreError> {
     let mut head = [0u8; REDB_MAGIC.len()];
     let read =
         std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
-    // Only JSON text is surely no store: other bytes may be a store damaged at its start.
-    let json = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-    if read.is_err() || head == REDB_MAGIC || !json {
+    if read.is_err() || head == REDB_MAGIC {
         return Ok(());
     }
+    // Only text is surely no store (redb's header is binary): other bytes may be a store
+    // damaged at its start (zeroed by a crash), for which the damage hint is right.
+    let what = if head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        "not a pisess store (a redb file): it holds JSON text, as a pi session file does"
+    } else if head
+        .iter()
+        .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace())
+    {
+        "not a pisess store (a redb file): it starts with text"
+    } else {
+        return Ok(());
+    };
     Err(StoreError::NotAFile {
         path: path.to_path_buf(),
-        what: "not a pisess store (a redb file): it holds JSON text, as a pi session file does"
-            .to_owned(),
+        what: what.to_owned(),
     })
 }
 
