@@ -688,6 +688,98 @@ fn middle_user(name: &str) -> String {
     users[users.len() / 2].clone()
 }
 
+/// Expected, from two files, for `diff A B`: their active paths walked side by side, an entry
+/// common when both hold it next with the same line, or the same JSON but for `parentId`
+/// (pi's fork re-parents the entry after a label it drops), a label on one side only passed
+/// over. The number of common entries and the positions of the last one on each path.
+fn fork_walk(a: &Path, b: &Path) -> (usize, (usize, usize)) {
+    let values = |f: &Path| -> HashMap<String, (String, Value)> {
+        file_entries(f)
+            .into_iter()
+            .filter_map(|(l, v)| Some((v["id"].as_str()?.to_owned(), (l, v))))
+            .collect()
+    };
+    let (va, vb) = (values(a), values(b));
+    let (pa, pb) = (file_leaf_path(a), file_leaf_path(b));
+    let label = |v: &Value| v["type"] == "label";
+    let bare = |v: &Value| {
+        let mut v = v.clone();
+        v.as_object_mut().unwrap().remove("parentId");
+        v
+    };
+    let (mut i, mut j, mut common, mut last) = (0, 0, 0, (0, 0));
+    while i < pa.len() || j < pb.len() {
+        let x = pa.get(i).map(|id| &va[id.as_str()]);
+        let y = pb.get(j).map(|id| &vb[id.as_str()]);
+        match (x, y) {
+            (Some(x), Some(y)) if x.0 == y.0 || (!label(&x.1) && bare(&x.1) == bare(&y.1)) => {
+                common += 1;
+                last = (i, j);
+                i += 1;
+                j += 1;
+            }
+            (Some(x), _) if label(&x.1) => i += 1,
+            (_, Some(y)) if label(&y.1) => j += 1,
+            _ => break,
+        }
+    }
+    (common, last)
+}
+
+/// pi's fork drops the labels of the path it copies (re-parenting the entry after each) and
+/// writes them again, as new entries, at its end: `diff` passes over them, so a fork of the
+/// whole path holds every entry of its parent (it split at the first label).
+#[test]
+fn diff_of_a_fork_passes_over_the_labels_pi_fork_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = dir.path().join("parent.jsonl");
+    std::fs::write(
+        &parent,
+        concat!(
+            r#"{"type":"session","version":3,"id":"cccc0000-0000-7000-8000-000000000003","timestamp":"2026-07-25T09:00:00.000Z","cwd":"/w"}"#,
+            "\n",
+            r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-07-25T09:00:01.000Z","message":{"role":"user","content":"first","timestamp":1785000001000}}"#,
+            "\n",
+            r#"{"type":"label","id":"l1","parentId":"u1","timestamp":"2026-07-25T09:00:02.000Z","targetId":"u1","label":"start"}"#,
+            "\n",
+            r#"{"type":"message","id":"u2","parentId":"l1","timestamp":"2026-07-25T09:00:03.000Z","message":{"role":"user","content":"second","timestamp":1785000003000}}"#,
+            "\n",
+            r#"{"type":"message","id":"u3","parentId":"u2","timestamp":"2026-07-25T09:00:04.000Z","message":{"role":"user","content":"third","timestamp":1785000004000}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let env = TestEnv::new();
+    let fork = dir.path().join("fork.jsonl");
+    let made = oracle_fork(&parent, "u3", &fork);
+    let (p, k) = (parent.to_str().unwrap(), fork.to_str().unwrap());
+    let new_label = strs(&made["entryIds"]).last().unwrap().clone();
+    assert_eq!(fork_walk(&parent, &fork), (3, (3, 2)));
+    let got = json(&env, &["diff", p, k, "--json"], 1);
+    assert_eq!(got["common"], 3, "{got}");
+    assert_eq!(got["commonAncestorId"], "u3", "{got}");
+    assert_eq!(got["onlyA"], serde_json::json!([]), "{got}");
+    assert_eq!(strs(&got["onlyB"]), [new_label], "{got}");
+    let swapped = json(&env, &["diff", k, p, "--json"], 1);
+    assert_eq!(swapped["onlyA"], got["onlyB"]);
+    assert_eq!(swapped["onlyB"], got["onlyA"]);
+    // pisess's own fork drops and re-creates the labels as pi's does.
+    let ours = dir.path().join("ours.jsonl");
+    let out = env
+        .pisess()
+        .args(["fork", p, "u3", "-o", ours.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = json(&env, &["diff", p, ours.to_str().unwrap(), "--json"], 1);
+    assert_eq!(got["common"], 3, "{got}");
+    assert_eq!(got["onlyA"], serde_json::json!([]), "{got}");
+}
+
 #[test]
 fn diff_of_a_fork_and_its_parent_finds_where_they_diverge() {
     let name = "04-many-branches";
@@ -701,31 +793,25 @@ fn diff_of_a_fork_and_its_parent_finds_where_they_diverge() {
         let made = oracle_fork(&parent, &at, &fork);
         let (p, k) = (parent.to_str().unwrap(), fork.to_str().unwrap());
 
-        // Expected, from the files: the longest common prefix of the two active paths in
-        // which the lines are byte-identical.
         let line_of = |f: &Path| -> HashMap<String, String> {
             file_entries(f)
                 .into_iter()
                 .filter_map(|(l, v)| Some((v["id"].as_str()?.to_owned(), l)))
                 .collect()
         };
-        let (lp, lk) = (line_of(&parent), line_of(&fork));
+        let lp = line_of(&parent);
         let (pp, pk) = (file_leaf_path(&parent), file_leaf_path(&fork));
-        let common = pp
-            .iter()
-            .zip(&pk)
-            .take_while(|(a, b)| a == b && lp[a.as_str()] == lk[b.as_str()])
-            .count();
+        let (common, (i, j)) = fork_walk(&parent, &fork);
         // The fork's own path starts with the oracle's entry ids up to the fork point.
         assert!(common >= 1);
-        assert_eq!(pk[..common], strs(&made["entryIds"])[..common]);
+        assert_eq!(pk[..=j], strs(&made["entryIds"])[..=j]);
 
         let got = json(&env, &["diff", p, k, "--json"], 1);
         assert_eq!(got["relation"], "bForkOfA");
         assert_eq!(got["common"], common);
-        assert_eq!(got["commonAncestorId"], pp[common - 1].as_str());
-        assert_eq!(strs(&got["onlyA"]), pp[common..]);
-        assert_eq!(strs(&got["onlyB"]), pk[common..]);
+        assert_eq!(got["commonAncestorId"], pp[i].as_str());
+        assert_eq!(strs(&got["onlyA"]), pp[i + 1..]);
+        assert_eq!(strs(&got["onlyB"]), pk[j + 1..]);
         assert_eq!(got["a"]["leafId"], pp.last().unwrap().as_str());
         assert_eq!(got["b"]["leafId"], pk.last().unwrap().as_str());
         // Swapped: the same split, the other way round.

@@ -7,10 +7,13 @@
 //!   to `project`) message by message as JSON values: the common prefix, then each side's
 //!   remaining messages; both sides are read one entry at a time, so memory is bounded by the
 //!   paths' keys (as for `context`), not by their messages;
-//! - two sessions are compared along their active paths (root → leaf): an entry is common when
-//!   both paths hold, at the same depth, a row with the same JSON text (blake3 of the text, so
-//!   same id, same timestamp, same content: pi's fork copies entries byte for byte). The
-//!   divergence point is the last common entry;
+//! - two sessions are compared along their active paths (root → leaf), walked side by side:
+//!   an entry is common when both paths hold it next, with the same JSON text (blake3 of the
+//!   text, so same id, same timestamp, same content: pi's fork copies entries byte for byte),
+//!   or the same text but for its `parentId`; a label entry one side holds there and the other
+//!   does not is passed over. pi's fork drops the path's labels (it writes them again, as new
+//!   entries, at its end) and gives the entry after each the label's parent. The divergence
+//!   point is the last common entry; what follows it on each side is that side's own;
 //! - the exit status is the answer's (1: differences) also when the reader stops early
 //!   (`pisess diff A B | head -1`), however much of the output it took.
 
@@ -438,27 +441,82 @@ fn message_line(m: &Value) -> String {
 
 // ---- two sessions ---------------------------------------------------------------------------
 
-/// One session's active path: (key, blake3 of the row's JSON text) root first.
-fn active_path(
-    session: &Session,
-    key: SessionKey,
-) -> Result<Vec<(EntryKey, [u8; 32])>, CommandError> {
+/// One entry of a session's active path.
+struct PathEntry {
+    key: EntryKey,
+    /// blake3 of the row's JSON text.
+    hash: [u8; 32],
+    /// Whether it is a `label` entry.
+    label: bool,
+}
+
+/// One session's active path, root first.
+fn active_path(session: &Session, key: SessionKey) -> Result<Vec<PathEntry>, CommandError> {
     let Some(leaf) = session.snap.leaf(key)? else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
     for k in session.snap.path_to_root(leaf)? {
-        let h = session
+        let (hash, label) = session
             .snap
             .with_entry(k, |a| {
+                let label = a.type_name.as_ref().is_some_and(|t| t.as_str() == "label");
                 a.json_text()
-                    .map(|t| *blake3::hash(t.as_bytes()).as_bytes())
+                    .map(|t| (*blake3::hash(t.as_bytes()).as_bytes(), label))
             })?
             .flatten()
             .ok_or_else(|| anyhow::anyhow!("entry {k} has no JSON text in the store"))?;
-        out.push((k, h));
+        out.push(PathEntry {
+            key: k,
+            hash,
+            label,
+        });
     }
     Ok(out)
+}
+
+/// Whether two path entries are the same entry: the same text, or the same text but for the
+/// `parentId` (an entry pi's fork re-parented over a label it dropped).
+fn same_entry(session: &Session, a: &PathEntry, b: &PathEntry) -> Result<bool, CommandError> {
+    if a.hash == b.hash {
+        return Ok(true);
+    }
+    if a.label || b.label {
+        return Ok(false);
+    }
+    let without_parent = |k: EntryKey| -> Result<Value, CommandError> {
+        let mut v = session.value(k)?;
+        if let Some(o) = v.as_object_mut() {
+            o.remove("parentId");
+        }
+        Ok(v)
+    };
+    Ok(without_parent(a.key)? == without_parent(b.key)?)
+}
+
+/// The common entries of two active paths walked side by side ([`same_entry`]; a label on
+/// one side only is passed over): how many, and the positions of the last one on each side.
+fn common_walk(
+    session: &Session,
+    pa: &[PathEntry],
+    pb: &[PathEntry],
+) -> Result<(usize, Option<(usize, usize)>), CommandError> {
+    let (mut i, mut j, mut common, mut last) = (0, 0, 0, None);
+    while i < pa.len() || j < pb.len() {
+        if i < pa.len() && j < pb.len() && same_entry(session, &pa[i], &pb[j])? {
+            common += 1;
+            last = Some((i, j));
+            i += 1;
+            j += 1;
+        } else if i < pa.len() && pa[i].label {
+            i += 1;
+        } else if j < pb.len() && pb[j].label {
+            j += 1;
+        } else {
+            break;
+        }
+    }
+    Ok((common, last))
 }
 
 fn same_file(a: &str, b: &str) -> bool {
@@ -486,21 +544,22 @@ fn diff_sessions(ui: &mut Ui, a_arg: &str, b_arg: &str) -> CommandResult {
     };
     let pa = active_path(&session, session.key)?;
     let pb = active_path(&session, kb)?;
-    let common = pa
-        .iter()
-        .zip(&pb)
-        .take_while(|((_, x), (_, y))| x == y)
-        .count();
-    let ids = |p: &[(EntryKey, [u8; 32])]| -> Result<Vec<String>, CommandError> {
-        p.iter().map(|(k, _)| session.id(*k)).collect()
+    let (common, last) = common_walk(&session, &pa, &pb)?;
+    // Each side's own entries: those after the last common one.
+    let (rest_a, rest_b) = match last {
+        Some((i, j)) => (&pa[i + 1..], &pb[j + 1..]),
+        None => (&pa[..], &pb[..]),
     };
-    let (only_a, only_b) = (ids(&pa[common..])?, ids(&pb[common..])?);
-    let base = match common.checked_sub(1) {
-        Some(i) => Some(session.id(pa[i].0)?),
+    let ids = |p: &[PathEntry]| -> Result<Vec<String>, CommandError> {
+        p.iter().map(|e| session.id(e.key)).collect()
+    };
+    let (only_a, only_b) = (ids(rest_a)?, ids(rest_b)?);
+    let base = match last {
+        Some((i, _)) => Some(session.id(pa[i].key)?),
         None => None,
     };
-    let leaf_id = |p: &[(EntryKey, [u8; 32])]| -> Result<Option<String>, CommandError> {
-        p.last().map(|(k, _)| session.id(*k)).transpose()
+    let leaf_id = |p: &[PathEntry]| -> Result<Option<String>, CommandError> {
+        p.last().map(|e| session.id(e.key)).transpose()
     };
     let outcome = if only_a.is_empty() && only_b.is_empty() {
         Outcome::Success
@@ -537,10 +596,7 @@ fn diff_sessions(ui: &mut Ui, a_arg: &str, b_arg: &str) -> CommandResult {
             let painted = ui.paint("1", &head);
             writeln!(ui.out(), "{painted}")?;
             let width = sa::width();
-            for (mark, color, r, p) in [
-                ("<", "31", ra, &pa[common..]),
-                (">", "32", &rb, &pb[common..]),
-            ] {
+            for (mark, color, r, p) in [("<", "31", ra, rest_a), (">", "32", &rb, rest_b)] {
                 writeln!(
                     ui.out(),
                     "{mark} {} only: {} entries ({})",
@@ -548,8 +604,8 @@ fn diff_sessions(ui: &mut Ui, a_arg: &str, b_arg: &str) -> CommandResult {
                     p.len(),
                     safe(&r.path)
                 )?;
-                for (k, _) in p {
-                    let v = session.value(*k)?;
+                for e in p {
+                    let v = session.value(e.key)?;
                     let text = format!("{} {}", sa::kind(&v), sa::summary(&v));
                     let line = format!(
                         "{mark} {} {}",
