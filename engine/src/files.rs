@@ -444,12 +444,23 @@ fn call_op(
 
 /// The path a file tool of pi's touched for `path` written in a session whose `cwd` is `cwd`:
 /// pi's tools strip one leading `@`, turn Unicode spaces (U+00A0, U+2000–U+200A, U+202F,
-/// U+205F, U+3000) into plain ones and expand `~` and `~/…` to the home folder before they
-/// resolve against the cwd; then [`normalize`]. The home folder is the one the cwd lies in
+/// U+205F, U+3000) into plain ones and expand `~` and `~/…` to the home folder, and read a
+/// `file://` URL as its path (Node's `fileURLToPath`; one it refuses, of another host, is
+/// joined as written), before they resolve against the cwd (itself read as a path when it is a
+/// `file://` URL); then [`normalize`]. The home folder is the one the cwd lies in
 /// ([`home_of`]); when the cwd lies in none, `~` is left as written (not joined to the cwd).
 /// A function of its arguments alone: the index stores what it returns, and recomputes it to
 /// find and remove those rows.
 pub fn resolve(cwd: &str, path: &str) -> String {
+    resolve_with(cwd, path, true)
+}
+
+/// [`resolve`] as schema 14 stored it: `file://` URLs joined to the cwd as written.
+pub(crate) fn resolve_v14(cwd: &str, path: &str) -> String {
+    resolve_with(cwd, path, false)
+}
+
+fn resolve_with(cwd: &str, path: &str, urls: bool) -> String {
     let bare = path.strip_prefix('@').unwrap_or(path);
     let spaced;
     let bare = if bare.chars().any(is_unicode_space) {
@@ -461,14 +472,34 @@ pub fn resolve(cwd: &str, path: &str) -> String {
     } else {
         bare
     };
+    let cwd_path;
+    let cwd = match file_url(cwd).filter(|_| urls) {
+        Some(p) => {
+            cwd_path = p;
+            cwd_path.as_str()
+        }
+        None => cwd,
+    };
     let rest = match bare.strip_prefix('~') {
         Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
-        _ => return normalize(cwd, bare),
+        _ => {
+            return match file_url(bare).filter(|_| urls) {
+                Some(p) => normalize("", &p),
+                None => normalize(cwd, bare),
+            };
+        }
     };
     match home_of(cwd) {
         Some(home) => normalize("", &format!("{home}{rest}")),
         None => normalize("", bare),
     }
+}
+
+/// The path a `file://` URL names, as pi's `normalizePath` reads it (the scheme in lower case,
+/// as its test is written); `None` for any other text, or a URL Node's `fileURLToPath` refuses.
+fn file_url(s: &str) -> Option<String> {
+    let p = pisess_formats::layout::file_url_path(s.strip_prefix("file://")?)?;
+    Some(p.to_string_lossy().into_owned())
 }
 
 /// The spaces pi's path handling turns into U+0020.
@@ -1108,35 +1139,48 @@ impl Writer<'_> {
     }
 }
 
-/// Rewrites the `file_resolved` rows that schema 13 resolved differently (paths written with
-/// a leading `@`, a `~` or a Unicode space, which it joined to the cwd as they were: see
-/// [`resolve`]); returns how many paths changed. Run once, in the transaction that moves a
-/// schema-13 store to 14.
-pub(crate) fn upgrade_resolved_from_13(tx: &redb::WriteTransaction) -> Result<u64, StoreError> {
-    let differs = |p: &str| p.starts_with(['@', '~']) || p.chars().any(is_unicode_space);
+/// Rewrites the `file_resolved` rows that schema `from` (13 or 14) resolved differently from
+/// [`resolve`]; returns how many paths changed. Schema 13 joined paths written with a leading
+/// `@`, a `~` or a Unicode space to the cwd as they were; 13 and 14 did the same with `file://`
+/// URLs, in the path or as the session's cwd. Run once, in the transaction that moves such a
+/// store to the current schema.
+pub(crate) fn upgrade_resolved(tx: &redb::WriteTransaction, from: u64) -> Result<u64, StoreError> {
+    let old_of = |c: &str, p: &str| {
+        if from <= 13 {
+            normalize(c, p)
+        } else {
+            resolve_v14(c, p)
+        }
+    };
+    let differs = |p: &str| {
+        (from <= 13 && (p.starts_with(['@', '~']) || p.chars().any(is_unicode_space)))
+            || p.contains("file://")
+    };
+    let sessions = tx.open_table(crate::schema::SESSIONS)?;
     let mut pairs = Vec::new();
+    let mut cwd: Option<(u64, Option<String>)> = None;
     for row in tx.open_table(FILE_SESSION_PATHS)?.iter()? {
         let (k, _) = row?;
         let (s, p) = k.value();
-        if differs(p) {
-            pairs.push((s, p.to_owned()));
+        if cwd.as_ref().is_none_or(|c| c.0 != s) {
+            let rec = match sessions.get(s)? {
+                Some(r) => Some(crate::record::decode_session(r.value().bytes(), s)?.cwd),
+                // A path row without its session: verify reports it; nothing to resolve.
+                None => None,
+            };
+            cwd = Some((s, rec));
+        }
+        let Some((_, Some(c))) = &cwd else {
+            continue;
+        };
+        if differs(p) || c.starts_with("file://") {
+            pairs.push((s, c.clone(), p.to_owned()));
         }
     }
-    let sessions = tx.open_table(crate::schema::SESSIONS)?;
     let mut resolved = tx.open_table(FILE_RESOLVED)?;
-    let mut cwd: Option<(u64, String)> = None;
     let mut changed = 0;
-    for (s, p) in &pairs {
-        if cwd.as_ref().is_none_or(|c| c.0 != *s) {
-            let rec = match sessions.get(*s)? {
-                Some(r) => crate::record::decode_session(r.value().bytes(), *s)?,
-                // A path row without its session: verify reports it; nothing to resolve.
-                None => continue,
-            };
-            cwd = Some((*s, rec.cwd));
-        }
-        let c = cwd.as_ref().map_or("", |c| c.1.as_str());
-        let (old, new) = (normalize(c, p), resolve(c, p));
+    for (s, c, p) in &pairs {
+        let (old, new) = (old_of(c, p), resolve(c, p));
         if old == new {
             continue;
         }

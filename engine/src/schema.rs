@@ -64,8 +64,10 @@
 //! preview from the first user message that has text, as pi's listing does (12 took the first
 //! user message, so an image-only first message gave an empty preview); tables as in 12.
 //! Schema 14 resolves a path written `@src/a.rs`, `~/x` or with Unicode spaces as pi's tools do
-//! ([`crate::files::resolve`]; 13 joined them to the cwd as written): the first writable open of
-//! a store of 13 rewrites those `file_resolved.v1` rows in place ([`UPGRADABLE_FROM`]).
+//! ([`crate::files::resolve`]; 13 joined them to the cwd as written). Schema 15 also reads a
+//! `file://` URL (as the path, or as the session's cwd) as the path it names, as pi's tools do
+//! (14 joined it to the cwd as written). Tables as in 13: the first writable open of a store of
+//! 13 or 14 rewrites the `file_resolved.v1` rows that differ in place ([`UPGRADABLE_FROM`]).
 
 use redb::{TableDefinition, TypeName, Value};
 
@@ -73,11 +75,11 @@ use crate::ids::{EntryKey, Link};
 use crate::record::{Rkyv, SessionRecord};
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 14;
+pub const SCHEMA_VERSION: u64 = 15;
 
-/// The one older schema a store is upgraded from in place (on its first writable open; a
+/// The older schemas a store is upgraded from in place (on its first writable open; a
 /// read-only open reopens it writable for that), rather than refused.
-pub const UPGRADABLE_FROM: u64 = 13;
+pub const UPGRADABLE_FROM: std::ops::RangeInclusive<u64> = 13..=14;
 
 /// `meta` key of the schema version.
 pub const META_SCHEMA: &str = "schema_version";

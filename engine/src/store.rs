@@ -327,7 +327,7 @@ impl Store {
         match rtx.open_table(META) {
             Ok(meta) => match meta.get(META_SCHEMA)? {
                 // Upgraded in place by the first writable open (`init`).
-                Some(v) if v.value() == schema::UPGRADABLE_FROM => Ok(false),
+                Some(v) if schema::UPGRADABLE_FROM.contains(&v.value()) => Ok(false),
                 Some(v) => {
                     self.check_version(v.value())?;
                     Ok(true)
@@ -419,8 +419,8 @@ impl Store {
             let mut meta = tx.open_table(META)?;
             let found = meta.get(META_SCHEMA)?.map(|v| v.value());
             match found {
-                Some(schema::UPGRADABLE_FROM) => {
-                    crate::files::upgrade_resolved_from_13(&tx)?;
+                Some(v) if schema::UPGRADABLE_FROM.contains(&v) => {
+                    crate::files::upgrade_resolved(&tx, v)?;
                     meta.insert(META_SCHEMA, SCHEMA_VERSION)?;
                 }
                 Some(v) => self.check_version(v)?,
@@ -664,14 +664,14 @@ mod tests {
             let tx = store.writer_db().unwrap().begin_write().unwrap();
             tx.open_table(META)
                 .unwrap()
-                .insert(META_SCHEMA, schema::UPGRADABLE_FROM - 1)
+                .insert(META_SCHEMA, schema::UPGRADABLE_FROM.start() - 1)
                 .unwrap();
             tx.commit().unwrap();
         }
         store.close().unwrap();
         let err = Store::open(&path).unwrap_err();
         assert!(
-            matches!(err, StoreError::OlderSchema { found, .. } if found == schema::UPGRADABLE_FROM - 1),
+            matches!(err, StoreError::OlderSchema { found, .. } if found == schema::UPGRADABLE_FROM.start() - 1),
             "{err}"
         );
         let msg = err.to_string();
@@ -686,107 +686,151 @@ mod tests {
         let meta = rtx.open_table(META).unwrap();
         assert_eq!(
             meta.get(META_SCHEMA).unwrap().map(|v| v.value()),
-            Some(schema::UPGRADABLE_FROM - 1)
+            Some(schema::UPGRADABLE_FROM.start() - 1)
         );
     }
 
     /// A store of schema 13 resolved `@…`, `~…` and Unicode-spaced paths by joining them to
-    /// the cwd as written; its first open (even a read-only one) rewrites those rows to what
-    /// schema 14 stores, verify then finds nothing wrong, and queries find the pi paths.
+    /// the cwd as written, and 13 and 14 did so with `file://` URLs (as the path, or as the
+    /// session's cwd); the first open of such a store (even a read-only one) rewrites those
+    /// rows to what schema 15 stores, verify then finds nothing wrong, and queries find the
+    /// paths pi's tools touched.
     #[test]
-    fn a_schema_13_store_is_upgraded_in_place() {
-        use crate::files::{FILE_RESOLVED, normalize, resolve};
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("store.redb");
-        let session = dir.path().join("s.jsonl");
-        let header = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/home/u/proj"}"#;
-        let mut lines = vec![header.to_owned()];
-        let written = [
-            "@src/a.rs",
-            "~/notes.md",
-            "src/plain.rs",
-            r"a\u00a0b.txt",
-            "~x/y",
-        ];
-        for (i, p) in written.iter().enumerate() {
-            let parent = if i == 0 {
-                "null".to_owned()
-            } else {
-                format!("\"e{}\"", i - 1)
-            };
-            lines.push(format!(
-                r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:0{i}.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"c{i}","name":"read","arguments":{{"path":"{p}"}}}}],"timestamp":{i}}}}}"#
-            ));
-        }
-        std::fs::write(&session, lines.join("\n") + "\n").unwrap();
-        let cwd = "/home/u/proj";
-        let paths = [
-            "@src/a.rs",
-            "~/notes.md",
-            "src/plain.rs",
-            "a\u{a0}b.txt",
-            "~x/y",
-        ];
-        let want = [
-            "/home/u/proj/src/a.rs",
-            "/home/u/notes.md",
-            "/home/u/proj/src/plain.rs",
-            "/home/u/proj/a b.txt",
-            "/home/u/proj/~x/y",
-        ];
-        for (p, w) in paths.iter().zip(want) {
-            assert_eq!(resolve(cwd, p), w, "{p}");
-        }
-        let store = Store::open(&path).unwrap();
-        assert!(store.import_file(&session).unwrap().error.is_none());
-        let digest = store.content_digest().unwrap();
-        let key = store
-            .snapshot()
-            .unwrap()
-            .session_by_path(&session)
-            .unwrap()
-            .unwrap()
-            .0;
-        // Back to what schema 13 wrote.
-        {
-            let tx = store.writer_db().unwrap().begin_write().unwrap();
-            {
-                let mut resolved = tx.open_table(FILE_RESOLVED).unwrap();
-                for p in paths {
-                    let (old, new) = (normalize(cwd, p), resolve(cwd, p));
-                    if new != p {
-                        assert!(
-                            resolved.remove((new.as_str(), key, p)).unwrap().is_some(),
-                            "{p}"
-                        );
-                    }
-                    if old != p {
-                        resolved.insert((old.as_str(), key, p), ()).unwrap();
-                    }
-                }
-                tx.open_table(META)
-                    .unwrap()
-                    .insert(META_SCHEMA, schema::UPGRADABLE_FROM)
-                    .unwrap();
+    fn a_schema_13_or_14_store_is_upgraded_in_place() {
+        use crate::files::{FILE_RESOLVED, normalize, resolve, resolve_v14};
+        let session_text = |cwd: &str, written: &[&str]| {
+            let mut lines = vec![format!(
+                r#"{{"type":"session","version":3,"id":"s-{}","timestamp":"2026-01-01T00:00:00.000Z","cwd":"{cwd}"}}"#,
+                cwd.len()
+            )];
+            for (i, p) in written.iter().enumerate() {
+                let parent = if i == 0 {
+                    "null".to_owned()
+                } else {
+                    format!("\"e{}\"", i - 1)
+                };
+                lines.push(format!(
+                    r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:0{i}.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"c{i}","name":"read","arguments":{{"path":"{p}"}}}}],"timestamp":{i}}}}}"#
+                ));
             }
-            tx.commit().unwrap();
+            lines.join("\n") + "\n"
+        };
+        /// (cwd, paths as written in JSON, as read, where pi's tools find them)
+        type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [&'a str]);
+        let cases: [Case<'_>; 2] = [
+            (
+                "/home/u/proj",
+                &[
+                    "@src/a.rs",
+                    "~/notes.md",
+                    "src/plain.rs",
+                    r"a\u00a0b.txt",
+                    "~x/y",
+                    "file:///home/u/proj/src/f.rs",
+                    "@file:///tmp/a%20b.txt",
+                    "file://example.com/x",
+                ],
+                &[
+                    "@src/a.rs",
+                    "~/notes.md",
+                    "src/plain.rs",
+                    "a\u{a0}b.txt",
+                    "~x/y",
+                    "file:///home/u/proj/src/f.rs",
+                    "@file:///tmp/a%20b.txt",
+                    "file://example.com/x",
+                ],
+                &[
+                    "/home/u/proj/src/a.rs",
+                    "/home/u/notes.md",
+                    "/home/u/proj/src/plain.rs",
+                    "/home/u/proj/a b.txt",
+                    "/home/u/proj/~x/y",
+                    "/home/u/proj/src/f.rs",
+                    "/tmp/a b.txt",
+                    // Node's fileURLToPath refuses another host: joined as written.
+                    "/home/u/proj/file:/example.com/x",
+                ],
+            ),
+            (
+                "file:///home/u/other",
+                &["src/b.rs", "~/c.md"],
+                &["src/b.rs", "~/c.md"],
+                &["/home/u/other/src/b.rs", "/home/u/c.md"],
+            ),
+        ];
+        for from in [13u64, 14] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("store.redb");
+            let store = Store::open(&path).unwrap();
+            let mut keys = Vec::new();
+            for (n, (cwd, written, paths, want)) in cases.iter().enumerate() {
+                for (p, w) in paths.iter().zip(want.iter()) {
+                    assert_eq!(resolve(cwd, p), *w, "{p}");
+                }
+                let session = dir.path().join(format!("s{n}.jsonl"));
+                std::fs::write(&session, session_text(cwd, written)).unwrap();
+                assert!(store.import_file(&session).unwrap().error.is_none());
+                let key = store
+                    .snapshot()
+                    .unwrap()
+                    .session_by_path(&session)
+                    .unwrap()
+                    .unwrap()
+                    .0;
+                keys.push(key);
+            }
+            let digest = store.content_digest().unwrap();
+            // Back to what schema `from` wrote.
+            {
+                let tx = store.writer_db().unwrap().begin_write().unwrap();
+                {
+                    let mut resolved = tx.open_table(FILE_RESOLVED).unwrap();
+                    for ((cwd, _, paths, _), key) in cases.iter().zip(&keys) {
+                        for p in paths.iter() {
+                            let old = if from == 13 {
+                                normalize(cwd, p)
+                            } else {
+                                resolve_v14(cwd, p)
+                            };
+                            let new = resolve(cwd, p);
+                            if new != *p {
+                                assert!(
+                                    resolved.remove((new.as_str(), *key, *p)).unwrap().is_some(),
+                                    "{p}"
+                                );
+                            }
+                            if old != *p {
+                                resolved.insert((old.as_str(), *key, *p), ()).unwrap();
+                            }
+                        }
+                    }
+                    tx.open_table(META)
+                        .unwrap()
+                        .insert(META_SCHEMA, from)
+                        .unwrap();
+                }
+                tx.commit().unwrap();
+            }
+            assert_ne!(store.content_digest().unwrap(), digest, "{from}");
+            store.close().unwrap();
+            let mut store = Store::open_read_only(&path).unwrap();
+            assert!(store.is_writable(), "the upgrade needs a writable open");
+            assert_eq!(store.content_digest().unwrap(), digest, "{from}");
+            let report = store.verify().unwrap();
+            assert!(report.findings.is_empty(), "{:?}", report.findings);
+            let snap = store.snapshot().unwrap();
+            for (_, _, _, want) in &cases {
+                for w in want.iter() {
+                    let hits = snap.files_exact(w, &Default::default()).unwrap();
+                    assert_eq!(hits.len(), 1, "{from}: {w}");
+                }
+            }
+            drop(snap);
+            store.close().unwrap();
+            // Opened again, it is simply current.
+            assert!(!Store::open_read_only(&path).unwrap().is_writable());
         }
-        assert_ne!(store.content_digest().unwrap(), digest);
-        store.close().unwrap();
-        let mut store = Store::open_read_only(&path).unwrap();
-        assert!(store.is_writable(), "the upgrade needs a writable open");
-        assert_eq!(store.content_digest().unwrap(), digest);
-        let report = store.verify().unwrap();
-        assert!(report.findings.is_empty(), "{:?}", report.findings);
-        let snap = store.snapshot().unwrap();
-        for w in want {
-            let hits = snap.files_exact(w, &Default::default()).unwrap();
-            assert_eq!(hits.len(), 1, "{w}");
-        }
-        drop(snap);
-        store.close().unwrap();
-        // Opened again, it is simply current.
-        assert!(!Store::open_read_only(&path).unwrap().is_writable());
     }
 
     #[test]

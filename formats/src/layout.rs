@@ -54,7 +54,7 @@ pub fn normalize(s: &str) -> PathBuf {
 /// The path of a `file://` URL (what follows the scheme): an empty or `localhost` host, the
 /// path percent-decoded, query and fragment dropped. `None` for what Node's `fileURLToPath`
 /// refuses (another host, an encoded `/`).
-fn file_url_path(rest: &str) -> Option<PathBuf> {
+pub fn file_url_path(rest: &str) -> Option<PathBuf> {
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
     // The URL parser reads `\` as `/` in a file URL, and folds `.` and `..` segments (also
     // written `%2e`) before the path is decoded.
