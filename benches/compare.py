@@ -42,6 +42,7 @@ CHAIN = int(E["CHAIN"])
 SKIP = set(s.strip() for s in E.get("SKIP", "").split(",") if s.strip())
 PISESS = os.path.join(BIN, "pisess")
 PARSE = os.path.join(BIN, "pisess-bench-parse")
+SKELETON = os.path.join(BIN, "pisess-bench-skeleton")
 READ = os.path.join(BIN, "pisess-bench-read")
 RUNNER = os.path.join(BIN, "pisess-bench-run")  # times one child (see the docstring)
 BIGDIR = E["BIGDIR"]  # COPIES copies of the corpus (~1 GB): issue 3's folder for re-import and files
@@ -443,11 +444,24 @@ if not skip("migrate: bulk migration of a sample of v1/v2 files"):
     row(f"migrate {len(mfiles)} files", pm, fm, faster=False)
 
 # ----------------------------------------------------------------------------- ls
-if not skip("ls: listing a folder of many small sessions"):
+if not skip("ls: importing and listing a folder of many small sessions"):
     lstore = os.path.join(WORK, "ls.redb")
     nls = len(glob.glob(os.path.join(LSDIR, "*.jsonl")))
-    w, _, _ = run([PISESS, "import", LSDIR], {"PISESS_STORE": lstore})
-    print(f"  {nls} sessions imported in {w:.2f} s (untimed below)")
+
+    def import_ls():
+        for p_ in glob.glob(lstore + "*"):
+            os.remove(p_)
+        return run([PISESS, "import", LSDIR], {"PISESS_STORE": lstore})
+
+    # The floor over the same files, whole process: every line of every file parsed to a
+    # serde_json::Value on a 2-thread rayon pool (pisess-bench-skeleton's `floor`, as in
+    # skeleton.sh), nothing stored.
+    il, fl = bench([
+        ("pisess import (fresh store)", import_ls),
+        ("parse floor measured (rayon + Value, 2 threads, one process)",
+         lambda: run([SKELETON, "floor", LSDIR, os.path.join(WORK, "skeleton.redb")])),
+    ], runs=SLOW_RUNS)
+    row(f"import {nls} small sessions", il, fl, faster=False)
     pl, ol = bench([
         ("pisess ls", pisess("ls", store=lstore)),
         ("oracle list DIR", oracle("list", LSDIR)),

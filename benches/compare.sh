@@ -23,7 +23,9 @@
 #   export     `pisess export --format jsonl|md -o F` vs `cat` and `oracle load`
 #   migrate    `pisess migrate --jobs 2` on a sample of v1/v2 files vs `oracle migrate FILE` each,
 #              and vs `--jobs 1` (issue 6: >= 20x and >= 1.7x)
-#   ls         `pisess ls` over a folder of LS_N small sessions vs `oracle list DIR`
+#   ls         import of a folder of LS_N small sessions into a fresh store vs the measured parse
+#              floor of its files (one process: pisess-bench-skeleton floor), then `pisess ls`
+#              over it vs `oracle list DIR`
 #   images     a session of IMAGES_BYTES (2 GiB) that is mostly base64 images: import vs the
 #              parse floor, store size, peak RSS, then context at its leaf and export
 #   big        a BIG_BYTES session (default 1 GiB, from pisess-bench-gen, cached): context at the
@@ -97,7 +99,7 @@ cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p pisess-cli -
 # (README, Performance, session 21). A fresh copy each run, beside the build (same filesystem).
 installed=$BIN/installed
 rm -rf "$installed" && mkdir -p "$installed"
-for b in pisess pisess-bench-parse pisess-bench-read pisess-bench-run pisess-bench-gen; do
+for b in pisess pisess-bench-parse pisess-bench-read pisess-bench-run pisess-bench-gen pisess-bench-skeleton; do
     cp "$BIN/$b" "$installed/$b"
 done
 export BIN=$installed
