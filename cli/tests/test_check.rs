@@ -73,6 +73,22 @@ fn every_edge_problem_is_located() {
     }
 }
 
+/// A file of junk lines only is no session: the problem is the whole file's, located at its
+/// start (line 1, byte 0); it was given the last line's number with byte 0, a place that is
+/// not one.
+#[test]
+fn a_file_of_junk_lines_is_located_at_its_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("junk.jsonl");
+    std::fs::write(&f, "junk1\njunk2\njunk3\n").unwrap();
+    let (out, _, code) = check(&[&f]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("junk.jsonl:1: error: not a pi session: no JSON value in 3 line(s) (byte 0)"),
+        "{out}"
+    );
+}
+
 #[test]
 fn notes_alone_do_not_fail() {
     for file in [

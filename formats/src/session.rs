@@ -239,8 +239,10 @@ impl<R: Read> SessionReader<R> {
             } else {
                 ProblemKind::Empty
             };
+            // A problem of the whole file, located at its start (line 1, byte 0): the line
+            // and byte of one place, as every problem's are.
             let p = Problem {
-                line: summary.lines.max(1),
+                line: 1,
                 offset: 0,
                 kind,
             };
