@@ -130,6 +130,9 @@ pub(super) struct Worker {
 impl Worker {
     /// Starts the helper thread; `None` if it cannot be started (files are then read as usual).
     pub(super) fn start() -> Option<Self> {
+        // The pool's threads take the name of the thread that first uses it: make sure that is
+        // not the helper, or every worker would show as `pisess-read-ahead` in `top`.
+        let _ = rayon::current_num_threads();
         let (jobs, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("pisess-read-ahead".into())
