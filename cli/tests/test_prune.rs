@@ -1126,6 +1126,34 @@ fn an_in_place_prune_of_a_deleted_file_says_there_is_nothing_to_replace() {
     assert!(!f.exists());
 }
 
+/// An ENTRY given twice (or `--keep-leaf` and `--keep @leaf`) is named once.
+#[test]
+fn an_entry_kept_twice_is_named_once() {
+    let env = TestEnv::new();
+    let f = fixture("sessions/04-many-branches.jsonl");
+    let fs_ = f.to_str().unwrap();
+    let v = run_json(
+        &env,
+        &[
+            "prune",
+            fs_,
+            "--keep-leaf",
+            "--keep",
+            "@leaf",
+            "--keep",
+            "@leaf",
+        ],
+    );
+    assert_eq!(v["keep"], serde_json::json!(["@leaf"]), "{v}");
+    let r = crate::common::run(&env, &["prune", fs_, "--keep", "@leaf", "--keep", "@leaf"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("keep:  the paths to @leaf — "),
+        "{}",
+        r.stdout
+    );
+}
+
 #[test]
 fn prune_writes_a_cut_cycle_as_a_root_so_pi_can_open_the_output() {
     // ca and cb are each other's parent (pi hangs on this file); cc hangs off cb, cd off ca.

@@ -371,7 +371,10 @@ fn keep_targets(
     }
     for k in &args.keep {
         targets.push(session.entry(k)?);
-        names.push(k.clone());
+        // An ENTRY given twice is named once in the report.
+        if !names.contains(k) {
+            names.push(k.clone());
+        }
     }
     if args.keep_labeled {
         let mut labels = session.snap.labels(session.key)?;
