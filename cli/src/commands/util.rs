@@ -138,24 +138,56 @@ pub fn session_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, std::io:
 
 /// Parses an age: a number and a unit (s, m, h, d, w), in milliseconds.
 pub fn parse_age(s: &str) -> Result<i64, CommandError> {
-    let bad = || {
-        CommandError::with_hint(
+    age_ms(s).map_err(|e| match e {
+        AgeError::Unreadable => CommandError::with_hint(
             anyhow!("cannot read the age {s:?}"),
             "use a number and a unit: 90d, 12h, 2w, 30m, 45s",
-        )
-    };
+        ),
+        AgeError::TooLarge => too_large(s),
+    })
+}
+
+/// Why an age cannot be read.
+enum AgeError {
+    /// Not a number and a unit.
+    Unreadable,
+    /// A number and a unit, but more milliseconds than a time can count.
+    TooLarge,
+}
+
+/// [`parse_age`]'s reading.
+fn age_ms(s: &str) -> Result<i64, AgeError> {
     let t = s.trim();
-    let unit = t.chars().last().ok_or_else(bad)?;
-    let n: i64 = t[..t.len() - unit.len_utf8()].parse().map_err(|_| bad())?;
-    let ms = match unit {
+    let unit = t.chars().last().ok_or(AgeError::Unreadable)?;
+    let digits = &t[..t.len() - unit.len_utf8()];
+    let ms: i64 = match unit {
         's' => 1_000,
         'm' => 60_000,
         'h' => 3_600_000,
         'd' => 86_400_000,
         'w' => 7 * 86_400_000,
-        _ => return Err(bad()),
+        _ => return Err(AgeError::Unreadable),
     };
-    n.checked_mul(ms).filter(|v| *v >= 0).ok_or_else(bad)
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        // A number too long for i64 is too large, not unreadable.
+        return digits
+            .parse::<i64>()
+            .ok()
+            .and_then(|n| n.checked_mul(ms))
+            .ok_or(AgeError::TooLarge);
+    }
+    let n: i64 = digits.parse().map_err(|_| AgeError::Unreadable)?;
+    n.checked_mul(ms)
+        .filter(|v| *v >= 0)
+        .ok_or(AgeError::Unreadable)
+}
+
+/// The error for an age that reaches back further than a time can.
+fn too_large(s: &str) -> CommandError {
+    CommandError::with_hint(
+        anyhow!("the age {s:?} is too large: it reaches back before any date"),
+        "give a smaller age (up to about 290 million years), or a date",
+    )
 }
 
 /// What `--since` accepts, for its error hint and help.
@@ -172,8 +204,12 @@ pub fn parse_since(d: &str) -> Result<i64, CommandError> {
     if let Some(ms) = parse_time(t) {
         return Ok(ms);
     }
-    let age = parse_age(t)
-        .map_err(|_| CommandError::with_hint(anyhow!("cannot read the date {d:?}"), SINCE_FORMS))?;
+    let age = age_ms(t).map_err(|e| match e {
+        AgeError::Unreadable => {
+            CommandError::with_hint(anyhow!("cannot read the date {d:?}"), SINCE_FORMS)
+        }
+        AgeError::TooLarge => too_large(d),
+    })?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |x| i64::try_from(x.as_millis()).unwrap_or(i64::MAX));
@@ -364,6 +400,14 @@ mod tests {
         assert!(parse_age("d").is_err());
         assert!(parse_age("10y").is_err());
         assert!(parse_age("").is_err());
+        // Too large for a time: said so, not "cannot read".
+        for big in ["999999999999d", "99999999999999999999w"] {
+            let e = parse_age(big).unwrap_err().to_string();
+            assert!(e.contains("too large"), "{big}: {e}");
+            let e = parse_since(big).unwrap_err().to_string();
+            assert!(e.contains("too large"), "{big}: {e}");
+        }
+        assert!(parse_age("-5d").is_err());
     }
 
     #[test]
