@@ -154,7 +154,8 @@ pub fn summary(v: &Value) -> String {
             s(v, "modelId").unwrap_or("?")
         ),
         "thinking_level_change" => s(v, "thinkingLevel").unwrap_or("").to_owned(),
-        "label" => match s(v, "label") {
+        // An empty label clears the target's, as no label does (pi's test is truthiness).
+        "label" => match s(v, "label").filter(|l| !l.is_empty()) {
             Some(l) => format!("{} ← {l}", s(v, "targetId").unwrap_or("?")),
             None => format!("{} (label removed)", s(v, "targetId").unwrap_or("?")),
         },
@@ -811,6 +812,17 @@ pub fn value_parse_safe(json: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A label entry names its label; an empty one clears it, as no label does.
+    #[test]
+    fn a_label_summary_says_a_cleared_label_is_removed() {
+        let label = |l: Value| {
+            summary(&serde_json::json!({"type": "label", "id": "l", "targetId": "t1", "label": l}))
+        };
+        assert_eq!(label("keep".into()), "t1 ← keep");
+        assert_eq!(label("".into()), "t1 (label removed)");
+        assert_eq!(label(Value::Null), "t1 (label removed)");
+    }
 
     /// [`value_parse_safe`] written plainly, byte by byte, as the reference for its memchr scan.
     fn value_parse_safe_plain(json: &str) -> bool {
