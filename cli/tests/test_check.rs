@@ -37,7 +37,7 @@ fn every_edge_problem_is_located() {
         ),
         (
             "edge/leading-malformed-then-header.jsonl",
-            ":2: warning: 1 unparsable line(s) before the header",
+            ":1: warning: 1 unparsable line(s) before the header",
         ),
         (
             "edge/malformed-and-blank-lines.jsonl",

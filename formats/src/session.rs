@@ -135,6 +135,8 @@ impl<R: Read> SessionReader<R> {
         };
         let mut problems = Vec::new();
         let mut junk_lines = 0u64;
+        // Where the first of them starts (line, byte): the junk's problem is placed there.
+        let mut first_junk = (1u64, 0u64);
         let mut index = 0u64;
         let mut first = true;
         while let Some(chunk) = self.chunks.next_chunk().map_err(ReadError::Io)? {
@@ -165,8 +167,8 @@ impl<R: Read> SessionReader<R> {
                             Ok(h) => {
                                 if junk_lines > 0 {
                                     late.push(Problem {
-                                        line: piece.line,
-                                        offset: piece.offset,
+                                        line: first_junk.0,
+                                        offset: first_junk.1,
                                         kind: ProblemKind::JunkBeforeHeader { lines: junk_lines },
                                     });
                                 }
@@ -213,6 +215,9 @@ impl<R: Read> SessionReader<R> {
                         )
                     });
                     if skipped {
+                        if junk_lines == 0 {
+                            first_junk = (line.number, line.offset);
+                        }
                         junk_lines += 1;
                         line_problems_before_header = true;
                     }
