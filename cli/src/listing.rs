@@ -464,13 +464,20 @@ pub fn write_tree_line(
         out.extend_from_slice(l.as_bytes());
     }
     out.push(b' ');
-    let total = kind.chars + 1 + summary.chars;
-    let space = Measured {
-        s: " ",
-        chars: 1,
-        plain: true,
-    };
-    push_clipped(out, &[kind, space, summary], total, room);
+    if summary.chars == 0 {
+        // No summary (an assistant reply of tool calls the filter hides): no space after the
+        // kind, so the line does not end in one.
+        let n = kind.chars;
+        push_clipped(out, &[kind], n, room);
+    } else {
+        let total = kind.chars + 1 + summary.chars;
+        let space = Measured {
+            s: " ",
+            chars: 1,
+            plain: true,
+        };
+        push_clipped(out, &[kind, space, summary], total, room);
+    }
     out.push(b'\n');
     true
 }

@@ -7,12 +7,13 @@
 //! again ([`Columns::write_row`]), so it builds each row twice and holds one at a time.
 //!
 //! Invariants:
-//! - the bytes written for the header and rows are those of `writeln!(out, "{table}")` for a
-//!   `comfy_table::Table` with the `NOTHING` preset holding the same header and rows (checked
-//!   against comfy_table by the tests, wide and multi-line cells included): each column is as
-//!   wide as its widest cell line (at least 1, display width as `unicode-width` measures it),
-//!   every cell line gets one space of padding on each side and is filled with spaces to the
-//!   column's width (trailing spaces kept), a cell holding newlines spans several lines;
+//! - the bytes written for the header and rows are those of [`plain`] of a `comfy_table::Table`
+//!   with the `NOTHING` preset holding the same header and rows (checked against comfy_table by
+//!   the tests, wide and multi-line cells included): each column is as wide as its widest cell
+//!   line (at least 1, display width as `unicode-width` measures it), every cell line gets one
+//!   space of padding on each side and is filled with spaces to the column's width, a cell
+//!   holding newlines spans several lines, and no line ends in spaces (what follows a line's
+//!   last text is left out);
 //! - only when every column is at most `u16::MAX` wide ([`Columns::streamable`]): comfy_table
 //!   caps widths there and breaks longer lines, which is not reproduced here, so a caller
 //!   falls back to comfy_table for such a table.
@@ -62,17 +63,45 @@ impl Columns {
             .unwrap_or(1);
         let mut lines: Vec<std::str::Split<'_, char>> =
             row.iter().map(|c| c.as_ref().split('\n')).collect();
+        let mut texts: Vec<&str> = Vec::with_capacity(self.widths.len());
         for _ in 0..height {
-            for (i, &w) in self.widths.iter().enumerate() {
-                let line = lines.get_mut(i).and_then(Iterator::next);
-                let text = line.unwrap_or("");
-                let fill = w.saturating_sub(text.width());
-                write!(out, " {text}{:fill$} ", "")?;
+            texts.clear();
+            texts.extend((0..self.widths.len()).map(|i| {
+                lines
+                    .get_mut(i)
+                    .and_then(Iterator::next)
+                    .unwrap_or_default()
+            }));
+            // Cells after the line's last text would only add spaces.
+            let last = texts.iter().rposition(|t| !t.trim_end().is_empty());
+            for (i, (&w, text)) in self.widths.iter().zip(&texts).enumerate() {
+                match last {
+                    Some(l) if i < l => {
+                        let fill = w.saturating_sub(text.width());
+                        write!(out, " {text}{:fill$} ", "")?;
+                    }
+                    Some(l) if i == l => write!(out, " {}", text.trim_end())?,
+                    _ => break,
+                }
             }
             out.write_all(b"\n")?;
         }
         Ok(())
     }
+}
+
+/// A `comfy_table::Table` (the `NOTHING` preset) as text whose lines do not end in spaces:
+/// comfy_table pads every cell, the last one of a line too.
+pub fn plain(t: &comfy_table::Table) -> String {
+    let text = t.to_string();
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(line.trim_end());
+    }
+    out
 }
 
 #[cfg(test)]
@@ -86,9 +115,7 @@ mod tests {
         for r in rows {
             t.add_row(r.clone());
         }
-        let mut out = Vec::new();
-        writeln!(out, "{t}").unwrap();
-        String::from_utf8(out).unwrap()
+        format!("{}\n", plain(&t))
     }
 
     fn streamed(header: &[&str], rows: &[Vec<String>]) -> String {

@@ -743,7 +743,7 @@ fn a_prune_report_of_a_wide_fan_runs_in_bounded_memory() {
     );
     assert!(
         lines[5].starts_with(" 00000001  00000000  1        ")
-            && lines[5].ends_with("user: sibling 1     "),
+            && lines[5].ends_with("user: sibling 1"),
         "{:?}",
         lines[5]
     );

@@ -163,7 +163,7 @@ pub fn cmd_diff(ui: &mut Ui, args: &DiffArgs) -> CommandResult {
                     let line = format!(
                         "{mark} {} {}",
                         sa::short_id(id),
-                        sa::clip(&text, width.saturating_sub(12).max(20))
+                        sa::clip(text.trim_end(), width.saturating_sub(12).max(20))
                     );
                     let painted = ui.paint(color, &safe(&line));
                     writeln!(ui.out(), "{painted}")?;
@@ -607,10 +607,11 @@ fn diff_sessions(ui: &mut Ui, a_arg: &str, b_arg: &str) -> CommandResult {
                 for e in p {
                     let v = session.value(e.key)?;
                     let text = format!("{} {}", sa::kind(&v), sa::summary(&v));
+                    let text = text.trim_end();
                     let line = format!(
                         "{mark} {} {}",
                         sa::short_id(sa::id_of(&v).unwrap_or("-")),
-                        sa::clip(&text, width.saturating_sub(12).max(20))
+                        sa::clip(text, width.saturating_sub(12).max(20))
                     );
                     let painted = ui.paint(color, &safe(&line));
                     writeln!(ui.out(), "{painted}")?;

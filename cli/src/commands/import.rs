@@ -121,7 +121,7 @@ pub fn cmd_import(ui: &mut Ui, args: &ImportArgs) -> CommandResult {
         row.push(report.bytes_read().to_string());
         row.push(format!("{:.2}s", elapsed.as_secs_f64()));
         t.add_row(row);
-        writeln!(ui.out(), "{t}")?;
+        writeln!(ui.out(), "{}", crate::table::plain(&t))?;
         if report.gone > 0 {
             // As rsync or git say what left: the sessions stay in the store, marked gone.
             writeln!(

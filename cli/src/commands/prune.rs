@@ -725,7 +725,7 @@ fn branch_table(
         for (i, b) in branches.iter().enumerate() {
             t.add_row(row(b, kept.get(i)).to_vec());
         }
-        writeln!(out, "{t}")?;
+        writeln!(out, "{}", crate::table::plain(&t))?;
     }
     Ok(())
 }
@@ -1025,7 +1025,7 @@ fn prune_sessions(ui: &mut Ui, args: &PruneArgs) -> CommandResult {
                     },
                 ]);
             }
-            writeln!(out, "{t}")?;
+            writeln!(out, "{}", crate::table::plain(&t))?;
         }
         if outside > 0 {
             writeln!(
@@ -1082,12 +1082,12 @@ mod tests {
         assert_eq!(
             lines,
             [
-                " branch  from      entries  bytes  first entry  ",
-                " id0     01234567  1        0                   ",
-                " id1     (root)    2        100    xxx          ",
-                " id2     01234567  3        200    xxxxxx       ",
-                " id3     (root)    4        300    xxxxxxxxx    ",
-                " id4     01234567  5        400    xxxxxxxxxxxx ",
+                " branch  from      entries  bytes  first entry",
+                " id0     01234567  1        0",
+                " id1     (root)    2        100    xxx",
+                " id2     01234567  3        200    xxxxxx",
+                " id3     (root)    4        300    xxxxxxxxx",
+                " id4     01234567  5        400    xxxxxxxxxxxx",
             ]
         );
     }

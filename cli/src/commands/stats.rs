@@ -644,7 +644,7 @@ fn write_human(
             c.set_cell_alignment(comfy_table::CellAlignment::Right);
         }
     }
-    writeln!(ui.out(), "{t}")?;
+    writeln!(ui.out(), "{}", crate::table::plain(&t))?;
     if total.shared > 0 {
         writeln!(
             ui.out(),
