@@ -55,12 +55,20 @@ pub fn normalize(s: &str) -> PathBuf {
 /// path percent-decoded, query and fragment dropped. `None` for what Node's `fileURLToPath`
 /// refuses (another host, an encoded `/`).
 pub fn file_url_path(rest: &str) -> Option<PathBuf> {
+    // The URL parser drops ASCII tabs and line breaks wherever they are.
+    let rest: String = rest
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
     // The URL parser reads `\` as `/` in a file URL, and folds `.` and `..` segments (also
     // written `%2e`) before the path is decoded.
     let rest = rest.replace('\\', "/");
-    let slash = rest.find('/')?;
-    let (host, path) = rest.split_at(slash);
+    // A URL of a host alone (`file://`, `file://localhost`) names the root.
+    let (host, path) = match rest.find('/') {
+        Some(slash) => rest.split_at(slash),
+        None => (rest.as_str(), "/"),
+    };
     if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
         return None;
     }
@@ -152,6 +160,14 @@ mod tests {
             Some(PathBuf::from("/h/y/z"))
         );
         assert_eq!(file_url_path("/a%2Fb"), None);
+        // As Node's `fileURLToPath` gives them: a host alone is the root, tabs and line
+        // breaks are dropped.
+        assert_eq!(file_url_path(""), Some(PathBuf::from("/")));
+        assert_eq!(file_url_path("localhost"), Some(PathBuf::from("/")));
+        assert_eq!(file_url_path("localhost?x"), Some(PathBuf::from("/")));
+        assert_eq!(file_url_path("/a\tb"), Some(PathBuf::from("/ab")));
+        assert_eq!(file_url_path("/a\nb/c"), Some(PathBuf::from("/ab/c")));
+        assert_eq!(file_url_path("LOCALHOST/z"), Some(PathBuf::from("/z")));
         assert_eq!(normalize("relative/dir"), PathBuf::from("relative/dir"));
     }
 
