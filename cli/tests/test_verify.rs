@@ -416,40 +416,36 @@ fn a_session_file_given_as_the_store_is_named_no_store_and_left_alone() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("s.jsonl");
     std::fs::copy(fixture("sessions/01-tiny.jsonl"), &file).unwrap();
-    let before = std::fs::read(&file).unwrap();
-    let script = env.home.path().join("env.sh");
+    let scripts = env.home.path().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let script = scripts.join("env.sh");
     std::fs::write(&script, "#!/bin/sh\nexport PISESS_STORE=~/s.redb\n").unwrap();
-    for args in [&["ls"][..], &["verify"]] {
-        let out = env
-            .pisess()
-            .env("PISESS_STORE", &script)
-            .args(args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains("is not a pisess store"), "{args:?}: {err}");
-        assert!(err.contains("it starts with text"), "{args:?}: {err}");
-        assert!(!err.contains(".damaged"), "{args:?}: {err}");
-        assert!(!env.home.path().join("env.sh.lock").exists(), "{args:?}");
-    }
-    for args in [&["ls"][..], &["verify"], &["import", dir.to_str().unwrap()]] {
-        let out = env
-            .pisess()
-            .env("PISESS_STORE", &file)
-            .args(args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains("is not a pisess store"), "{args:?}: {err}");
-        assert!(!err.contains(".damaged"), "{args:?}: {err}");
-        let names: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, ["s.jsonl"], "{args:?}");
-        assert_eq!(std::fs::read(&file).unwrap(), before);
+    for (store, says) in [
+        (&file, "it holds JSON text"),
+        (&script, "it starts with text"),
+    ] {
+        let before = std::fs::read(store).unwrap();
+        for args in [&["ls"][..], &["verify"], &["import", dir.to_str().unwrap()]] {
+            let out = env
+                .pisess()
+                .env("PISESS_STORE", store)
+                .args(args)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains("is not a pisess store"), "{args:?}: {err}");
+            assert!(err.contains(says), "{args:?}: {err}");
+            assert!(!err.contains(".damaged"), "{args:?}: {err}");
+            // Nothing made beside it (no `.lock`), and the file as it was.
+            let folder = store.parent().unwrap();
+            let names: Vec<_> = std::fs::read_dir(folder)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(names, [store.file_name().unwrap()], "{args:?}");
+            assert_eq!(std::fs::read(store).unwrap(), before);
+        }
     }
 }
 
