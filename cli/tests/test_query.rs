@@ -691,8 +691,10 @@ fn middle_user(name: &str) -> String {
 /// Expected, from two files, for `diff A B`: their active paths walked side by side, an entry
 /// common when both hold it next with the same line, or the same JSON but for `parentId`
 /// (pi's fork re-parents the entry after a label it drops), a label on one side only passed
-/// over. The number of common entries and the positions of the last one on each path.
-fn fork_walk(a: &Path, b: &Path) -> (usize, (usize, usize)) {
+/// over and counted as that side's own. The number of common entries, the positions of the
+/// last one on each path, and each side's own entries (the labels passed over before it, then
+/// all after it).
+fn fork_walk(a: &Path, b: &Path) -> (usize, (usize, usize), [Vec<String>; 2]) {
     let values = |f: &Path| -> HashMap<String, (String, Value)> {
         file_entries(f)
             .into_iter()
@@ -708,6 +710,7 @@ fn fork_walk(a: &Path, b: &Path) -> (usize, (usize, usize)) {
         v
     };
     let (mut i, mut j, mut common, mut last) = (0, 0, 0, (0, 0));
+    let (mut skipped_a, mut skipped_b) = (Vec::new(), Vec::new());
     while i < pa.len() || j < pb.len() {
         let x = pa.get(i).map(|id| &va[id.as_str()]);
         let y = pb.get(j).map(|id| &vb[id.as_str()]);
@@ -718,12 +721,24 @@ fn fork_walk(a: &Path, b: &Path) -> (usize, (usize, usize)) {
                 i += 1;
                 j += 1;
             }
-            (Some(x), _) if label(&x.1) => i += 1,
-            (_, Some(y)) if label(&y.1) => j += 1,
+            (Some(x), _) if label(&x.1) => {
+                skipped_a.push(i);
+                i += 1;
+            }
+            (_, Some(y)) if label(&y.1) => {
+                skipped_b.push(j);
+                j += 1;
+            }
             _ => break,
         }
     }
-    (common, last)
+    let own = |p: &[String], skipped: &[usize], l: usize| -> Vec<String> {
+        let before = skipped.iter().filter(|&&x| x < l).map(|&x| p[x].clone());
+        before.chain(p[l..].iter().cloned()).collect()
+    };
+    let own_a = own(&pa, &skipped_a, last.0 + 1);
+    let own_b = own(&pb, &skipped_b, last.1 + 1);
+    (common, last, [own_a, own_b])
 }
 
 /// pi's fork drops the labels of the path it copies (re-parenting the entry after each) and
@@ -754,11 +769,15 @@ fn diff_of_a_fork_passes_over_the_labels_pi_fork_drops() {
     let made = oracle_fork(&parent, "u3", &fork);
     let (p, k) = (parent.to_str().unwrap(), fork.to_str().unwrap());
     let new_label = strs(&made["entryIds"]).last().unwrap().clone();
-    assert_eq!(fork_walk(&parent, &fork), (3, (3, 2)));
+    assert_eq!(
+        fork_walk(&parent, &fork),
+        (3, (3, 2), [vec!["l1".to_owned()], vec![new_label.clone()]])
+    );
     let got = json(&env, &["diff", p, k, "--json"], 1);
     assert_eq!(got["common"], 3, "{got}");
     assert_eq!(got["commonAncestorId"], "u3", "{got}");
-    assert_eq!(got["onlyA"], serde_json::json!([]), "{got}");
+    // The label the fork dropped is the parent's own, the one it wrote again the fork's.
+    assert_eq!(got["onlyA"], serde_json::json!(["l1"]), "{got}");
     assert_eq!(strs(&got["onlyB"]), [new_label], "{got}");
     let swapped = json(&env, &["diff", k, p, "--json"], 1);
     assert_eq!(swapped["onlyA"], got["onlyB"]);
@@ -777,7 +796,23 @@ fn diff_of_a_fork_passes_over_the_labels_pi_fork_drops() {
     );
     let got = json(&env, &["diff", p, ours.to_str().unwrap(), "--json"], 1);
     assert_eq!(got["common"], 3, "{got}");
-    assert_eq!(got["onlyA"], serde_json::json!([]), "{got}");
+    assert_eq!(got["onlyA"], serde_json::json!(["l1"]), "{got}");
+    // A copy of the session without its label differs from it by that label alone (exit 1).
+    let bare = dir.path().join("bare.jsonl");
+    let text = std::fs::read_to_string(&parent).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains(r#""id":"l1""#))
+        .collect();
+    // pi's fork gives the entry after a dropped label the label's parent; so does this copy.
+    let kept = kept
+        .join("\n")
+        .replace(r#""parentId":"l1""#, r#""parentId":"u1""#);
+    std::fs::write(&bare, kept + "\n").unwrap();
+    let got = json(&env, &["diff", p, bare.to_str().unwrap(), "--json"], 1);
+    assert_eq!(got["common"], 3, "{got}");
+    assert_eq!(got["onlyA"], serde_json::json!(["l1"]), "{got}");
+    assert_eq!(got["onlyB"], serde_json::json!([]), "{got}");
 }
 
 #[test]
@@ -801,7 +836,7 @@ fn diff_of_a_fork_and_its_parent_finds_where_they_diverge() {
         };
         let lp = line_of(&parent);
         let (pp, pk) = (file_leaf_path(&parent), file_leaf_path(&fork));
-        let (common, (i, j)) = fork_walk(&parent, &fork);
+        let (common, (i, j), [own_a, own_b]) = fork_walk(&parent, &fork);
         // The fork's own path starts with the oracle's entry ids up to the fork point.
         assert!(common >= 1);
         assert_eq!(pk[..=j], strs(&made["entryIds"])[..=j]);
@@ -810,8 +845,8 @@ fn diff_of_a_fork_and_its_parent_finds_where_they_diverge() {
         assert_eq!(got["relation"], "bForkOfA");
         assert_eq!(got["common"], common);
         assert_eq!(got["commonAncestorId"], pp[i].as_str());
-        assert_eq!(strs(&got["onlyA"]), pp[i + 1..]);
-        assert_eq!(strs(&got["onlyB"]), pk[j + 1..]);
+        assert_eq!(strs(&got["onlyA"]), own_a);
+        assert_eq!(strs(&got["onlyB"]), own_b);
         assert_eq!(got["a"]["leafId"], pp.last().unwrap().as_str());
         assert_eq!(got["b"]["leafId"], pk.last().unwrap().as_str());
         // Swapped: the same split, the other way round.

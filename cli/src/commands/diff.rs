@@ -11,9 +11,10 @@
 //!   an entry is common when both paths hold it next, with the same JSON text (blake3 of the
 //!   text, so same id, same timestamp, same content: pi's fork copies entries byte for byte),
 //!   or the same text but for its `parentId`; a label entry one side holds there and the other
-//!   does not is passed over. pi's fork drops the path's labels (it writes them again, as new
-//!   entries, at its end) and gives the entry after each the label's parent. The divergence
-//!   point is the last common entry; what follows it on each side is that side's own;
+//!   does not is passed over, and counted as that side's own. pi's fork drops the path's labels
+//!   (it writes them again, as new entries, at its end) and gives the entry after each the
+//!   label's parent. The divergence point is the last common entry; what follows it on each
+//!   side is that side's own too;
 //! - the exit status is the answer's (1: differences) also when the reader stops early
 //!   (`pisess diff A B | head -1`), however much of the output it took.
 
@@ -494,14 +495,27 @@ fn same_entry(session: &Session, a: &PathEntry, b: &PathEntry) -> Result<bool, C
     Ok(without_parent(a.key)? == without_parent(b.key)?)
 }
 
+/// Two active paths walked side by side ([`common_walk`]).
+struct Walk {
+    /// Entries common to both.
+    common: usize,
+    /// Positions of the last common entry on each path.
+    last: Option<(usize, usize)>,
+    /// Each side's own entries, in path order: the labels passed over before the last common
+    /// entry, then everything after it.
+    own_a: Vec<usize>,
+    own_b: Vec<usize>,
+}
+
 /// The common entries of two active paths walked side by side ([`same_entry`]; a label on
-/// one side only is passed over): how many, and the positions of the last one on each side.
+/// one side only is passed over, and counts as that side's own).
 fn common_walk(
     session: &Session,
     pa: &[PathEntry],
     pb: &[PathEntry],
-) -> Result<(usize, Option<(usize, usize)>), CommandError> {
+) -> Result<Walk, CommandError> {
     let (mut i, mut j, mut common, mut last) = (0, 0, 0, None);
+    let (mut own_a, mut own_b) = (Vec::new(), Vec::new());
     while i < pa.len() || j < pb.len() {
         if i < pa.len() && j < pb.len() && same_entry(session, &pa[i], &pb[j])? {
             common += 1;
@@ -509,14 +523,27 @@ fn common_walk(
             i += 1;
             j += 1;
         } else if i < pa.len() && pa[i].label {
+            own_a.push(i);
             i += 1;
         } else if j < pb.len() && pb[j].label {
+            own_b.push(j);
             j += 1;
         } else {
             break;
         }
     }
-    Ok((common, last))
+    // After the last common entry, each side's whole rest is its own.
+    let (ta, tb) = last.map_or((0, 0), |(i, j)| (i + 1, j + 1));
+    own_a.retain(|&x| x < ta);
+    own_a.extend(ta..pa.len());
+    own_b.retain(|&x| x < tb);
+    own_b.extend(tb..pb.len());
+    Ok(Walk {
+        common,
+        last,
+        own_a,
+        own_b,
+    })
 }
 
 fn same_file(a: &str, b: &str) -> bool {
@@ -544,16 +571,18 @@ fn diff_sessions(ui: &mut Ui, a_arg: &str, b_arg: &str) -> CommandResult {
     };
     let pa = active_path(&session, session.key)?;
     let pb = active_path(&session, kb)?;
-    let (common, last) = common_walk(&session, &pa, &pb)?;
-    // Each side's own entries: those after the last common one.
-    let (rest_a, rest_b) = match last {
-        Some((i, j)) => (&pa[i + 1..], &pb[j + 1..]),
-        None => (&pa[..], &pb[..]),
-    };
-    let ids = |p: &[PathEntry]| -> Result<Vec<String>, CommandError> {
+    let Walk {
+        common,
+        last,
+        own_a,
+        own_b,
+    } = common_walk(&session, &pa, &pb)?;
+    let rest_a: Vec<&PathEntry> = own_a.iter().map(|&x| &pa[x]).collect();
+    let rest_b: Vec<&PathEntry> = own_b.iter().map(|&x| &pb[x]).collect();
+    let ids = |p: &[&PathEntry]| -> Result<Vec<String>, CommandError> {
         p.iter().map(|e| session.id(e.key)).collect()
     };
-    let (only_a, only_b) = (ids(rest_a)?, ids(rest_b)?);
+    let (only_a, only_b) = (ids(&rest_a)?, ids(&rest_b)?);
     let base = match last {
         Some((i, _)) => Some(session.id(pa[i].key)?),
         None => None,
@@ -596,7 +625,7 @@ fn diff_sessions(ui: &mut Ui, a_arg: &str, b_arg: &str) -> CommandResult {
             let painted = ui.paint("1", &head);
             writeln!(ui.out(), "{painted}")?;
             let width = sa::width();
-            for (mark, color, r, p) in [("<", "31", ra, rest_a), (">", "32", &rb, rest_b)] {
+            for (mark, color, r, p) in [("<", "31", ra, &rest_a), (">", "32", &rb, &rest_b)] {
                 writeln!(
                     ui.out(),
                     "{mark} {} only: {} entries ({})",
