@@ -784,16 +784,7 @@ fn diff_of_a_fork_passes_over_the_labels_pi_fork_drops() {
     assert_eq!(swapped["onlyB"], got["onlyA"]);
     // pisess's own fork drops and re-creates the labels as pi's does.
     let ours = dir.path().join("ours.jsonl");
-    let out = env
-        .pisess()
-        .args(["fork", p, "u3", "-o", ours.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    out(&env, &["fork", p, "u3", "-o", ours.to_str().unwrap()], 0);
     let got = json(&env, &["diff", p, ours.to_str().unwrap(), "--json"], 1);
     assert_eq!(got["common"], 3, "{got}");
     assert_eq!(got["onlyA"], serde_json::json!(["l1"]), "{got}");

@@ -426,14 +426,8 @@ fn a_session_file_given_as_the_store_is_named_no_store_and_left_alone() {
     ] {
         let before = std::fs::read(store).unwrap();
         for args in [&["ls"][..], &["verify"], &["import", dir.to_str().unwrap()]] {
-            let out = env
-                .pisess()
-                .env("PISESS_STORE", store)
-                .args(args)
-                .output()
-                .unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            let (code, _, err) = run(&env, store, args);
+            assert_eq!(code, 2, "{args:?}: {err}");
             assert!(err.contains("is not a pisess store"), "{args:?}: {err}");
             assert!(err.contains(says), "{args:?}: {err}");
             assert!(!err.contains(".damaged"), "{args:?}: {err}");
