@@ -112,22 +112,32 @@ impl Snapshot {
         s: SessionKey,
         file: &mut dyn std::io::Read,
     ) -> Result<Option<u64>, ExportError> {
-        let mut cmp = Compare {
-            file,
-            at: 0,
-            differs: None,
-            buf: Vec::new(),
-        };
-        self.write_rows(s, &mut cmp, false)?;
-        if cmp.differs.is_none() {
-            // Bytes after the stored ones: the file is longer.
-            let mut one = [0u8; 1];
-            if cmp.file.read(&mut one)? > 0 {
-                cmp.differs = Some(cmp.at);
-            }
-        }
-        Ok(cmp.differs)
+        first_difference_of(file, |out| self.write_rows(s, out, false).map(drop))
     }
+}
+
+/// The offset of the first byte where what `write` writes differs from `file`'s bytes (read
+/// alongside, never held whole; a file longer than what was written differs at its end), or
+/// `None` when they are the same.
+pub(crate) fn first_difference_of<E: From<std::io::Error>>(
+    file: &mut dyn std::io::Read,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), E>,
+) -> Result<Option<u64>, E> {
+    let mut cmp = Compare {
+        file,
+        at: 0,
+        differs: None,
+        buf: Vec::new(),
+    };
+    write(&mut cmp)?;
+    if cmp.differs.is_none() {
+        // Bytes after the written ones: the file is longer.
+        let mut one = [0u8; 1];
+        if cmp.file.read(&mut one)? > 0 {
+            cmp.differs = Some(cmp.at);
+        }
+    }
+    Ok(cmp.differs)
 }
 
 impl Snapshot {

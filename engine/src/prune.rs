@@ -463,6 +463,16 @@ impl Snapshot {
             .and_then(|t| t.as_str().map(str::to_owned)))
     }
 
+    /// The offset of the first byte where the pruned session ([`Self::write_pruned`]) differs
+    /// from `file`'s bytes, or `None` when writing it would give the file again.
+    pub fn pruned_first_difference(
+        &self,
+        plan: &PrunePlan,
+        file: &mut dyn std::io::Read,
+    ) -> Result<Option<u64>, PruneError> {
+        crate::export::first_difference_of(file, |out| self.write_pruned(plan, out).map(drop))
+    }
+
     /// Writes the pruned session: the header, then the kept and re-attached entries in file
     /// order, one JSON line each. Returns the bytes written.
     pub fn write_pruned(&self, plan: &PrunePlan, out: &mut dyn Write) -> Result<u64, PruneError> {

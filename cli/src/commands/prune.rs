@@ -393,42 +393,6 @@ fn keep_targets(
 
 struct Counter(u64);
 
-/// Whether `plan` written out gives `file`'s bytes exactly (read alongside, never held whole;
-/// `false` when the file cannot be read).
-fn writes_the_file_again(session: &Session, plan: &PrunePlan, file: &Path) -> bool {
-    let Ok(f) = std::fs::File::open(file) else {
-        return false;
-    };
-    let mut same = SameAs {
-        src: std::io::BufReader::new(f),
-        same: true,
-        buf: Vec::new(),
-    };
-    session.snap.write_pruned(plan, &mut same).is_ok()
-        && same.same
-        && matches!(std::io::Read::read(&mut same.src, &mut [0u8; 1]), Ok(0))
-}
-
-/// A sink that compares what is written to it with the bytes of `src`, in order.
-struct SameAs<R> {
-    src: R,
-    same: bool,
-    buf: Vec<u8>,
-}
-
-impl<R: std::io::Read> Write for SameAs<R> {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        if self.same {
-            self.buf.resize(b.len(), 0);
-            self.same = self.src.read_exact(&mut self.buf).is_ok() && self.buf == b;
-        }
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 impl Write for Counter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0 += buf.len() as u64;
@@ -437,6 +401,18 @@ impl Write for Counter {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// Whether `plan` written out gives `file`'s bytes exactly (`false` when the file cannot be
+/// read).
+fn writes_the_file_again(session: &Session, plan: &PrunePlan, file: &Path) -> bool {
+    let Ok(f) = std::fs::File::open(file) else {
+        return false;
+    };
+    session
+        .snap
+        .pruned_first_difference(plan, &mut std::io::BufReader::new(f))
+        .is_ok_and(|at| at.is_none())
 }
 
 /// Writes the plan to `target` by [`output`]'s rule (`--in-place`: the session file, replaced
