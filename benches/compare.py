@@ -250,8 +250,9 @@ def skip(name):
     return False
 
 
-def fresh_store():
-    for p in glob.glob(STORE + "*"):
+def fresh_store(store=STORE):
+    """Removes a store and the files beside it (its lock, its catalogue copy)."""
+    for p in glob.glob(store + "*"):
         os.remove(p)
 
 
@@ -304,8 +305,7 @@ BSTORE = os.path.join(WORK, "big1g.redb")
 bfiles = sorted(glob.glob(os.path.join(BIGDIR, "*", "*.jsonl")))
 bbytes = sum(os.path.getsize(f) for f in bfiles)
 if not skip(f"reimport: {len(bfiles)} files, {bbytes:,} bytes ({COPIES} copies of the corpus; issue 3)"):
-    for p_ in glob.glob(BSTORE + "*"):
-        os.remove(p_)
+    fresh_store(BSTORE)
     w, c, r = run([PISESS, "import", BIGDIR], {"PISESS_STORE": BSTORE})
     size = os.path.getsize(BSTORE)
     print(f"  fresh import of the folder (untimed below): {w:.1f} s wall, {c:.1f} s CPU, peak RSS "
@@ -449,8 +449,7 @@ if not skip("ls: importing and listing a folder of many small sessions"):
     nls = len(glob.glob(os.path.join(LSDIR, "*.jsonl")))
 
     def import_ls():
-        for p_ in glob.glob(lstore + "*"):
-            os.remove(p_)
+        fresh_store(lstore)
         return run([PISESS, "import", LSDIR], {"PISESS_STORE": lstore})
 
     # The floor over the same files, whole process: every line of every file parsed to a
@@ -587,8 +586,7 @@ if not skip(f"images: a {os.path.getsize(IMAGES):,}-byte session of base64 scree
     istore = os.path.join(WORK, "images.redb")
 
     def import_images():
-        for p_ in glob.glob(istore + "*"):
-            os.remove(p_)
+        fresh_store(istore)
         return run([PISESS, "import", IMAGES], {"PISESS_STORE": istore})
     im, fl = bench([
         ("pisess import (fresh store), images", import_images),
