@@ -1272,8 +1272,13 @@ pub const TIME_COLUMN: usize = 19;
 /// characters (longer text cut with `…`, shorter padded, `-` for no time), so the columns after
 /// it line up whatever a timestamp holds.
 pub fn time_column(short: &str) -> std::borrow::Cow<'_, str> {
-    let n = short.chars().count();
-    if n == TIME_COLUMN && short.is_ascii() && !short.bytes().any(|b| b.is_ascii_control()) {
+    // Printable ASCII is one column a byte: one pass over the bytes decides the usual case
+    // (without an early exit, which lets it be vectorised).
+    if short.len() == TIME_COLUMN
+        && short
+            .bytes()
+            .fold(true, |ok, b| ok & (b.wrapping_sub(0x20) < 0x5f))
+    {
         return short.into();
     }
     let shown = if short.is_empty() {

@@ -385,8 +385,16 @@ fn render_piece(
             (None, _) => None,
         };
         at = i;
-        let row = block.zip(i).map(|(b, i)| b.row(i));
-        let Some((row, f)) = row.and_then(|r| r.facts.map(|f| (r, f))) else {
+        // Built in place and borrowed: a row is ~180 bytes, and moving it through `Option`
+        // adaptors cost a `memmove` each time (a sixth of `log`'s CPU on a 1 GiB session).
+        let row = match (block, i) {
+            (Some(b), Some(i)) => b.row(i),
+            _ => {
+                out.items.push(Item::Decode);
+                continue;
+            }
+        };
+        let Some(f) = row.facts.as_ref() else {
             out.items.push(Item::Decode);
             continue;
         };
@@ -397,13 +405,13 @@ fn render_piece(
             continue;
         }
         let written = if style.json {
-            listing::write_log_json(&mut out.bytes, &row, &f, style.labels, None)?
+            listing::write_log_json(&mut out.bytes, &row, f, style.labels, None)?
         } else {
             listing::write_log_line(
                 &mut out.bytes,
                 style.color,
                 &row,
-                &f,
+                f,
                 style.labels,
                 style.width,
                 None,
