@@ -65,6 +65,13 @@ impl Fx {
             Some(code),
             "{args:?}\nstdout: {stdout}\nstderr: {stderr}"
         );
+        // No line of pisess's own ends in blanks (the fixtures' texts end none in them either).
+        for l in stdout.lines().chain(stderr.lines()) {
+            assert!(
+                !l.ends_with([' ', '\t']),
+                "{args:?}: a line ends in blanks: {l:?}"
+            );
+        }
         let mut text = format!("$ pisess {}\n", args.join(" "));
         if code != 0 {
             text.push_str(&format!("[exit {code}]\n"));

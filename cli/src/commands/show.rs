@@ -220,7 +220,12 @@ fn write_block(ui: &mut Ui, title: &str, body: &str) -> std::io::Result<()> {
     let painted = ui.paint("36", &format!("── {}", safe(title)));
     writeln!(ui.out(), "{painted}")?;
     for l in body.lines() {
-        writeln!(ui.out(), "  {}", safe(l))?;
+        // A blank line of the text stays blank: no indent left at the end of a line.
+        if l.is_empty() {
+            writeln!(ui.out())?;
+        } else {
+            writeln!(ui.out(), "  {}", safe(l))?;
+        }
     }
     Ok(())
 }
