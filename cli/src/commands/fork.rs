@@ -28,7 +28,8 @@ use crate::ui::{Ui, safe};
 /// pi's sessionDir setting, else $PI_CODING_AGENT_DIR/sessions/--cwd--, else
 /// ~/.pi/agent/sessions/--cwd--). The new session is imported into the store.
 ///
-/// With --json: `{path, sessionId, entries, leafId, parentSession}`.
+/// With --json: `{written, path, sessionId, entries, leafId, parentSession}` (`written` false,
+/// and exit 1, when the path has no message to keep).
 #[derive(Debug, clap::Args)]
 pub struct ForkArgs {
     /// The session: a file, a session id or unique prefix, or @latest.
