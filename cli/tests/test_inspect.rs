@@ -276,6 +276,68 @@ fn siblings_with_unparseable_timestamps_come_in_pi_s_order() {
     }
 }
 
+/// pi orders siblings by `new Date(timestamp).getTime()`: a number is milliseconds (clipped to
+/// ±8.64e15, a fraction cut), `true`/`false`/`null` are 1/0/0, an array or object is read as
+/// its text, and everything else is `NaN`. Siblings whose timestamps are of every such kind come
+/// out in the oracle's order.
+#[test]
+fn siblings_with_timestamps_of_every_json_kind_are_ordered_as_pi_orders_them() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("ts-kinds.jsonl");
+    let kinds = [
+        "\"2026-01-03T00:00:00.000Z\"",
+        "915000000000",
+        "\"2026-01-02T00:00:00.000Z\"",
+        "2020",
+        "0",
+        "-5",
+        "1735689600000.5",
+        "true",
+        "false",
+        "null",
+        "\"1735689600000\"",
+        "\"garbage\"",
+        "[]",
+        "[\"2026-01-01T12:00:00Z\"]",
+        "{}",
+        "8640000000000000",
+        "8640000000000001",
+        "1e300",
+        "\"1999-01-02T00:00:00.000Z\"",
+    ];
+    let mut text = String::from(concat!(
+        r#"{"type":"session","version":3,"id":"s-kinds","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+        "\n",
+        r#"{"type":"message","id":"r","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"root","timestamp":1}}"#,
+        "\n",
+    ));
+    for (i, ts) in kinds.iter().enumerate() {
+        text.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"c{i}\",\"parentId\":\"r\",\"timestamp\":{ts},\
+             \"message\":{{\"role\":\"user\",\"content\":\"x\",\"timestamp\":1}}}}\n"
+        ));
+    }
+    // And one with no timestamp at all.
+    text.push_str(
+        "{\"type\":\"message\",\"id\":\"none\",\"parentId\":\"r\",\
+         \"message\":{\"role\":\"user\",\"content\":\"x\",\"timestamp\":1}}\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    let f = file.to_str().unwrap();
+    let children = |t: &Value| -> Value {
+        t["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == "r")
+            .unwrap()["children"]
+            .clone()
+    };
+    let want = children(&oracle(&["tree", f]));
+    assert_eq!(want.as_array().unwrap().len(), kinds.len() + 1);
+    assert_eq!(children(&json(&env, &["tree", f, "--json"], 0)), want);
+}
+
 /// pi loads an entry whose `timestamp` is a number; pisess dropped it (and made its child a
 /// root). The context at the leaf keeps its message, as the oracle's does.
 #[test]
