@@ -89,6 +89,39 @@ fn a_file_of_junk_lines_is_located_at_its_start() {
     );
 }
 
+/// A header `cwd` that is a `file://` URL Node refuses makes the session one pi cannot open:
+/// `check` says so at the header, with Node's reason; a URL Node reads is no problem.
+#[test]
+fn a_header_cwd_that_is_a_refused_file_url_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, cwd: &str| {
+        let f = dir.path().join(name);
+        std::fs::write(
+            &f,
+            format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"s1\",\
+                 \"timestamp\":\"2026-02-01T10:00:00.000Z\",\"cwd\":{cwd:?}}}\n"
+            ),
+        )
+        .unwrap();
+        f
+    };
+    let bad = write("bad.jsonl", "file://host/x");
+    let (out, _, code) = check(&[&bad]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "bad.jsonl:1: warning: the header's cwd \"file://host/x\" is a file URL Node \
+             cannot read (File URL host must be \"localhost\" or empty): pi cannot open this \
+             session"
+        ),
+        "{out}"
+    );
+    let good = write("good.jsonl", "file://localhost/srv/p%20q");
+    let (out, _, code) = check(&[&good]);
+    assert_eq!(code, 0, "{out}");
+}
+
 #[test]
 fn notes_alone_do_not_fail() {
     for file in [

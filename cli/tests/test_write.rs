@@ -204,6 +204,81 @@ fn read_lines_head(p: &Path) -> Value {
     serde_json::from_str(&line).unwrap()
 }
 
+/// A session whose header `cwd` is a `file://` URL Node refuses (another host, an encoded `/`,
+/// bytes that are not UTF-8) is one pi cannot open (its `fileURLToPath` throws). pisess forked
+/// it with a cwd made up from the URL's text joined to the current folder; it now refuses, names
+/// the reason, and writes nothing. A URL Node reads is forked with its path as the cwd, as pi
+/// does.
+#[test]
+fn a_fork_of_a_session_whose_cwd_is_a_refused_file_url_is_refused() {
+    let env = TestEnv::new();
+    let msg = r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-02-01T10:00:01.000Z","message":{"role":"user","content":"q","timestamp":1769940000000}}"#;
+    let write = |name: &str, cwd: &str| {
+        let f = env.home.path().join(name);
+        std::fs::write(
+            &f,
+            format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"0199aaaa-0000-7000-8000-00000000077{}\",\
+                 \"timestamp\":\"2026-02-01T10:00:00.000Z\",\"cwd\":{cwd:?}}}\n{msg}\n",
+                name.len() % 10
+            ),
+        )
+        .unwrap();
+        f
+    };
+    for (name, cwd, why) in [
+        ("host.jsonl", "file://host/x", "host must be"),
+        ("slash.jsonl", "file:///a%2Fb", "encoded / characters"),
+        ("bytes.jsonl", "file:///tmp/%ff", "URI malformed"),
+    ] {
+        let f = write(name, cwd);
+        let out = env.home.path().join(format!("{name}.fork"));
+        let r = crate::common::run(
+            &env,
+            &[
+                "fork",
+                f.to_str().unwrap(),
+                "@leaf",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(r.code, 2, "{name}: {}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("cwd {cwd:?} is a file URL Node cannot read"))
+                && r.stderr.contains(why)
+                && r.stderr.contains("pi cannot open this session"),
+            "{name}: {}",
+            r.stderr
+        );
+        assert!(!out.exists(), "{name}: a fork was written");
+    }
+    // The oracle agrees that pi cannot open such a file at all.
+    let host = env.home.path().join("host.jsonl");
+    let o = std::process::Command::new(crate::common::root().join("../shared/oracle/oracle"))
+        .args(["tree", host.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "the oracle opened it");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("File URL host must be"));
+    // A URL Node reads gives its path.
+    let ok = write("ok.jsonl", "file:///srv/p%20q");
+    let out = env.home.path().join("ok.fork");
+    let r = crate::common::run(
+        &env,
+        &[
+            "fork",
+            ok.to_str().unwrap(),
+            "@leaf",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(read_lines(&out)[0]["cwd"], "/srv/p q");
+}
+
 #[test]
 fn fork_writes_into_pis_folder_for_the_cwd_and_never_overwrites() {
     let env = TestEnv::new();

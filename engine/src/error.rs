@@ -170,6 +170,21 @@ pub enum StoreError {
     /// An outline block could not be written.
     #[error("cannot write an outline block")]
     Outline(#[from] crate::outline::OutlineError),
+    /// A session's header `cwd` is a `file://` URL Node's `fileURLToPath` refuses
+    /// ([`pisess_formats::layout::file_url_refusal`]): pi cannot open the session, and a new
+    /// session made from it (a fork) would have no folder to record as its own.
+    #[error(
+        "{file}: the session's cwd {cwd:?} is a file URL Node cannot read ({why}): pi cannot \
+         open this session, so pisess makes no new session from it"
+    )]
+    CwdFileUrl {
+        /// The session file.
+        file: String,
+        /// The header's `cwd`.
+        cwd: String,
+        /// Node's reason.
+        why: &'static str,
+    },
 }
 
 /// What is wrong with JSON that could not be read, in words: nesting deeper than

@@ -53,8 +53,25 @@ pub fn normalize(s: &str) -> PathBuf {
 
 /// The path of a `file://` URL (what follows the scheme): an empty or `localhost` host, the
 /// path percent-decoded, query and fragment dropped. `None` for what Node's `fileURLToPath`
-/// refuses (another host, an encoded `/`).
+/// refuses (another host, an encoded `/`); [`file_url_refusal`] says why.
 pub fn file_url_path(rest: &str) -> Option<PathBuf> {
+    parse_file_url(rest).ok()
+}
+
+/// Why Node's `fileURLToPath` refuses `url`, a `file://` URL, in Node's words; `None` when it
+/// reads it, and for text that is no `file://` URL. pi reads a session's `cwd` that way when it
+/// opens the session, so a session whose `cwd` it refuses is one pi cannot open. (A path that
+/// decodes to bytes that are not UTF-8 is refused here, as Node's `decodeURIComponent` refuses
+/// it, though [`file_url_path`] gives those bytes.)
+pub fn file_url_refusal(url: &str) -> Option<&'static str> {
+    match parse_file_url(url.strip_prefix("file://")?) {
+        Err(why) => Some(why),
+        Ok(p) if p.to_str().is_none() => Some("URI malformed"),
+        Ok(_) => None,
+    }
+}
+
+fn parse_file_url(rest: &str) -> Result<PathBuf, &'static str> {
     // The URL parser drops ASCII tabs and line breaks wherever they are.
     let rest: String = rest
         .chars()
@@ -70,7 +87,7 @@ pub fn file_url_path(rest: &str) -> Option<PathBuf> {
         None => (rest.as_str(), "/"),
     };
     if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
-        return None;
+        return Err("File URL host must be \"localhost\" or empty");
     }
     let mut segments: Vec<&str> = Vec::new();
     for seg in path.split('/').skip(1) {
@@ -96,7 +113,7 @@ pub fn file_url_path(rest: &str) -> Option<PathBuf> {
             (b'%', Some(h), Some(l)) => {
                 let byte = (h * 16 + l) as u8;
                 if byte == b'/' {
-                    return None;
+                    return Err("File URL path must not include encoded / characters");
                 }
                 out.push(byte);
                 i += 3;
@@ -110,11 +127,13 @@ pub fn file_url_path(rest: &str) -> Option<PathBuf> {
     #[cfg(unix)]
     {
         use std::os::unix::ffi::OsStringExt;
-        Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+        Ok(PathBuf::from(std::ffi::OsString::from_vec(out)))
     }
     #[cfg(not(unix))]
     {
-        String::from_utf8(out).ok().map(PathBuf::from)
+        String::from_utf8(out)
+            .map(PathBuf::from)
+            .map_err(|_| "URI malformed")
     }
 }
 
@@ -169,6 +188,35 @@ mod tests {
         assert_eq!(file_url_path("/a\nb/c"), Some(PathBuf::from("/ab/c")));
         assert_eq!(file_url_path("LOCALHOST/z"), Some(PathBuf::from("/z")));
         assert_eq!(normalize("relative/dir"), PathBuf::from("relative/dir"));
+    }
+
+    #[test]
+    fn refused_file_urls_are_named_with_node_s_reason() {
+        // What `node -e 'url.fileURLToPath(u)'` says of each.
+        assert_eq!(
+            file_url_refusal("file://host/x"),
+            Some("File URL host must be \"localhost\" or empty")
+        );
+        for u in ["file:///a%2Fb", "file:///a%2fb"] {
+            assert_eq!(
+                file_url_refusal(u),
+                Some("File URL path must not include encoded / characters")
+            );
+        }
+        for u in ["file:///tmp/%ff", "file:///tmp/%e2%82"] {
+            assert_eq!(file_url_refusal(u), Some("URI malformed"));
+        }
+        for u in [
+            "file:///srv/p%20q",
+            "file://localhost/x",
+            "file://LOCALHOST/y",
+            "file:///a%5Cb",
+            "/plain/path",
+            "relative",
+            "",
+        ] {
+            assert_eq!(file_url_refusal(u), None, "{u}");
+        }
     }
 
     #[test]

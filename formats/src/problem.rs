@@ -126,6 +126,14 @@ pub enum ProblemKind {
         /// The version found, as written.
         version: String,
     },
+    /// The header's `cwd` is a `file://` URL Node's `fileURLToPath` refuses: pi reads the cwd
+    /// that way when it opens a session, so it cannot open this one.
+    CwdFileUrl {
+        /// The `cwd` as written.
+        cwd: String,
+        /// Node's reason ([`crate::layout::file_url_refusal`]).
+        why: &'static str,
+    },
     /// An entry field has the wrong JSON type or shape.
     BadField {
         /// The entry type (empty when it cannot be read).
@@ -213,6 +221,7 @@ impl ProblemKind {
             Self::Empty => "empty",
             Self::V4Header => "v4-header",
             Self::FutureVersion { .. } => "future-version",
+            Self::CwdFileUrl { .. } => "cwd-file-url",
             Self::BadField { .. } => "bad-field",
             Self::MissingId => "missing-id",
             Self::DuplicateId { .. } => "duplicate-id",
@@ -350,6 +359,11 @@ impl fmt::Display for ProblemKind {
                     "session version {version} is newer than 3 (read as version 3, as pi does)"
                 )
             }
+            Self::CwdFileUrl { cwd, why } => write!(
+                f,
+                "the header's cwd {cwd:?} is a file URL Node cannot read ({why}): pi cannot \
+                 open this session (pisess reads it, but writes no fork of it)"
+            ),
             Self::BadField {
                 entry_type,
                 message,

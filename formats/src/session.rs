@@ -184,6 +184,18 @@ impl<R: Read> SessionReader<R> {
                                         kind: ProblemKind::FutureVersion { version },
                                     });
                                 }
+                                if let Some(cwd) = h.fields.get("cwd").and_then(Value::as_str)
+                                    && let Some(why) = crate::layout::file_url_refusal(cwd)
+                                {
+                                    late.push(Problem {
+                                        line: piece.line,
+                                        offset: piece.offset,
+                                        kind: ProblemKind::CwdFileUrl {
+                                            cwd: cwd.to_owned(),
+                                            why,
+                                        },
+                                    });
+                                }
                                 result = f(Event::Header(&h));
                                 summary.header = Some(h);
                             }

@@ -324,6 +324,14 @@ pub fn branched_session(
     let rec = snap
         .session(s)?
         .ok_or_else(|| StoreError::Inconsistent(format!("no session {s}")))?;
+    // pi cannot open such a session; a fork would get a cwd made up from the URL's text.
+    if let Some(why) = pisess_formats::layout::file_url_refusal(&rec.cwd) {
+        return Err(StoreError::CwdFileUrl {
+            file: rec.path.clone(),
+            cwd: rec.cwd.clone(),
+            why,
+        });
+    }
     let path = snap.path_to_root(leaf)?;
     // pi writes the file once it holds a user or assistant message: usually near the root.
     let mut conversation = false;
