@@ -1025,13 +1025,8 @@ fn a_killed_compact_leaves_the_file_whole_and_the_store_consistent() {
     let orig = std::fs::read(&src).unwrap();
     let mut rng = crate::common::Rng(0x5eed_0fc0_ffee);
     let (mut untouched, mut appended, mut killed) = (0, 0, 0);
-    for i in 0..crate::common::kills(24) {
-        let file = dir.join(format!("k{i}.jsonl"));
-        std::fs::write(&file, &orig).unwrap();
-        let f = file.to_str().unwrap();
-        // Import first, so the kill lands in the compaction, not in the first import.
-        run_json(&env, &["--json", "context", f]);
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
+    let spawn = |f: &str| {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("pisess"))
             .env_clear()
             .env("HOME", dir)
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -1040,8 +1035,32 @@ fn a_killed_compact_leaves_the_file_whole_and_the_store_consistent() {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(rng.below(60)));
+            .unwrap()
+    };
+    let fresh = |name: &str| {
+        let file = dir.join(name);
+        std::fs::write(&file, &orig).unwrap();
+        // Imported first, so that a kill lands in the compaction, not in the first import.
+        run_json(&env, &["--json", "context", file.to_str().unwrap()]);
+        file
+    };
+    // The kills are drawn within the time one whole compact takes here: a fixed window (it
+    // was 60 ms) outlasts a compact of a few milliseconds on an idle machine, and then no
+    // run was killed at all.
+    let calibration = fresh("calibrate.jsonl");
+    let started = std::time::Instant::now();
+    assert!(
+        spawn(calibration.to_str().unwrap())
+            .wait()
+            .unwrap()
+            .success()
+    );
+    let window = u64::try_from(started.elapsed().as_micros()).unwrap().max(1);
+    for i in 0..crate::common::kills(24) {
+        let file = fresh(&format!("k{i}.jsonl"));
+        let f = file.to_str().unwrap();
+        let mut child = spawn(f);
+        std::thread::sleep(std::time::Duration::from_micros(rng.below(window)));
         let _ = child.kill();
         let status = child.wait().unwrap();
         {
@@ -1080,7 +1099,10 @@ fn a_killed_compact_leaves_the_file_whole_and_the_store_consistent() {
             "run {i}: store and file differ after re-import"
         );
     }
-    eprintln!("killed compact: {killed} killed, {untouched} untouched, {appended} appended");
+    eprintln!(
+        "killed compact: {killed} killed, {untouched} untouched, {appended} appended \
+         (kills within {window} µs)"
+    );
     assert!(killed > 0, "no run was killed before it finished");
 }
 
