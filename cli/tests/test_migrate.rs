@@ -182,6 +182,40 @@ fn check_found(summary: &Value) {
     assert_eq!(found["not-a-session"], 1, "{summary}");
 }
 
+/// A v1 record pisess cannot read (a number beyond the double range) is kept as written but
+/// outside the parent chain, where pi's migration chains it: the migrated tree is not pi's.
+/// `--in-place` wrote it without a word; it is now skipped unless `--force`, as a file with
+/// skipped lines is, and the reason names the record.
+#[test]
+fn a_v1_record_pisess_cannot_read_needs_force() {
+    let env = TestEnv::new();
+    let file = env.home.path().join("v1.jsonl");
+    let bytes = concat!(
+        r#"{"type":"session","id":"0199bbbb-0000-7000-8000-000000000008","timestamp":"2026-02-01T10:00:00.000Z","cwd":"/p"}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2026-02-01T10:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2026-02-01T10:00:02.000Z","message":{"role":"user","content":"mid","timestamp":1e400}}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2026-02-01T10:00:03.000Z","message":{"role":"user","content":"third","timestamp":3}}"#,
+        "\n",
+    );
+    std::fs::write(&file, bytes).unwrap();
+    let f = file.to_str().unwrap();
+    let (files, _, code) = run_json(&env, &[f, "--in-place"]);
+    assert_eq!(code, 0);
+    assert_eq!(files[0]["status"], "skipped", "{files:?}");
+    let reason = files[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("1 record(s) pisess cannot read kept outside the parent chain")
+            && reason.contains("--force"),
+        "{reason}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), bytes.as_bytes());
+    let (files, _, code) = run_json(&env, &[f, "--in-place", "--force"]);
+    assert_eq!((code, &files[0]["status"]), (0, &Value::from("migrated")));
+}
+
 #[test]
 fn dry_run_is_the_default_and_writes_nothing() {
     let env = TestEnv::new();

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::common::{TestEnv, fixture};
+use crate::common::{TestEnv, fixture, realdata};
 
 #[test]
 fn import_export_ls_files_verify() {
@@ -118,6 +118,59 @@ fn failed_files_give_exit_2_after_all_were_tried() {
         (Some(1), Some(1))
     );
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("bad.jsonl"));
+}
+
+/// A v1 file is imported through its migrated copy, whose lines are not the source's: the
+/// import said nothing of the source's lines pi drops or misreads (a glued line), nor of a
+/// record pisess cannot read (a number beyond the double range), which the migration keeps
+/// outside the parent chain where pi's chains it. It now counts and names both, as for a v3
+/// file; a clean v1 file still says nothing.
+#[test]
+fn an_import_of_a_v1_file_says_which_lines_pi_drops_or_misreads() {
+    let env = TestEnv::new();
+    let dir = env.home.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("unread.jsonl"),
+        concat!(
+            r#"{"type":"session","id":"0199bbbb-0000-7000-8000-000000000008","timestamp":"2026-02-01T10:00:00.000Z","cwd":"/p"}"#,
+            "\n",
+            r#"{"type":"message","timestamp":"2026-02-01T10:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}"#,
+            "\n",
+            r#"{"type":"message","timestamp":"2026-02-01T10:00:02.000Z","message":{"role":"user","content":"mid","timestamp":1e400}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    std::fs::copy(
+        realdata().join("pimono__root-session.v1.concat-line.jsonl"),
+        dir.join("glued.jsonl"),
+    )
+    .unwrap();
+    std::fs::copy(fixture("sessions/07-v1.jsonl"), dir.join("clean.jsonl")).unwrap();
+    let a = env
+        .pisess()
+        .args(["--json", "import"])
+        .arg(&dir)
+        .assert()
+        .code(0);
+    let v: serde_json::Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    assert_eq!(v["warnedLines"].as_u64(), Some(2), "{v}");
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 2, "{err}");
+    let of = |name: &str| warnings.iter().find(|w| w.contains(name)).copied();
+    assert!(
+        of("unread.jsonl").is_some_and(
+            |w| w.contains("outside the parent chain") && w.contains("number out of range")
+        ),
+        "{err}"
+    );
+    assert!(
+        of("glued.jsonl").is_some_and(|w| w.contains("first: line 440: 2 JSON records glued")),
+        "{err}"
+    );
+    assert!(of("clean.jsonl").is_none(), "{err}");
 }
 
 /// Lines pi drops or misreads (not JSON, a torn last line, glued records) are kept by the

@@ -309,7 +309,16 @@ pub fn torn_note(torn: Option<&Path>, path: &Path) -> String {
 /// The source is the descriptor the import opened (its first `size` bytes, read with
 /// positioned reads), never the path again: a file replaced by rename meanwhile would be
 /// migrated and stored under the hashes of the file the import looked at.
-fn migrate_hook(path: &Path, source: &File, size: u64, scratch: &Path) -> Result<(), FileError> {
+///
+/// Returns what the migration found in the source that pi drops or misreads
+/// ([`migration_warnings`]): the lines of a migrated copy are not the source's, so the import
+/// reports these instead of its own.
+fn migrate_hook(
+    path: &Path,
+    source: &File,
+    size: u64,
+    scratch: &Path,
+) -> Result<(u64, Option<String>), FileError> {
     let fail = |source_err| FileError::Migrate {
         path: path.to_path_buf(),
         source: source_err,
@@ -321,9 +330,36 @@ fn migrate_hook(path: &Path, source: &File, size: u64, scratch: &Path) -> Result
         len: size,
         pos: 0,
     };
-    pisess_migrate::migrate_seekable(window, &mut out).map_err(fail)?;
+    let outcome = pisess_migrate::migrate_seekable(window, &mut out).map_err(fail)?;
     std::io::Write::flush(&mut out).map_err(|e| fail(pisess_migrate::MigrateError::Write(e)))?;
-    Ok(())
+    Ok(migration_warnings(&outcome))
+}
+
+/// The lines of a migrated source that pi drops or misreads, as the import counts them for a
+/// v3 file (the reader's warnings about lines), plus the records kept outside the parent chain
+/// because pisess cannot read them (pi's migration chains them); the count and the first
+/// ("line N: what", or the migration's note). Problems of the file as a whole (a byte order
+/// mark, the header's version or cwd) are not lines: the import of a v3 file names none either.
+fn migration_warnings(o: &pisess_migrate::MigrationOutcome) -> (u64, Option<String>) {
+    use pisess_formats::ProblemKind as K;
+    let mut lines = o.problems.iter().filter(|p| {
+        p.severity() == pisess_formats::Severity::Warning
+            && !matches!(
+                p.kind,
+                K::Bom | K::CwdFileUrl { .. } | K::FutureVersion { .. }
+            )
+    });
+    let mut unread = o
+        .notes
+        .iter()
+        .filter(|n| matches!(n.kind, pisess_migrate::NoteKind::Unparsable { .. }));
+    let first = lines
+        .clone()
+        .next()
+        .map(|p| format!("line {}: {}", p.line, p.kind))
+        .or_else(|| unread.clone().next().map(ToString::to_string));
+    let n = lines.by_ref().count() + unread.by_ref().count();
+    (n as u64, first)
 }
 
 /// The first `len` bytes of an open file as a reader of its own, read with positioned reads
@@ -856,10 +892,13 @@ impl Store {
             name.push(".migrating");
             PathBuf::from(name)
         };
-        if let Err(e) = migrate_hook(canon, &origin, to.size, &scratch) {
-            let _ = std::fs::remove_file(&scratch);
-            return Ok(Err(e));
-        }
+        let warned = match migrate_hook(canon, &origin, to.size, &scratch) {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = std::fs::remove_file(&scratch);
+                return Ok(Err(e));
+            }
+        };
         let result = match std::fs::metadata(&scratch) {
             Ok(md) => {
                 let content = Source {
@@ -869,6 +908,15 @@ impl Store {
                     origin: &origin,
                 };
                 self.write_file(to, &content, plan, opts, progress, None, next)
+                    .map(|r| {
+                        r.map(|r| {
+                            r.map(|mut report| {
+                                report.warned_lines += warned.0;
+                                report.first_warning = report.first_warning.or(warned.1);
+                                report
+                            })
+                        })
+                    })
             }
             Err(source) => Ok(Err(FileError::Io {
                 path: scratch.clone(),

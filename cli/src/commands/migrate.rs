@@ -29,7 +29,7 @@ use anyhow::{Context, anyhow};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pisess_formats::ProblemKind;
 use pisess_formats::open::{not_regular, open_regular};
-use pisess_migrate::{MigrateError, MigrationOutcome, migrate_file, migrate_reader};
+use pisess_migrate::{MigrateError, MigrationOutcome, NoteKind, migrate_file, migrate_reader};
 use rayon::prelude::*;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
@@ -507,6 +507,7 @@ fn progress_bar(jobs: &[Job]) -> Option<ProgressBar> {
 fn fully_parsed(o: &MigrationOutcome) -> bool {
     o.lines_skipped == 0
         && o.glued_recovered == 0
+        && unreadable_kept(o) == 0
         && !o.problems.iter().any(|p| {
             matches!(
                 p.kind,
@@ -517,6 +518,16 @@ fn fully_parsed(o: &MigrationOutcome) -> bool {
                     | ProblemKind::JunkBeforeHeader { .. }
             )
         })
+}
+
+/// Records of a v1/v2 file kept as written but outside the parent chain because pisess cannot
+/// read them (a number beyond the double range, nesting deeper than it reads), where pi's
+/// migration chains them: the migrated file's tree is not pi's.
+fn unreadable_kept(o: &MigrationOutcome) -> usize {
+    o.notes
+        .iter()
+        .filter(|n| matches!(n.kind, NoteKind::Unparsable { .. }))
+        .count()
 }
 
 /// Counts what is written to it.
@@ -661,8 +672,19 @@ fn finish_counts(mut r: FileReport, o: &MigrationOutcome, force: bool) -> FileRe
     r.glued_recovered = o.glued_recovered;
     r.bad_lines_skipped = o.lines_skipped;
     if !force && !fully_parsed(o) {
+        let unreadable = match unreadable_kept(o) {
+            0 => String::new(),
+            n => format!(
+                ", {n} record(s) pisess cannot read kept outside the parent chain, where pi \
+                 chains them (first: {})",
+                o.notes
+                    .iter()
+                    .find(|n| matches!(n.kind, NoteKind::Unparsable { .. }))
+                    .map_or_else(String::new, |n| safe(&n.to_string()).into_owned())
+            ),
+        };
         let why = format!(
-            "not fully parsed ({} bad line(s) skipped, {} glued record(s) recovered); \
+            "not fully parsed ({} bad line(s) skipped, {} glued record(s) recovered{unreadable}); \
              --force writes it anyway",
             o.lines_skipped, o.glued_recovered
         );
