@@ -1001,32 +1001,54 @@ impl Session {
         }
     }
 
+    /// The line of the session's last entry (a row that is an entry or a kept value), walking
+    /// back from its last row; `None` when it has none.
+    fn last_entry_line(&self) -> Result<Option<u64>, CommandError> {
+        use pisess_engine::record::ArchivedRowKind;
+        for run in self.snap.row_runs(self.key)?.into_iter().rev() {
+            for k in run.rev() {
+                let found = self.snap.with_entry(EntryKey(k), |a| {
+                    matches!(a.kind, ArchivedRowKind::Entry | ArchivedRowKind::Value)
+                        .then(|| u64::from(a.line))
+                })?;
+                if let Some(Some(line)) = found {
+                    return Ok(Some(line));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// The leaf pi resumes at.
     pub fn leaf(&self) -> Result<EntryKey, CommandError> {
-        self.snap.leaf(self.key)?.ok_or_else(|| {
+        let Some(leaf) = self.snap.leaf(self.key)? else {
             // pi resumes at the last entry in file order; without entries there is none, and
-            // an entry whose `id` is not a string cannot be named (`pisess check` points at it).
+            // an entry whose `id` is not a string cannot be named (`pisess check` says more).
             let (why, hint) = if self.record.entries == 0 {
                 (
-                    "no entries",
+                    "no entries".to_owned(),
                     "the file holds only its header: pi writes the entries once the session has \
                      a message",
                 )
             } else {
+                let at = self
+                    .last_entry_line()?
+                    .map_or_else(String::new, |l| format!(" (line {l})"));
                 (
-                    "its last entry has no string id; `pisess check` shows where",
+                    format!("its last entry{at} has no string id; `pisess check` says more"),
                     "give an entry explicitly",
                 )
             };
-            CommandError::with_hint(
+            return Err(CommandError::with_hint(
                 anyhow!(
                     "session {} ({}) has no leaf ({why})",
                     crate::ui::safe(&self.record.session_id),
                     crate::ui::safe(&self.record.path)
                 ),
                 hint,
-            )
-        })
+            ));
+        };
+        Ok(leaf)
     }
 
     /// The id of an entry (empty for id-less rows).

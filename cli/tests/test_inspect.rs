@@ -1534,12 +1534,39 @@ fn a_last_entry_without_a_string_id_is_named_as_the_reason_for_no_leaf() {
     std::fs::write(&numeric, text).unwrap();
     let log = run(&env, &["log", numeric.to_str().unwrap()]);
     assert_eq!(log.code, 2, "{}", log.stdout);
+    // With the line, which the brief asks every error about bad input to name.
     assert!(
         log.stderr
-            .contains("has no leaf (its last entry has no string id"),
+            .contains("has no leaf (its last entry (line 3) has no string id"),
         "{}",
         log.stderr
     );
+}
+
+/// A file whose first record is no session header is refused with the line of that record
+/// (junk lines before it are skipped, as pi skips them, so it need not be line 1).
+#[test]
+fn a_first_record_that_is_no_header_is_named_with_its_line() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, want) in [
+        (
+            "no-header.jsonl",
+            "not json\n{also not\n\n{\"type\":\"message\",\"id\":\"a\"}\n",
+            "the first record (line 4) is not a header with a string id",
+        ),
+        (
+            "array.jsonl",
+            "junk\n[1,2]\n",
+            "the first record (line 2) is not an object",
+        ),
+    ] {
+        let f = dir.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        let r = run(&env, &["import", f.to_str().unwrap()]);
+        assert_eq!(r.code, 2, "{name}: {}", r.stdout);
+        assert!(r.stderr.contains(want), "{name}: {}", r.stderr);
+    }
 }
 
 /// `--color always` paints even into a pipe and despite `NO_COLOR`; `never`, and `auto` when

@@ -1557,23 +1557,33 @@ impl<'p> FileState<'p> {
                 continue;
             }
             let json = r.json_text(chunk);
+            // Named with its line: the file's first lines may be junk pi skips.
+            let line = r.rec.line;
             let fail = |reason: String| FileError::NotASession {
                 path: self.path.to_path_buf(),
                 reason,
             };
-            let value: serde_json::Value = pisess_formats::value::parse_owned(&json)
-                .map_err(|e| fail(format!("the first record does not parse ({e})")))?;
+            let value: serde_json::Value =
+                pisess_formats::value::parse_owned(&json).map_err(|e| {
+                    fail(format!(
+                        "the first record (line {line}) does not parse ({e})"
+                    ))
+                })?;
             let Some(obj) = value.as_object() else {
-                return Err(fail("the first record is not an object".into()));
+                return Err(fail(format!(
+                    "the first record (line {line}) is not an object"
+                )));
             };
             if obj.get("kind").and_then(|v| v.as_str()) == Some("header") {
-                return Err(fail("a v4 header, which pisess does not read".into()));
+                return Err(fail(format!(
+                    "a v4 header (line {line}), which pisess does not read"
+                )));
             }
             let id = obj.get("id").and_then(|v| v.as_str());
             let (Some("session"), Some(id)) = (obj.get("type").and_then(|v| v.as_str()), id) else {
-                return Err(fail(
-                    "the first record is not a header with a string id".into(),
-                ));
+                return Err(fail(format!(
+                    "the first record (line {line}) is not a header with a string id"
+                )));
             };
             let plan = pisess_migrate::Plan::for_header(obj);
             let version = match self.migrated_from {
