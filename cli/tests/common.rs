@@ -15,6 +15,21 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// A v1 session (no `version`, entries without ids) whose second entry holds a number beyond
+/// the double range (`1e400`): pi's `JSON.parse` reads it (as Infinity) and its migration
+/// chains it; serde_json cannot load it, so pisess's migration keeps it as written, outside
+/// the parent chain.
+pub const V1_UNREADABLE_RECORD: &str = concat!(
+    r#"{"type":"session","id":"0199bbbb-0000-7000-8000-000000000008","timestamp":"2026-02-01T10:00:00.000Z","cwd":"/p"}"#,
+    "\n",
+    r#"{"type":"message","timestamp":"2026-02-01T10:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}"#,
+    "\n",
+    r#"{"type":"message","timestamp":"2026-02-01T10:00:02.000Z","message":{"role":"user","content":"mid","timestamp":1e400}}"#,
+    "\n",
+    r#"{"type":"message","timestamp":"2026-02-01T10:00:03.000Z","message":{"role":"user","content":"third","timestamp":3}}"#,
+    "\n",
+);
+
 /// Runs the reference oracle (`../shared/oracle/oracle ARGS`) and parses its JSON answer;
 /// panics with its stderr when it fails.
 pub fn oracle(args: &[&str]) -> serde_json::Value {

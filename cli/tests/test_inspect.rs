@@ -260,16 +260,11 @@ fn siblings_with_unparseable_timestamps_come_in_pi_s_order() {
         let f = file.to_str().unwrap();
         let want = oracle(&["tree", f]);
         let got = json(&env, &["tree", f, "--json"], 0);
-        let children = |t: &Value| -> Value {
-            t["nodes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|n| n["id"] == "r")
-                .unwrap()["children"]
-                .clone()
-        };
-        assert_eq!(children(&got), children(&want), "{n} siblings");
+        assert_eq!(
+            children_of(&got, "r"),
+            children_of(&want, "r"),
+            "{n} siblings"
+        );
         let html = format!("{f}.html");
         let r = run(&env, &["export", f, "--format", "html", "-o", &html]);
         assert_eq!(r.code, 0, "{n} siblings: {}", r.stderr);
@@ -324,18 +319,23 @@ fn siblings_with_timestamps_of_every_json_kind_are_ordered_as_pi_orders_them() {
     );
     std::fs::write(&file, text).unwrap();
     let f = file.to_str().unwrap();
-    let children = |t: &Value| -> Value {
-        t["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["id"] == "r")
-            .unwrap()["children"]
-            .clone()
-    };
-    let want = children(&oracle(&["tree", f]));
+    let want = children_of(&oracle(&["tree", f]), "r");
     assert_eq!(want.as_array().unwrap().len(), kinds.len() + 1);
-    assert_eq!(children(&json(&env, &["tree", f, "--json"], 0)), want);
+    assert_eq!(
+        children_of(&json(&env, &["tree", f, "--json"], 0), "r"),
+        want
+    );
+}
+
+/// The `children` of node `id` in a `tree --json` (or the oracle's `tree`) answer.
+fn children_of(tree: &Value, id: &str) -> Value {
+    tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == id)
+        .unwrap()["children"]
+        .clone()
 }
 
 /// pi loads an entry whose `timestamp` is a number; pisess dropped it (and made its child a

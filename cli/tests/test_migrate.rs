@@ -190,16 +190,7 @@ fn check_found(summary: &Value) {
 fn a_v1_record_pisess_cannot_read_needs_force() {
     let env = TestEnv::new();
     let file = env.home.path().join("v1.jsonl");
-    let bytes = concat!(
-        r#"{"type":"session","id":"0199bbbb-0000-7000-8000-000000000008","timestamp":"2026-02-01T10:00:00.000Z","cwd":"/p"}"#,
-        "\n",
-        r#"{"type":"message","timestamp":"2026-02-01T10:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}"#,
-        "\n",
-        r#"{"type":"message","timestamp":"2026-02-01T10:00:02.000Z","message":{"role":"user","content":"mid","timestamp":1e400}}"#,
-        "\n",
-        r#"{"type":"message","timestamp":"2026-02-01T10:00:03.000Z","message":{"role":"user","content":"third","timestamp":3}}"#,
-        "\n",
-    );
+    let bytes = crate::common::V1_UNREADABLE_RECORD;
     std::fs::write(&file, bytes).unwrap();
     let f = file.to_str().unwrap();
     let (files, _, code) = run_json(&env, &[f, "--in-place"]);

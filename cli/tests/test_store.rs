@@ -132,14 +132,7 @@ fn an_import_of_a_v1_file_says_which_lines_pi_drops_or_misreads() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("unread.jsonl"),
-        concat!(
-            r#"{"type":"session","id":"0199bbbb-0000-7000-8000-000000000008","timestamp":"2026-02-01T10:00:00.000Z","cwd":"/p"}"#,
-            "\n",
-            r#"{"type":"message","timestamp":"2026-02-01T10:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}"#,
-            "\n",
-            r#"{"type":"message","timestamp":"2026-02-01T10:00:02.000Z","message":{"role":"user","content":"mid","timestamp":1e400}}"#,
-            "\n",
-        ),
+        crate::common::V1_UNREADABLE_RECORD,
     )
     .unwrap();
     std::fs::copy(

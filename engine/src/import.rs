@@ -349,10 +349,7 @@ fn migration_warnings(o: &pisess_migrate::MigrationOutcome) -> (u64, Option<Stri
                 K::Bom | K::CwdFileUrl { .. } | K::FutureVersion { .. }
             )
     });
-    let mut unread = o
-        .notes
-        .iter()
-        .filter(|n| matches!(n.kind, pisess_migrate::NoteKind::Unparsable { .. }));
+    let mut unread = o.unparsable_kept();
     let first = lines
         .clone()
         .next()

@@ -73,6 +73,15 @@ pub struct MigrationOutcome {
 }
 
 impl MigrationOutcome {
+    /// The notes (of those kept) on records kept as written but outside the parent chain
+    /// because they cannot be loaded ([`NoteKind::Unparsable`]), where pi's migration chains
+    /// them: the migrated tree is not pi's there.
+    pub fn unparsable_kept(&self) -> impl Iterator<Item = &Note> + Clone {
+        self.notes
+            .iter()
+            .filter(|n| matches!(n.kind, NoteKind::Unparsable { .. }))
+    }
+
     fn add_problem(&mut self, p: &Problem) {
         match &p.kind {
             ProblemKind::Malformed { .. } | ProblemKind::PartialLastLine => self.lines_skipped += 1,

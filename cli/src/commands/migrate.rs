@@ -29,7 +29,7 @@ use anyhow::{Context, anyhow};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pisess_formats::ProblemKind;
 use pisess_formats::open::{not_regular, open_regular};
-use pisess_migrate::{MigrateError, MigrationOutcome, NoteKind, migrate_file, migrate_reader};
+use pisess_migrate::{MigrateError, MigrationOutcome, migrate_file, migrate_reader};
 use rayon::prelude::*;
 
 use crate::command_error::{CommandError, CommandResult, Outcome};
@@ -507,7 +507,7 @@ fn progress_bar(jobs: &[Job]) -> Option<ProgressBar> {
 fn fully_parsed(o: &MigrationOutcome) -> bool {
     o.lines_skipped == 0
         && o.glued_recovered == 0
-        && unreadable_kept(o) == 0
+        && o.unparsable_kept().next().is_none()
         && !o.problems.iter().any(|p| {
             matches!(
                 p.kind,
@@ -518,16 +518,6 @@ fn fully_parsed(o: &MigrationOutcome) -> bool {
                     | ProblemKind::JunkBeforeHeader { .. }
             )
         })
-}
-
-/// Records of a v1/v2 file kept as written but outside the parent chain because pisess cannot
-/// read them (a number beyond the double range, nesting deeper than it reads), where pi's
-/// migration chains them: the migrated file's tree is not pi's.
-fn unreadable_kept(o: &MigrationOutcome) -> usize {
-    o.notes
-        .iter()
-        .filter(|n| matches!(n.kind, NoteKind::Unparsable { .. }))
-        .count()
 }
 
 /// Counts what is written to it.
@@ -672,15 +662,15 @@ fn finish_counts(mut r: FileReport, o: &MigrationOutcome, force: bool) -> FileRe
     r.glued_recovered = o.glued_recovered;
     r.bad_lines_skipped = o.lines_skipped;
     if !force && !fully_parsed(o) {
-        let unreadable = match unreadable_kept(o) {
-            0 => String::new(),
-            n => format!(
-                ", {n} record(s) pisess cannot read kept outside the parent chain, where pi \
+        // Records pisess cannot read (a number beyond the double range, nesting deeper than
+        // it reads), kept outside the parent chain where pi's migration chains them.
+        let unreadable = match o.unparsable_kept().next() {
+            None => String::new(),
+            Some(first) => format!(
+                ", {} record(s) pisess cannot read kept outside the parent chain, where pi \
                  chains them (first: {})",
-                o.notes
-                    .iter()
-                    .find(|n| matches!(n.kind, NoteKind::Unparsable { .. }))
-                    .map_or_else(String::new, |n| safe(&n.to_string()).into_owned())
+                o.unparsable_kept().count(),
+                safe(&first.to_string())
             ),
         };
         let why = format!(
