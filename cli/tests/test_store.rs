@@ -120,6 +120,25 @@ fn failed_files_give_exit_2_after_all_were_tried() {
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("bad.jsonl"));
 }
 
+/// `pisess --json import DIR`, which must exit 0: its summary and its stderr.
+fn import_json(env: &TestEnv, dir: &std::path::Path) -> (serde_json::Value, String) {
+    let a = env
+        .pisess()
+        .args(["--json", "import"])
+        .arg(dir)
+        .assert()
+        .code(0);
+    (
+        serde_json::from_slice(&a.get_output().stdout).unwrap(),
+        String::from_utf8_lossy(&a.get_output().stderr).into_owned(),
+    )
+}
+
+/// The `warning:` lines of a command's stderr.
+fn warning_lines(err: &str) -> Vec<&str> {
+    err.lines().filter(|l| l.starts_with("warning:")).collect()
+}
+
 /// A v1 file is imported through its migrated copy, whose lines are not the source's: the
 /// import said nothing of the source's lines pi drops or misreads (a glued line), nor of a
 /// record pisess cannot read (a number beyond the double range), which the migration keeps
@@ -141,16 +160,9 @@ fn an_import_of_a_v1_file_says_which_lines_pi_drops_or_misreads() {
     )
     .unwrap();
     std::fs::copy(fixture("sessions/07-v1.jsonl"), dir.join("clean.jsonl")).unwrap();
-    let a = env
-        .pisess()
-        .args(["--json", "import"])
-        .arg(&dir)
-        .assert()
-        .code(0);
-    let v: serde_json::Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    let (v, err) = import_json(&env, &dir);
     assert_eq!(v["warnedLines"].as_u64(), Some(2), "{v}");
-    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
-    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    let warnings = warning_lines(&err);
     assert_eq!(warnings.len(), 2, "{err}");
     let of = |name: &str| warnings.iter().find(|w| w.contains(name)).copied();
     assert!(
@@ -180,16 +192,9 @@ fn an_import_says_which_files_hold_lines_pi_drops() {
     )
     .unwrap();
     std::fs::copy(fixture("sessions/01-tiny.jsonl"), dir.join("ok.jsonl")).unwrap();
-    let a = env
-        .pisess()
-        .args(["--json", "import"])
-        .arg(&dir)
-        .assert()
-        .code(0);
-    let v: serde_json::Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    let (v, err) = import_json(&env, &dir);
     assert_eq!(v["warnedLines"].as_u64(), Some(3));
-    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
-    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    let warnings = warning_lines(&err);
     assert_eq!(warnings.len(), 1, "{err}");
     assert!(
         warnings[0].contains("bad-lines.jsonl: 3 lines") && warnings[0].contains("first: line 5"),
