@@ -1546,12 +1546,42 @@ impl<'p> FileState<'p> {
         if !self.header_pending {
             return Ok(());
         }
+        // The header's line when glued records come before it, as the file's reader decides
+        // it: pi's `JSON.parse` drops a glued line, so a whole-line header after one is pi's.
+        let mut decided: Option<Option<u64>> = None;
         for r in rows.iter_mut() {
             if !self.header_pending {
                 break;
             }
             if r.rec.kind == RowKind::Junk {
                 continue;
+            }
+            if r.glued && self.migrated_from.is_none() {
+                let header_line = *decided.get_or_insert_with(|| {
+                    pisess_formats::open::open_regular(self.path)
+                        .ok()
+                        .and_then(pisess_formats::session::header_line)
+                });
+                if header_line.is_some_and(|h| h > r.rec.line) {
+                    // As a junk line is kept: its bytes only (the later records of the
+                    // line have none), no JSON text that would read as an entry.
+                    r.rec = EntryRecord {
+                        session: r.rec.session,
+                        line: r.rec.line,
+                        offset: r.rec.offset,
+                        raw_len: r.rec.raw_len,
+                        ..EntryRecord::with_raw(std::mem::take(&mut r.rec.raw))
+                    };
+                    r.facts = Facts {
+                        warning: r.facts.warning.take().map(|_| {
+                            "records glued on one line before the header line, which pi \
+                             skips (read as junk)"
+                                .to_owned()
+                        }),
+                        ..Facts::default()
+                    };
+                    continue;
+                }
             }
             let json = r.json_text(chunk);
             // Named with its line: the file's first lines may be junk pi skips.
@@ -1656,6 +1686,8 @@ struct Draft {
     /// second and later records of a glued line, whose bytes are empty).
     line: Option<std::ops::Range<usize>>,
     facts: Facts,
+    /// Whether the row comes from a line of glued records (which pi's `JSON.parse` drops).
+    glued: bool,
 }
 
 impl Draft {
@@ -1739,6 +1771,7 @@ fn draft_line(
             rec,
             line: first.then(|| span.clone()),
             facts,
+            glued: piece.glued,
         };
         match head {
             None => head = Some(d),
@@ -1756,6 +1789,7 @@ fn draft_line(
         },
         line: Some(span),
         facts: Facts::default(),
+        glued: false,
     });
     head.facts.warning = problems
         .iter()

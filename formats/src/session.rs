@@ -1,12 +1,18 @@
 //! Reading a whole session file: header detection, entry indices, and tree checks.
 //!
 //! [`SessionReader`] streams a file chunk by chunk and calls back with the header, each
-//! [`Record`] and each [`Problem`], in file order. It never holds more than one chunk.
+//! [`Record`] and each [`Problem`], in file order. It never holds more than one chunk, and
+//! before the header at most [`MAX_HELD_BYTES`] of lines held back.
 //!
 //! Invariants (pi's loader, spec §5.1, except where noted):
 //! - the header is the first truthy JSON value of the file; lines before it that do not parse are
 //!   skipped and reported once as junk; if that value is not an object with `type: "session"` and
 //!   a string `id`, the file is not a session and nothing else is read;
+//! - a line of glued records before the header is held back until the next whole line that
+//!   parses: pi, whose `JSON.parse` fails on the glued line, reads that whole line as its
+//!   header, so when it is one the glued lines are junk as pi has them; otherwise (or at the
+//!   end of the file, or past [`MAX_HELD_BYTES`]) the glued line is read as usual, its first
+//!   record being the header (where pi finds no session at all);
 //! - a v4 header (`"kind":"header"`) is detected and refused as unsupported;
 //! - a record's `index` is its position in pi's entry list, the header being index 0; every kept
 //!   value counts, non-objects too, and recovered glued records count where pi drops them;
@@ -21,7 +27,7 @@ use serde_json::{Map, Value};
 use crate::entry::Entry;
 use crate::line::{Piece, parse_line};
 use crate::problem::{Problem, ProblemKind};
-use crate::reader::ChunkReader;
+use crate::reader::{ChunkReader, Line};
 
 /// The session header line (spec §2), with every field kept in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,15 +135,18 @@ impl<R: Read> SessionReader<R> {
     where
         F: FnMut(Event<'_, '_>) -> Result<(), E>,
     {
-        let mut summary = Summary {
-            ends_with_newline: true,
-            ..Summary::default()
+        let mut st = ReadState {
+            summary: Summary {
+                ends_with_newline: true,
+                ..Summary::default()
+            },
+            junk_lines: 0,
+            first_junk: (1, 0),
+            index: 0,
+            problems: Vec::new(),
+            held: Vec::new(),
+            held_bytes: 0,
         };
-        let mut problems = Vec::new();
-        let mut junk_lines = 0u64;
-        // Where the first of them starts (line, byte): the junk's problem is placed there.
-        let mut first_junk = (1u64, 0u64);
-        let mut index = 0u64;
         let mut first = true;
         while let Some(chunk) = self.chunks.next_chunk().map_err(ReadError::Io)? {
             if first {
@@ -151,107 +160,28 @@ impl<R: Read> SessionReader<R> {
                     f(Event::Problem(&p)).map_err(ReadError::Stopped)?;
                 }
             }
-            summary.bytes = chunk.offset() + chunk.len() as u64;
+            st.summary.bytes = chunk.offset() + chunk.len() as u64;
             for line in chunk.lines() {
-                summary.lines = line.number;
-                summary.ends_with_newline = line.terminated;
-                let mut result: Result<(), E> = Ok(());
-                let mut line_problems_before_header = false;
-                let mut late = Vec::new();
-                parse_line(&line, &mut problems, |piece| {
-                    if result.is_err() || summary.rejected {
-                        return;
-                    }
-                    if summary.header.is_none() {
-                        match header_of(&piece) {
-                            Ok(h) => {
-                                if junk_lines > 0 {
-                                    late.push(Problem {
-                                        line: first_junk.0,
-                                        offset: first_junk.1,
-                                        kind: ProblemKind::JunkBeforeHeader { lines: junk_lines },
-                                    });
-                                }
-                                if h.version_field().is_some_and(|v| v > 3.0) {
-                                    let version = h
-                                        .fields
-                                        .get("version")
-                                        .map(Value::to_string)
-                                        .unwrap_or_default();
-                                    late.push(Problem {
-                                        line: piece.line,
-                                        offset: piece.offset,
-                                        kind: ProblemKind::FutureVersion { version },
-                                    });
-                                }
-                                if let Some(cwd) = h.fields.get("cwd").and_then(Value::as_str)
-                                    && let Some(why) = crate::layout::file_url_refusal(cwd)
-                                {
-                                    late.push(Problem {
-                                        line: piece.line,
-                                        offset: piece.offset,
-                                        kind: ProblemKind::CwdFileUrl {
-                                            cwd: cwd.to_owned(),
-                                            why,
-                                        },
-                                    });
-                                }
-                                result = f(Event::Header(&h));
-                                summary.header = Some(h);
-                            }
-                            Err(kind) => {
-                                late.push(Problem {
-                                    line: piece.line,
-                                    offset: piece.offset,
-                                    kind,
-                                });
-                                summary.rejected = true;
-                            }
-                        }
-                        return;
-                    }
-                    index += 1;
-                    summary.records += 1;
-                    result = f(Event::Record(&piece, index));
-                });
-                result.map_err(ReadError::Stopped)?;
-                problems.append(&mut late);
-                if summary.header.is_none() && !summary.rejected {
-                    // Lines before the header that yielded nothing are junk pi skips.
-                    let skipped = problems.iter().any(|p| {
-                        matches!(
-                            p.kind,
-                            ProblemKind::Malformed { .. }
-                                | ProblemKind::InvalidUtf8 { .. }
-                                | ProblemKind::PartialLastLine
-                        )
-                    });
-                    if skipped {
-                        if junk_lines == 0 {
-                            first_junk = (line.number, line.offset);
-                        }
-                        junk_lines += 1;
-                        line_problems_before_header = true;
-                    }
-                }
-                for p in problems.drain(..) {
-                    if line_problems_before_header
-                        && matches!(p.kind, ProblemKind::Malformed { .. })
-                    {
-                        continue;
-                    }
-                    f(Event::Problem(&p)).map_err(ReadError::Stopped)?;
-                }
-                if summary.rejected {
-                    return Ok(summary);
+                st.summary.lines = line.number;
+                st.summary.ends_with_newline = line.terminated;
+                st.next_line(&line, &mut f)?;
+                if st.summary.rejected {
+                    return Ok(st.summary);
                 }
             }
         }
+        // No whole line decided against the glued lines held back: their first record is
+        // the header, or the file is not a session.
+        st.replay_held(&mut f)?;
+        if st.summary.rejected {
+            return Ok(st.summary);
+        }
+        let mut summary = st.summary;
         if summary.header.is_none() {
             summary.rejected = true;
-            let kind = if junk_lines > 0 {
+            let kind = if st.junk_lines > 0 {
                 ProblemKind::NotASession {
-                    found: format!("no JSON value in {junk_lines} line(s)"),
+                    found: format!("no JSON value in {} line(s)", st.junk_lines),
                 }
             } else {
                 ProblemKind::Empty
@@ -274,6 +204,270 @@ impl<R: Read> SessionReader<R> {
         }
         Ok(summary)
     }
+}
+
+/// How much of the file's start is held back at most while glued lines wait for a whole line
+/// to decide the header (past it, the first glued line's first record is taken).
+const MAX_HELD_BYTES: usize = 16 << 20;
+
+/// A line held back before the header, owned.
+struct HeldLine {
+    bytes: Vec<u8>,
+    number: u64,
+    offset: u64,
+    crlf: bool,
+    terminated: bool,
+}
+
+impl HeldLine {
+    fn line(&self) -> Line<'_> {
+        Line {
+            bytes: &self.bytes,
+            number: self.number,
+            offset: self.offset,
+            crlf: self.crlf,
+            terminated: self.terminated,
+        }
+    }
+}
+
+/// What a line before the header holds, as far as the header's choice goes.
+enum Probe {
+    /// No value (a line pi skips).
+    Nothing,
+    /// One value and nothing else: what `JSON.parse` of the line gives pi. `true` when it is a
+    /// session header.
+    Whole(bool),
+    /// Glued records, or a record with a piece cut short: `JSON.parse` fails on the line.
+    Glued,
+}
+
+fn probe(line: &Line<'_>) -> Probe {
+    let mut scratch = Vec::new();
+    let mut pieces = 0usize;
+    let mut glued = false;
+    let mut header = false;
+    parse_line(line, &mut scratch, |piece| {
+        if pieces == 0 {
+            glued = piece.glued;
+            header = !piece.glued && header_of(&piece).is_ok();
+        }
+        pieces += 1;
+    });
+    match (pieces, glued) {
+        (0, _) => Probe::Nothing,
+        (_, false) => Probe::Whole(header),
+        (_, true) => Probe::Glued,
+    }
+}
+
+/// The reader's state between lines.
+struct ReadState {
+    summary: Summary,
+    problems: Vec<Problem>,
+    /// Lines before the header that yielded nothing (pi skips them), and where the first is.
+    junk_lines: u64,
+    first_junk: (u64, u64),
+    index: u64,
+    /// Lines held back before the header, from the first glued one on: pi's `JSON.parse`
+    /// fails on a glued line, so its header is the first *whole* line that parses. Until
+    /// such a line shows whether it is a header, the glued lines wait.
+    held: Vec<HeldLine>,
+    held_bytes: usize,
+}
+
+impl ReadState {
+    /// Takes the file's next line, holding it back or deciding the header where it must.
+    fn next_line<E, F>(&mut self, line: &Line<'_>, f: &mut F) -> Result<(), ReadError<E>>
+    where
+        F: FnMut(Event<'_, '_>) -> Result<(), E>,
+    {
+        if self.summary.header.is_some() || self.summary.rejected {
+            return self.take(line, f);
+        }
+        match probe(line) {
+            Probe::Whole(true) if !self.held.is_empty() => {
+                // pi skips the glued lines and reads this one as its header: so do we.
+                for held in std::mem::take(&mut self.held) {
+                    self.skip_glued(&held.line(), f)?;
+                }
+                self.held_bytes = 0;
+                self.take(line, f)
+            }
+            Probe::Whole(_) => {
+                self.replay_held(f)?;
+                if self.summary.rejected {
+                    return Ok(());
+                }
+                self.take(line, f)
+            }
+            Probe::Nothing if self.held.is_empty() => self.take(line, f),
+            Probe::Glued | Probe::Nothing => {
+                self.held_bytes += line.bytes.len();
+                self.held.push(HeldLine {
+                    bytes: line.bytes.to_vec(),
+                    number: line.number,
+                    offset: line.offset,
+                    crlf: line.crlf,
+                    terminated: line.terminated,
+                });
+                if self.held_bytes > MAX_HELD_BYTES {
+                    self.replay_held(f)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads the held lines as they are: the first glued one's first record is the header.
+    fn replay_held<E, F>(&mut self, f: &mut F) -> Result<(), ReadError<E>>
+    where
+        F: FnMut(Event<'_, '_>) -> Result<(), E>,
+    {
+        self.held_bytes = 0;
+        for held in std::mem::take(&mut self.held) {
+            if self.summary.rejected {
+                break;
+            }
+            self.take(&held.line(), f)?;
+        }
+        Ok(())
+    }
+
+    /// A line before a whole-line header, skipped as pi skips it: glued records included.
+    fn skip_glued<E, F>(&mut self, line: &Line<'_>, f: &mut F) -> Result<(), ReadError<E>>
+    where
+        F: FnMut(Event<'_, '_>) -> Result<(), E>,
+    {
+        let mut problems = Vec::new();
+        parse_line(line, &mut problems, |_| {});
+        for p in problems {
+            match p.kind {
+                ProblemKind::Crlf | ProblemKind::BlankLine | ProblemKind::InvalidUtf8 { .. } => {
+                    f(Event::Problem(&p)).map_err(ReadError::Stopped)?;
+                }
+                _ => {}
+            }
+        }
+        if !line.bytes.iter().all(u8::is_ascii_whitespace) {
+            if self.junk_lines == 0 {
+                self.first_junk = (line.number, line.offset);
+            }
+            self.junk_lines += 1;
+        }
+        Ok(())
+    }
+
+    /// Reads one line: the header if it is still to come, else records.
+    fn take<E, F>(&mut self, line: &Line<'_>, f: &mut F) -> Result<(), ReadError<E>>
+    where
+        F: FnMut(Event<'_, '_>) -> Result<(), E>,
+    {
+        let summary = &mut self.summary;
+        let (junk_lines, first_junk, index) =
+            (&mut self.junk_lines, &mut self.first_junk, &mut self.index);
+        let mut result: Result<(), E> = Ok(());
+        let mut line_problems_before_header = false;
+        let mut late = Vec::new();
+        parse_line(line, &mut self.problems, |piece| {
+            if result.is_err() || summary.rejected {
+                return;
+            }
+            if summary.header.is_none() {
+                match header_of(&piece) {
+                    Ok(h) => {
+                        if *junk_lines > 0 {
+                            late.push(Problem {
+                                line: first_junk.0,
+                                offset: first_junk.1,
+                                kind: ProblemKind::JunkBeforeHeader { lines: *junk_lines },
+                            });
+                        }
+                        if h.version_field().is_some_and(|v| v > 3.0) {
+                            let version = h
+                                .fields
+                                .get("version")
+                                .map(Value::to_string)
+                                .unwrap_or_default();
+                            late.push(Problem {
+                                line: piece.line,
+                                offset: piece.offset,
+                                kind: ProblemKind::FutureVersion { version },
+                            });
+                        }
+                        if let Some(cwd) = h.fields.get("cwd").and_then(Value::as_str)
+                            && let Some(why) = crate::layout::file_url_refusal(cwd)
+                        {
+                            late.push(Problem {
+                                line: piece.line,
+                                offset: piece.offset,
+                                kind: ProblemKind::CwdFileUrl {
+                                    cwd: cwd.to_owned(),
+                                    why,
+                                },
+                            });
+                        }
+                        result = f(Event::Header(&h));
+                        summary.header = Some(h);
+                    }
+                    Err(kind) => {
+                        late.push(Problem {
+                            line: piece.line,
+                            offset: piece.offset,
+                            kind,
+                        });
+                        summary.rejected = true;
+                    }
+                }
+                return;
+            }
+            *index += 1;
+            summary.records += 1;
+            result = f(Event::Record(&piece, *index));
+        });
+        result.map_err(ReadError::Stopped)?;
+        self.problems.append(&mut late);
+        if self.summary.header.is_none() && !self.summary.rejected {
+            // Lines before the header that yielded nothing are junk pi skips.
+            let skipped = self.problems.iter().any(|p| {
+                matches!(
+                    p.kind,
+                    ProblemKind::Malformed { .. }
+                        | ProblemKind::InvalidUtf8 { .. }
+                        | ProblemKind::PartialLastLine
+                )
+            });
+            if skipped {
+                if self.junk_lines == 0 {
+                    self.first_junk = (line.number, line.offset);
+                }
+                self.junk_lines += 1;
+                line_problems_before_header = true;
+            }
+        }
+        for p in self.problems.drain(..) {
+            if line_problems_before_header && matches!(p.kind, ProblemKind::Malformed { .. }) {
+                continue;
+            }
+            f(Event::Problem(&p)).map_err(ReadError::Stopped)?;
+        }
+        Ok(())
+    }
+}
+
+/// The line of the header a [`SessionReader`] of `src` finds (`None`: none), read no further
+/// than that.
+pub fn header_line<R: Read>(src: R) -> Option<u64> {
+    let mut line = None;
+    // Stopping at the header is the point: the `Err` is no failure.
+    let _stopped = SessionReader::new(src).read(|ev| match ev {
+        Event::Header(h) => {
+            line = Some(h.line);
+            Err(())
+        }
+        _ => Ok(()),
+    });
+    line
 }
 
 /// Decides whether the first value of a file is a session header.
@@ -607,6 +801,60 @@ mod tests {
         assert!(h.is_some());
         assert_eq!(r.len(), 1);
         assert_eq!(p, ["junk-before-header", "missing-final-newline"]);
+    }
+
+    #[test]
+    fn a_whole_line_header_after_glued_lines_is_the_header_as_in_pi() {
+        let glued_header = r#"{"type":"session","id":"old"}{"type":"a","id":"x"}"#;
+        let glued_entries = r#"{"type":"a","id":"y"}{"type":"b","id":"z"}"#;
+        let header = r#"{"type":"session","version":3,"id":"new"}"#;
+        // pi's JSON.parse fails on both glued lines and on the junk: line 4 is its header.
+        let src =
+            format!("{glued_header}\n{{oops\n{glued_entries}\n{header}\n{{\"type\":\"c\"}}\n");
+        for chunk in [4096, 7, 60] {
+            let mut records = Vec::new();
+            let mut problems = Vec::new();
+            let summary = SessionReader::with_chunk_size(src.as_bytes(), chunk)
+                .read(|ev| {
+                    match ev {
+                        Event::Header(_) => {}
+                        Event::Record(r, i) => records.push((i, r.line)),
+                        Event::Problem(p) => problems.push((p.kind.to_string(), p.line)),
+                    }
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            let h = summary.header.unwrap();
+            assert_eq!((h.id(), h.line), ("new", 4), "chunk {chunk}");
+            assert_eq!(records, [(1, 5)], "chunk {chunk}");
+            assert_eq!(
+                problems,
+                [(
+                    "3 unparsable line(s) before the header (skipped)".to_owned(),
+                    1
+                )],
+                "chunk {chunk}"
+            );
+        }
+        // No whole-line header follows: the glued line's first record is the header (pi finds
+        // no session), and the lines held back are read as records after it.
+        let (h, r, p) = read(&format!("{glued_header}\n{{oops\n{{\"type\":\"c\"}}\n"));
+        assert_eq!(h.unwrap().id(), "old");
+        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(p, ["glued", "malformed"]);
+        let (h, r, _) = read(&format!("{glued_header}\n{glued_entries}\n"));
+        assert_eq!(h.unwrap().id(), "old");
+        assert_eq!(r.len(), 3);
+        // A glued line whose first record is no header, then a whole-line header: a session.
+        let (h, r, p) = read(&format!("{glued_entries}\n{header}\n{{\"type\":\"c\"}}\n"));
+        assert_eq!(h.unwrap().id(), "new");
+        assert_eq!(r.len(), 1);
+        assert_eq!(p, ["junk-before-header"]);
+        // ...and without one: not a session, named by the glued line's first record.
+        assert_eq!(
+            read(&format!("{glued_entries}\n")).2,
+            ["glued", "not-a-session"]
+        );
     }
 
     #[test]

@@ -442,24 +442,30 @@ fn count_session(
             .with_entry(row, |a| {
                 let entry = matches!(a.kind, pisess_engine::record::ArchivedRowKind::Entry);
                 let line = u64::from(a.line);
+                // A line pi skips (kept for the export only) is no entry, nor the first value.
+                if matches!(a.kind, pisess_engine::record::ArchivedRowKind::Junk) {
+                    return Ok(Some(None));
+                }
                 let Some(text) = a.json_text() else {
                     return if entry { Err(line) } else { Ok(None) };
                 };
                 match pisess_formats::value::parse_owned::<Value>(&text) {
                     Ok(v) => {
                         let id = seen.is_some().then(|| identity(&v, &text));
-                        Ok(Some((v, id)))
+                        Ok(Some(Some((v, id))))
                     }
-                    // Junk kept for the export is not JSON by nature; an entry is.
                     Err(_) if entry => Err(line),
                     Err(_) => Ok(None),
                 }
             })?
             .unwrap_or(Ok(None));
+        if matches!(parsed, Ok(Some(None))) {
+            continue;
+        }
         let was_first = std::mem::replace(&mut first, false);
         let (v, id) = match parsed {
-            Ok(Some(p)) => p,
-            Ok(None) => continue,
+            Ok(Some(Some(p))) => p,
+            Ok(_) => continue,
             Err(line) => {
                 unreadable.push(line);
                 continue;
