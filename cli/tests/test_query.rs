@@ -1160,25 +1160,94 @@ fn stats_count_an_entry_shared_by_a_fork_and_its_parent_once() {
     check_stats("fork alone", &alone, &scan(ek.iter().map(|(_, v)| v)));
 }
 
+/// A terminal narrower than the table gets one block per group (its name, then a count a
+/// line under its title) instead of a table the terminal would wrap: every line fits, and
+/// every count of the table is there; a wide one, or output to a pipe, gets the table.
+#[test]
+fn stats_fit_a_narrow_terminal_in_blocks() {
+    let env = TestEnv::new();
+    let f = session("04-many-branches");
+    let f = f.to_str().unwrap();
+    let at = |columns: Option<&str>| {
+        let mut cmd = env.pisess();
+        cmd.args(["stats", f, "--by", "model"]);
+        match columns {
+            Some(c) => cmd.env("COLUMNS", c),
+            None => cmd.env_remove("COLUMNS"),
+        };
+        let a = cmd.assert().code(0);
+        String::from_utf8(a.get_output().stdout.clone()).unwrap()
+    };
+    let groups = json_lines(&env, &["--json", "stats", f, "--by", "model"], 0);
+    let wide = at(Some("200"));
+    let piped = at(None);
+    assert_eq!(wide, piped);
+    assert!(
+        wide.lines().next().unwrap().contains("cache write"),
+        "{wide}"
+    );
+    assert!(wide.lines().any(|l| l.chars().count() > 60), "{wide}");
+    let narrow = at(Some("60"));
+    for l in narrow.lines() {
+        assert!(l.chars().count() <= 60, "{l:?}\n{narrow}");
+    }
+    // Each group's block: its name, then its counts, as `--json` gives them.
+    let blocks: Vec<&str> = narrow.split("\n\n").collect();
+    for g in &groups {
+        let key = g["key"].as_str().unwrap_or("total");
+        let block = blocks
+            .iter()
+            .find(|b| b.lines().next() == Some(key))
+            .unwrap_or_else(|| panic!("no block for {key}:\n{narrow}"));
+        let count = |title: &str| -> String {
+            let line = block
+                .lines()
+                .find(|l| l.trim_start().starts_with(title))
+                .unwrap_or_else(|| panic!("{key}: no {title}:\n{block}"));
+            line.split_whitespace().last().unwrap().to_owned()
+        };
+        assert_eq!(count("entries"), g["entries"].to_string(), "{key}");
+        assert_eq!(count("input"), g["tokens"]["input"].to_string(), "{key}");
+        assert_eq!(
+            count("cache write"),
+            g["tokens"]["cacheWrite"].to_string(),
+            "{key}"
+        );
+        assert_eq!(
+            count("cost $"),
+            format!("{:.4}", g["cost"].as_f64().unwrap()),
+            "{key}"
+        );
+    }
+    assert!(narrow.contains("tool calls: "), "{narrow}");
+}
+
 #[test]
 fn stats_human_snapshots() {
     let env = TestEnv::new();
     for name in ["03-compactions", "05-context-edits-labels", "07-v1"] {
         out(&env, &["import", session(name).to_str().unwrap()], 0);
     }
-    insta::assert_snapshot!("stats_all", out(&env, &["stats"], 0));
+    // The tables as a terminal wide enough for them shows them (`stats_fit_a_narrow_terminal_
+    // in_blocks` covers a narrow one).
+    let wide = |args: &[&str]| {
+        let a = env
+            .pisess()
+            .env("COLUMNS", "200")
+            .args(args)
+            .assert()
+            .code(0);
+        String::from_utf8(a.get_output().stdout.clone()).unwrap()
+    };
+    insta::assert_snapshot!("stats_all", wide(&["stats"]));
     insta::assert_snapshot!(
         "stats_by_model_07",
-        out(
-            &env,
-            &["stats", session("07-v1").to_str().unwrap(), "--by", "model"],
-            0
-        )
+        wide(&["stats", session("07-v1").to_str().unwrap(), "--by", "model"])
     );
-    insta::assert_snapshot!("stats_by_day", out(&env, &["stats", "--by", "day"], 0));
+    insta::assert_snapshot!("stats_by_day", wide(&["stats", "--by", "day"]));
     insta::assert_snapshot!(
         "stats_by_session",
-        redact(&out(&env, &["stats", "--by", "session"], 0), &[])
+        redact(&wide(&["stats", "--by", "session"]), &[])
     );
 }
 

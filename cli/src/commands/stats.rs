@@ -40,7 +40,8 @@ use crate::ui::Ui;
 /// carrying a usage under "Tools/summaries"; any other entry under the model last set before
 /// it in the file) or by session (its id; id and file when several files share an id). `sessions` counts the
 /// sessions that add an entry to the counts (not a header-only one, nor a copy of a file whose
-/// entries were all counted already).
+/// entries were all counted already). On a terminal narrower than the table (or with
+/// `COLUMNS` set so), each group is printed as a block instead: its name, then one count a line.
 ///
 /// With --json: JSON Lines, one `{"type":"group", by, key, …counts}` per group (with --by),
 /// then `{"type":"total", …counts}`; counts are `sessions, entries, sharedEntries, messages,
@@ -650,7 +651,17 @@ fn write_human(
             c.set_cell_alignment(comfy_table::CellAlignment::Right);
         }
     }
-    writeln!(ui.out(), "{}", crate::table::plain(&t))?;
+    let table = crate::table::plain(&t);
+    let fits = |w: usize| {
+        table
+            .lines()
+            .all(|l| unicode_width::UnicodeWidthStr::width(l) <= w)
+    };
+    match crate::session_arg::known_width() {
+        // Too wide for the terminal: one block per group, a count a line.
+        Some(w) if !fits(w) => write_blocks(ui, &t)?,
+        _ => writeln!(ui.out(), "{table}")?,
+    }
     if total.shared > 0 {
         writeln!(
             ui.out(),
@@ -665,12 +676,11 @@ fn write_human(
             .iter()
             .map(|(k, n)| format!("{} {n}", safe(k)))
             .collect();
-        writeln!(
-            ui.out(),
-            "tool calls: {} ({})",
-            list.join(", "),
+        let errors = format!(
+            "({})",
             crate::ui::count(total.tool_errors, "error", "errors")
-        )?;
+        );
+        write_list(ui, "tool calls:", &list, &errors)?;
     }
     if !total.roles.is_empty() {
         let list: Vec<String> = total
@@ -678,8 +688,70 @@ fn write_human(
             .iter()
             .map(|(k, n)| format!("{} {n}", safe(k)))
             .collect();
-        writeln!(ui.out(), "messages: {}", list.join(", "))?;
+        write_list(ui, "messages:", &list, "")?;
     }
+    Ok(())
+}
+
+/// `title item, item, … end` on one line, or, on a terminal too narrow for it, wrapped after
+/// a comma with the next lines indented by two spaces (an item longer than the width is left
+/// whole).
+fn write_list(ui: &mut Ui, title: &str, items: &[String], end: &str) -> std::io::Result<()> {
+    let width = crate::session_arg::known_width().unwrap_or(usize::MAX);
+    let w = |s: &str| unicode_width::UnicodeWidthStr::width(s);
+    let mut line = title.to_owned();
+    let mut on_line = 0;
+    let last = items.len().saturating_sub(1);
+    for (i, item) in items.iter().enumerate() {
+        let mut piece = item.clone();
+        if i < last {
+            piece.push(',');
+        } else if !end.is_empty() {
+            piece.push(' ');
+            piece.push_str(end);
+        }
+        if on_line > 0 && w(&line) + 1 + w(&piece) > width {
+            writeln!(ui.out(), "{line}")?;
+            line = String::from(" ");
+            on_line = 0;
+        }
+        line.push(' ');
+        line.push_str(&piece);
+        on_line += 1;
+    }
+    writeln!(ui.out(), "{line}")
+}
+
+/// The table's rows as blocks: the group's name, then each count under its title, for a
+/// terminal narrower than the table.
+fn write_blocks(ui: &mut Ui, t: &comfy_table::Table) -> std::io::Result<()> {
+    let titles: Vec<String> = t
+        .header()
+        .map(|h| h.cell_iter().map(|c| c.content()).collect())
+        .unwrap_or_default();
+    let title_w = titles
+        .iter()
+        .skip(1)
+        .map(|s| s.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (n, row) in t.row_iter().enumerate() {
+        if n > 0 {
+            writeln!(ui.out())?;
+        }
+        let cells: Vec<String> = row.cell_iter().map(|c| c.content()).collect();
+        writeln!(ui.out(), "{}", cells.first().map_or("", String::as_str))?;
+        let value_w = cells
+            .iter()
+            .skip(1)
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (title, value) in titles.iter().zip(&cells).skip(1) {
+            writeln!(ui.out(), "  {title:<title_w$}  {value:>value_w$}")?;
+        }
+    }
+    writeln!(ui.out())?;
     Ok(())
 }
 
