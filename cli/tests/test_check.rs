@@ -354,3 +354,42 @@ fn the_summary_counts_in_the_singular_for_one() {
         "{out}"
     );
 }
+
+/// pi migrates a v1 file on load, so the tree problems of its migrated copy are the file's:
+/// a compaction whose old `firstKeptEntryId` names no entry (the index names none), or whose
+/// index names an entry off its path, keeps no message from before it. `check` of the v1 file
+/// said nothing of either (its records have no ids to check); it now reports what `check` of
+/// the migrated copy reports, at the v1 file's own line and byte.
+#[test]
+fn a_v1_files_tree_problems_are_those_of_its_migration() {
+    let env = TestEnv::new();
+    let v1 = env.home.path().join("v1stale.jsonl");
+    let lines = [
+        r#"{"type":"session","id":"v1s","timestamp":"2026-02-01T10:00:00.000Z","cwd":"/p"}"#,
+        "not json",
+        r#"{"type":"message","timestamp":"2026-02-01T10:00:01.000Z","message":{"role":"user","content":"a","timestamp":1}}"#,
+        r#"{"type":"compaction","timestamp":"2026-02-01T10:00:02.000Z","summary":"s","firstKeptEntryId":"stale123","tokensBefore":5}"#,
+        r#"{"type":"message","timestamp":"2026-02-01T10:00:03.000Z","message":{"role":"user","content":"b","timestamp":3}}"#,
+    ];
+    std::fs::write(&v1, lines.join("\n") + "\n").unwrap();
+    let (out, _, code) = check(&[&v1]);
+    assert_eq!(code, 1, "{out}");
+    let at = lines[..3].iter().map(|l| l.len() + 1).sum::<usize>();
+    assert!(
+        out.contains(&format!(
+            "v1stale.jsonl:4: warning: compaction keeps entries from \"stale123\", which no entry \
+             has: pi keeps no message from before this compaction (byte {at})"
+        )),
+        "{out}"
+    );
+    // The genuine file whose glued last line holds a compaction naming itself by index.
+    let (out, _, _) = check(&[&realdata().join("pimono__root-compact.v1.concat-line.jsonl")]);
+    assert!(
+        out.contains("concat-line.jsonl:1013: warning: compaction keeps entries from")
+            && out.contains("which is not on its path"),
+        "{out}"
+    );
+    // A clean v1 file stays clean.
+    let (out, _, code) = check(&[&fixture("sessions/07-v1.jsonl")]);
+    assert_eq!(code, 0, "{out}");
+}

@@ -19,7 +19,8 @@ use crate::ui::{Ui, safe};
 /// non-object lines, JSON nested deeper than pisess reads (4,096 levels), junk before the
 /// header, files that are not sessions, v4 headers, future versions, bad field types, missing
 /// and duplicate ids, orphans, parent cycles, labels of entries that do not exist, compactions
-/// whose `firstKeptEntryId` is not on their path (pi keeps no message from before them). Notes (CRLF, BOM, blank lines, several roots, no
+/// whose `firstKeptEntryId` is not on their path (pi keeps no message from before them; for a
+/// v1 file, as its migration sets it). Notes (CRLF, BOM, blank lines, several roots, no
 /// final newline) are shown but do not count as problems.
 ///
 /// Exit status: 0 when every file is clean, 1 when problems were found, 2 when a file or a
@@ -72,6 +73,8 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
     let file = open_regular(path)?;
     let mut report = FileReport::default();
     let mut tree: Option<TreeCheck> = None;
+    // Each record's place (line, byte), for a v1 file's migrated copy.
+    let mut places: Vec<(u64, u64)> = Vec::new();
     let summary = SessionReader::new(file).read(|ev| {
         match ev {
             Event::Header(h) => {
@@ -80,6 +83,9 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
             }
             Event::Record(r, _) => {
                 report.entries += 1;
+                if report.version.is_some_and(|v| v < 2.0) {
+                    places.push((r.line, r.offset));
+                }
                 let odd;
                 let bad = match &r.entry {
                     Err(msg) => Some(msg),
@@ -137,7 +143,81 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
     if let Some(t) = tree {
         report.problems.extend(t.finish());
     }
+    if report.version.is_some_and(|v| v < 2.0) {
+        report
+            .problems
+            .extend(migrated_tree_problems(path, &places));
+    }
     Ok(report)
+}
+
+/// The tree problems of a v1 file that only its migration shows: pi migrates a v1 file on
+/// load (ids, a parent chain, `firstKeptEntryIndex` turned into the `firstKeptEntryId` of the
+/// entry at that index, an old `firstKeptEntryId` kept when the index names none), so a
+/// compaction can keep entries from no entry or from one off its path, and a label can name
+/// no entry. `places` are the source's records' lines and bytes, in order: the migration
+/// writes its header, then one line per record. A file the migration cannot read yields
+/// nothing here (the read above reported why).
+fn migrated_tree_problems(path: &Path, places: &[(u64, u64)]) -> Vec<Problem> {
+    /// Feeds each migrated line to a v3 tree check, at its source record's place.
+    struct Lines<'p> {
+        pending: Vec<u8>,
+        seen: usize,
+        places: &'p [(u64, u64)],
+        check: TreeCheck,
+    }
+    impl Lines<'_> {
+        fn take(&mut self, line: &[u8]) {
+            let n = self.seen;
+            self.seen += 1;
+            // Line 0 is the header.
+            let Some(&(line_no, offset)) = n.checked_sub(1).and_then(|i| self.places.get(i)) else {
+                return;
+            };
+            if let Ok(text) = std::str::from_utf8(line)
+                && let Ok(e) = pisess_formats::Entry::parse(text)
+                && e.id().is_some()
+            {
+                self.check.add_entry(&e, line_no, offset);
+            }
+        }
+    }
+    impl Write for Lines<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.pending.extend_from_slice(buf);
+            let mut start = 0;
+            while let Some(i) = memchr::memchr(b'\n', &self.pending[start..]) {
+                let line = self.pending[start..start + i].to_vec();
+                self.take(&line);
+                start += i + 1;
+            }
+            self.pending.drain(..start);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut sink = Lines {
+        pending: Vec::new(),
+        seen: 0,
+        places,
+        check: TreeCheck::new(3.0),
+    };
+    if pisess_migrate::migrate_file(path, &mut sink).is_err() {
+        return Vec::new();
+    }
+    sink.check
+        .finish()
+        .into_iter()
+        .filter(|p| {
+            matches!(
+                p.kind,
+                pisess_formats::ProblemKind::FirstKeptNotOnPath { .. }
+                    | pisess_formats::ProblemKind::LabelTargetMissing { .. }
+            )
+        })
+        .collect()
 }
 
 /// Runs `pisess check`.
