@@ -340,7 +340,8 @@ fn a_byte_order_mark_is_a_warning() {
     let (out, err, code) = check(&[&f]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
-        out.contains("warning: UTF-8 byte order mark") && out.contains("pi cannot load"),
+        out.contains("warning: UTF-8 byte order mark")
+            && out.contains("pi cannot read the first line"),
         "{out}"
     );
 }

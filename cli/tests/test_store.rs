@@ -209,18 +209,25 @@ fn an_import_says_which_files_hold_lines_pi_drops() {
     assert!(!String::from_utf8_lossy(&a.get_output().stderr).contains("warning"));
 }
 
-/// pi's `JSON.parse` fails on a line of glued records, so a whole-line header after such a
-/// line is pi's header. pisess took the glued line's first record instead: a file whose glued
-/// first line starts with an old header was read as that v1 session (migrated, so `export` did
-/// not give the bytes back), and one whose glued first line starts with an entry was refused.
-/// Both are now the session pi reads (the oracle's id, cwd and entries), the glued line kept
-/// as junk: export gives the same bytes, and `stats` counts pi's entries only.
+/// pi's `JSON.parse` fails on a line of glued records, and on a first line that starts with a
+/// byte order mark, so a whole-line header after such a line is pi's header. pisess took the
+/// line's first record instead: a file whose glued first line starts with an old header was
+/// read as that v1 session (migrated, so `export` did not give the bytes back), one whose
+/// glued first line starts with an entry, or whose marked first line is `[]`, was refused, and
+/// a marked header line followed by another header gave the first. All are now the session pi
+/// reads (the oracle's id, cwd and entries), the line kept as junk: export gives the same
+/// bytes, and `stats` counts pi's entries only.
 #[test]
-fn a_whole_line_header_after_a_glued_line_is_the_session_pi_reads() {
+fn a_whole_line_header_after_a_line_pi_skips_is_the_session_pi_reads() {
     let env = TestEnv::new();
     let dir = env.home.path().join("s");
     std::fs::create_dir_all(&dir).unwrap();
-    let names = ["glued-header-then-header", "glued-entries-then-header"];
+    let names = [
+        "glued-header-then-header",
+        "glued-entries-then-header",
+        "bom-array-then-header",
+        "bom-header-then-header",
+    ];
     for name in names {
         std::fs::copy(
             fixture(&format!("odd/{name}.jsonl")),
@@ -231,12 +238,15 @@ fn a_whole_line_header_after_a_glued_line_is_the_session_pi_reads() {
     let (v, err) = import_json(&env, &dir);
     assert_eq!(
         (v["new"].as_u64(), v["failed"].as_u64()),
-        (Some(2), Some(0)),
+        (Some(4), Some(0)),
         "{v}\n{err}"
     );
-    assert_eq!(warning_lines(&err).len(), 2, "{err}");
+    let warnings = warning_lines(&err);
+    assert_eq!(warnings.len(), 4, "{err}");
     assert!(
-        err.contains("glued on one line before the header line"),
+        warnings.iter().all(
+            |w| w.contains("first: line 1: a line before the header line that pi cannot parse")
+        ),
         "{err}"
     );
     let ls = run(&env, &["--json", "ls"]);

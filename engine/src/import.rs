@@ -1359,6 +1359,13 @@ fn prepare_chunk(
         rows.push(first);
         rows.extend(more);
     }
+    if bom {
+        // pi's `JSON.parse` fails on the first line: the mark is no JSON white space.
+        let first = rows.first().map(|r| r.rec.line);
+        for r in rows.iter_mut().take_while(|r| Some(r.rec.line) == first) {
+            r.pi_skips = r.rec.kind != RowKind::Junk;
+        }
+    }
     if bom && let Some(r) = rows.first_mut() {
         let mut raw = b"\xEF\xBB\xBF".to_vec();
         raw.extend_from_slice(r.raw(chunk.bytes()).ok_or_else(off_chunk)?);
@@ -1546,8 +1553,8 @@ impl<'p> FileState<'p> {
         if !self.header_pending {
             return Ok(());
         }
-        // The header's line when glued records come before it, as the file's reader decides
-        // it: pi's `JSON.parse` drops a glued line, so a whole-line header after one is pi's.
+        // The header's line when a line pi skips comes before it (glued records, a byte order
+        // mark), as the file's reader decides it: a whole-line header after one is pi's.
         let mut decided: Option<Option<u64>> = None;
         for r in rows.iter_mut() {
             if !self.header_pending {
@@ -1556,7 +1563,7 @@ impl<'p> FileState<'p> {
             if r.rec.kind == RowKind::Junk {
                 continue;
             }
-            if r.glued && self.migrated_from.is_none() {
+            if r.pi_skips && self.migrated_from.is_none() {
                 let header_line = *decided.get_or_insert_with(|| {
                     pisess_formats::open::open_regular(self.path)
                         .ok()
@@ -1572,10 +1579,11 @@ impl<'p> FileState<'p> {
                         raw_len: r.rec.raw_len,
                         ..EntryRecord::with_raw(std::mem::take(&mut r.rec.raw))
                     };
+                    // One warning for the line, on its first row (the others have no bytes).
                     r.facts = Facts {
-                        warning: r.facts.warning.take().map(|_| {
-                            "records glued on one line before the header line, which pi \
-                             skips (read as junk)"
+                        warning: (r.rec.raw_len > 0).then(|| {
+                            "a line before the header line that pi cannot parse (glued \
+                             records, or a byte order mark) and skips (read as junk)"
                                 .to_owned()
                         }),
                         ..Facts::default()
@@ -1686,8 +1694,9 @@ struct Draft {
     /// second and later records of a glued line, whose bytes are empty).
     line: Option<std::ops::Range<usize>>,
     facts: Facts,
-    /// Whether the row comes from a line of glued records (which pi's `JSON.parse` drops).
-    glued: bool,
+    /// Whether pi's `JSON.parse` fails on the row's line, which pi then skips: a line of glued
+    /// records, or the first line of a file that starts with a byte order mark.
+    pi_skips: bool,
 }
 
 impl Draft {
@@ -1771,7 +1780,7 @@ fn draft_line(
             rec,
             line: first.then(|| span.clone()),
             facts,
-            glued: piece.glued,
+            pi_skips: piece.glued,
         };
         match head {
             None => head = Some(d),
@@ -1789,7 +1798,7 @@ fn draft_line(
         },
         line: Some(span),
         facts: Facts::default(),
-        glued: false,
+        pi_skips: false,
     });
     head.facts.warning = problems
         .iter()

@@ -12,7 +12,9 @@
 //!   parses: pi, whose `JSON.parse` fails on the glued line, reads that whole line as its
 //!   header, so when it is one the glued lines are junk as pi has them; otherwise (or at the
 //!   end of the file, or past [`MAX_HELD_BYTES`]) the glued line is read as usual, its first
-//!   record being the header (where pi finds no session at all);
+//!   record being the header (where pi finds no session at all). The first line of a file
+//!   that starts with a byte order mark is held back the same way (`JSON.parse` fails on the
+//!   mark);
 //! - a v4 header (`"kind":"header"`) is detected and refused as unsupported;
 //! - a record's `index` is its position in pi's entry list, the header being index 0; every kept
 //!   value counts, non-objects too, and recovered glued records count where pi drops them;
@@ -146,12 +148,14 @@ impl<R: Read> SessionReader<R> {
             problems: Vec::new(),
             held: Vec::new(),
             held_bytes: 0,
+            bom_line: false,
         };
         let mut first = true;
         while let Some(chunk) = self.chunks.next_chunk().map_err(ReadError::Io)? {
             if first {
                 first = false;
                 if self.chunks.had_bom() {
+                    st.bom_line = true;
                     let p = Problem {
                         line: 1,
                         offset: 0,
@@ -274,6 +278,9 @@ struct ReadState {
     /// such a line shows whether it is a header, the glued lines wait.
     held: Vec<HeldLine>,
     held_bytes: usize,
+    /// The file starts with a byte order mark: `JSON.parse` fails on its first line as on a
+    /// glued one (the mark is no JSON white space), so the line waits as a glued one does.
+    bom_line: bool,
 }
 
 impl ReadState {
@@ -285,7 +292,11 @@ impl ReadState {
         if self.summary.header.is_some() || self.summary.rejected {
             return self.take(line, f);
         }
-        match probe(line) {
+        let probe = match probe(line) {
+            Probe::Whole(_) if self.bom_line && line.number == 1 => Probe::Glued,
+            p => p,
+        };
+        match probe {
             Probe::Whole(true) if !self.held.is_empty() => {
                 // pi skips the glued lines and reads this one as its header: so do we.
                 for held in std::mem::take(&mut self.held) {
@@ -854,6 +865,29 @@ mod tests {
         assert_eq!(
             read(&format!("{glued_entries}\n")).2,
             ["glued", "not-a-session"]
+        );
+    }
+
+    #[test]
+    fn a_first_line_with_a_byte_order_mark_waits_for_a_whole_line_header_as_a_glued_one() {
+        let bom = "\u{feff}";
+        let h = |id: &str| format!(r#"{{"type":"session","version":3,"id":"{id}"}}"#);
+        let e = r#"{"type":"a","id":"x"}"#;
+        // pi's JSON.parse fails on the marked line: the next whole line decides.
+        let (hd, r, p) = read(&format!("{bom}[]\n{}\n{e}\n", h("s")));
+        assert_eq!(hd.unwrap().id(), "s");
+        assert_eq!(r.len(), 1);
+        assert_eq!(p, ["bom", "junk-before-header"]);
+        let (hd, _, _) = read(&format!("{bom}{}\n{}\n{e}\n", h("first"), h("second")));
+        assert_eq!(hd.unwrap().id(), "second");
+        // No header follows: the marked line is read without its mark (pi loads nothing).
+        let (hd, r, p) = read(&format!("{bom}{}\n{e}\n", h("only")));
+        assert_eq!(hd.unwrap().id(), "only");
+        assert_eq!(r.len(), 1);
+        assert_eq!(p, ["bom"]);
+        assert_eq!(
+            read(&format!("{bom}[]\n{e}\n")).2,
+            ["bom", "non-object", "not-a-session"]
         );
     }
 
