@@ -278,6 +278,87 @@ fn a_whole_line_header_after_a_line_pi_skips_is_the_session_pi_reads() {
     }
 }
 
+/// A header read from a line pi skips, with no whole line after it (pi finds no session; pisess
+/// takes the line's header), stands only until a whole line decides: when a whole-line header
+/// is appended, pi reads that one, and so does a fresh import. An import of the grown file kept
+/// the old header and appended the new line as a second header row; it now reads the file
+/// again, and gives what a fresh import gives. An appended entry keeps the header (grown).
+#[test]
+fn an_appended_whole_line_header_replaces_one_read_from_a_line_pi_skips() {
+    let h = |id: &str| {
+        format!(
+            r#"{{"type":"session","version":3,"id":"{id}","timestamp":"2026-02-01T10:00:00.000Z","cwd":"/{id}"}}"#
+        )
+    };
+    let e = |id: &str, parent: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-02-01T10:00:01.000Z","message":{{"role":"user","content":"{id}","timestamp":1}}}}"#
+        )
+    };
+    let ls = |env: &TestEnv| -> Vec<(String, u64)> {
+        run(env, &["--json", "ls"])
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|v| {
+                (
+                    v["id"].as_str().unwrap().to_owned(),
+                    v["entries"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let cases = [
+        // (first part, appended part, outcome, session afterwards)
+        (
+            format!("{}{}\n", h("a"), e("e1", "null")),
+            format!("{}\n", h("b")),
+            "rewritten",
+            ("b", 0),
+        ),
+        (
+            format!("\u{feff}{}\n", h("a")),
+            format!("{}\n", h("b")),
+            "rewritten",
+            ("b", 0),
+        ),
+        (
+            format!("{}{}\n", h("a"), e("e1", "null")),
+            format!("{}\n", e("e2", "\"e1\"")),
+            "grown",
+            ("a", 2),
+        ),
+        (
+            format!("{}\n{}\n", h("a"), e("e1", "null")),
+            format!("{}\n", h("b")),
+            "grown",
+            ("a", 1),
+        ),
+    ];
+    for (first, appended, outcome, (id, entries)) in cases {
+        let env = TestEnv::new();
+        let f = env.home.path().join("s.jsonl");
+        std::fs::write(&f, &first).unwrap();
+        import_json(&env, &f);
+        std::fs::write(&f, format!("{first}{appended}")).unwrap();
+        let (v, _) = import_json(&env, &f);
+        assert_eq!(
+            v[outcome].as_u64(),
+            Some(1),
+            "{first:?} + {appended:?}: {v}"
+        );
+        assert_eq!(
+            ls(&env),
+            [(id.to_owned(), entries)],
+            "{first:?} + {appended:?}"
+        );
+        let fresh = TestEnv::new();
+        import_json(&fresh, &f);
+        assert_eq!(ls(&env), ls(&fresh), "{first:?} + {appended:?}");
+        assert_eq!(run(&env, &["verify"]).code, 0);
+    }
+}
+
 /// `pisess import` of an unchanged folder answers from the copy of the catalogue beside the
 /// store without opening the store: the first import writes the store, the second (unchanged,
 /// on the store opened read-only) leaves the copy, and the third answers even while another

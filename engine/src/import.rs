@@ -973,6 +973,14 @@ impl Store {
                 Ok(_) => return Ok(Ok(Err(Conflict))),
                 Err(e) => return Ok(Err(changed_or_io(canon, e))),
             }
+            // A header read from a line pi skips (glued records, a byte order mark) with no
+            // whole line after it stands only until a whole-line header follows: when the
+            // grown file's reader takes another header, everything is read again.
+            match header_unchanged(hashed, content.path, &old.header_json) {
+                Ok(true) => {}
+                Ok(false) => return Ok(Ok(Err(Conflict))),
+                Err(e) => return Ok(Err(changed_or_io(canon, e))),
+            }
         }
         let mut w = Writer::new(&tx)?;
         // The digest of the stored blocks a fresh read replaces, when the file kept its size.
@@ -2680,6 +2688,29 @@ fn window_hashes_of(f: &File, len: u64) -> std::io::Result<([u8; 32], [u8; 32])>
     f.read_exact_at(&mut buf, len - w)?;
     let tail = *blake3::hash(&buf).as_bytes();
     Ok((head, tail))
+}
+
+/// Whether the file's reader still takes `header_json` as the header: at once when the file
+/// starts with that line (as pi writes it), else by reading up to the header (`path` opened
+/// again: the import reads `f` from its own offset).
+fn header_unchanged(f: &File, path: &Path, header_json: &str) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut head = vec![0u8; header_json.len() + 2];
+    let mut got = 0;
+    while got < head.len() {
+        match f.read_at(&mut head[got..], got as u64)? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    let head = &head[..got];
+    if let Some(rest) = head.strip_prefix(header_json.as_bytes())
+        && (rest.starts_with(b"\n") || rest.starts_with(b"\r\n"))
+    {
+        return Ok(true);
+    }
+    let src = open_regular(path)?;
+    Ok(pisess_formats::session::first_header(src).is_some_and(|h| h.json == header_json))
 }
 
 /// The error for a failed read of the window hashes: a file now shorter than the size it was

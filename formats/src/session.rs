@@ -469,16 +469,21 @@ impl ReadState {
 /// The line of the header a [`SessionReader`] of `src` finds (`None`: none), read no further
 /// than that.
 pub fn header_line<R: Read>(src: R) -> Option<u64> {
-    let mut line = None;
+    first_header(src).map(|h| h.line)
+}
+
+/// The header a [`SessionReader`] of `src` finds (`None`: none), read no further than that.
+pub fn first_header<R: Read>(src: R) -> Option<Header> {
+    let mut header = None;
     // Stopping at the header is the point: the `Err` is no failure.
     let _stopped = SessionReader::new(src).read(|ev| match ev {
         Event::Header(h) => {
-            line = Some(h.line);
+            header = Some(h.clone());
             Err(())
         }
         _ => Ok(()),
     });
-    line
+    header
 }
 
 /// Decides whether the first value of a file is a session header.
