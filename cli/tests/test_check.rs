@@ -394,3 +394,27 @@ fn a_v1_files_tree_problems_are_those_of_its_migration() {
     let (out, _, code) = check(&[&fixture("sessions/07-v1.jsonl")]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// Problems are listed in file order: the junk before the header (named only once the header
+/// is found, after the header line's own notes) and the tree checks (made at the end) came
+/// out of line order.
+#[test]
+fn problems_are_listed_in_file_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("order.jsonl");
+    let text = concat!(
+        "garbage\n",
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/p\"}\r\n",
+        "{\"type\":\"message\",\"id\":\"a\",\"parentId\":\"gone\",\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{\"role\":\"user\",\"content\":\"x\",\"timestamp\":1}}\n",
+        "not json\n",
+    );
+    std::fs::write(&f, text).unwrap();
+    let (out, _, code) = check(&[&f]);
+    assert_eq!(code, 1, "{out}");
+    let lines: Vec<u64> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix(f.to_str().unwrap())?.strip_prefix(':'))
+        .map(|l| l.split(':').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(lines, [1, 2, 3, 4], "{out}");
+}

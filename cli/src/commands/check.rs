@@ -148,6 +148,9 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
             .problems
             .extend(migrated_tree_problems(path, &places));
     }
+    // In file order, as a compiler lists them: the reader names some problems only later
+    // (the junk before a header once the header is found), the tree checks at the end.
+    report.problems.sort_by_key(|p| (p.line, p.offset));
     Ok(report)
 }
 
