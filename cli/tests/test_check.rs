@@ -393,6 +393,20 @@ fn a_v1_files_tree_problems_are_those_of_its_migration() {
     // A clean v1 file stays clean.
     let (out, _, code) = check(&[&fixture("sessions/07-v1.jsonl")]);
     assert_eq!(code, 0, "{out}");
+    // A problem both the file's own records and its migration show is reported once.
+    let label = env.home.path().join("v1label.jsonl");
+    std::fs::write(
+        &label,
+        format!(
+            "{}\n{}\n{}\n",
+            lines[0],
+            lines[2],
+            r#"{"type":"label","id":"l1","targetId":"nope","label":"x","timestamp":"2026-02-01T10:00:02.000Z"}"#
+        ),
+    )
+    .unwrap();
+    let (out, _, _) = check(&[&label]);
+    assert_eq!(out.matches("label for \"nope\"").count(), 1, "{out}");
 }
 
 /// Problems are listed in file order: the junk before the header (named only once the header

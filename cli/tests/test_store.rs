@@ -282,7 +282,8 @@ fn a_whole_line_header_after_a_line_pi_skips_is_the_session_pi_reads() {
 /// takes the line's header), stands only until a whole line decides: when a whole-line header
 /// is appended, pi reads that one, and so does a fresh import. An import of the grown file kept
 /// the old header and appended the new line as a second header row; it now reads the file
-/// again, and gives what a fresh import gives. An appended entry keeps the header (grown).
+/// again, and gives what a fresh import gives (also when the appended header has the old one's
+/// text: its line decides). An appended entry keeps the header (grown).
 #[test]
 fn an_appended_whole_line_header_replaces_one_read_from_a_line_pi_skips() {
     let h = |id: &str| {
@@ -321,6 +322,19 @@ fn an_appended_whole_line_header_replaces_one_read_from_a_line_pi_skips() {
             format!("{}\n", h("b")),
             "rewritten",
             ("b", 0),
+        ),
+        // The same header text on a later whole line is another header: the lines before it
+        // are then junk (the header's line decides, not its text).
+        (
+            format!(
+                "\u{feff}{}\n{}{}\n",
+                h("a"),
+                e("e1", "null"),
+                e("e2", "\"e1\"")
+            ),
+            format!("{}\n", h("a")),
+            "rewritten",
+            ("a", 0),
         ),
         (
             format!("{}{}\n", h("a"), e("e1", "null")),

@@ -976,7 +976,7 @@ impl Store {
             // A header read from a line pi skips (glued records, a byte order mark) with no
             // whole line after it stands only until a whole-line header follows: when the
             // grown file's reader takes another header, everything is read again.
-            match header_unchanged(hashed, content.path, &old.header_json) {
+            match header_unchanged(hashed, content.path, &old.header_json, old.file_size) {
                 Ok(true) => {}
                 Ok(false) => return Ok(Ok(Err(Conflict))),
                 Err(e) => return Ok(Err(changed_or_io(canon, e))),
@@ -2690,10 +2690,17 @@ fn window_hashes_of(f: &File, len: u64) -> std::io::Result<([u8; 32], [u8; 32])>
     Ok((head, tail))
 }
 
-/// Whether the file's reader still takes `header_json` as the header: at once when the file
-/// starts with that line (as pi writes it), else by reading up to the header (`path` opened
-/// again: the import reads `f` from its own offset).
-fn header_unchanged(f: &File, path: &Path, header_json: &str) -> std::io::Result<bool> {
+/// Whether the file's reader still takes the header it took from the file's first `old_size`
+/// bytes (`header_json`), on the same line: at once when the file starts with that line (as pi
+/// writes it), else by reading up to the header in both (`path` opened again: the import
+/// reads `f` from its own offset). The same text on a later line is another header: the lines
+/// before it are then junk.
+fn header_unchanged(
+    f: &File,
+    path: &Path,
+    header_json: &str,
+    old_size: u64,
+) -> std::io::Result<bool> {
     use std::os::unix::fs::FileExt;
     let mut head = vec![0u8; header_json.len() + 2];
     let mut got = 0;
@@ -2709,8 +2716,12 @@ fn header_unchanged(f: &File, path: &Path, header_json: &str) -> std::io::Result
     {
         return Ok(true);
     }
-    let src = open_regular(path)?;
-    Ok(pisess_formats::session::first_header(src).is_some_and(|h| h.json == header_json))
+    let before = pisess_formats::session::first_header(open_regular(path)?.take(old_size));
+    let now = pisess_formats::session::first_header(open_regular(path)?);
+    Ok(match (before, now) {
+        (Some(b), Some(n)) => b.json == header_json && n.json == b.json && n.line == b.line,
+        _ => false,
+    })
 }
 
 /// The error for a failed read of the window hashes: a file now shorter than the size it was

@@ -240,8 +240,8 @@ impl fmt::Display for ProblemKind {
             Self::Bom => write!(
                 f,
                 "UTF-8 byte order mark at the start of the file: pi cannot read the first \
-                 line, nor load the file unless a later line is a header (pisess reads the \
-                 line without the mark)"
+                 line, nor load the file unless the next line it can read is a header \
+                 (pisess reads the line without the mark)"
             ),
             Self::Crlf => write!(f, "line ends in CRLF (the CR is ignored)"),
             Self::BlankLine => write!(f, "blank line (skipped)"),

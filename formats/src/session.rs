@@ -2,7 +2,7 @@
 //!
 //! [`SessionReader`] streams a file chunk by chunk and calls back with the header, each
 //! [`Record`] and each [`Problem`], in file order. It never holds more than one chunk, and
-//! before the header at most [`MAX_HELD_BYTES`] of lines held back.
+//! before the header at most [`MAX_HELD_BYTES`] of lines held back (their bookkeeping counted).
 //!
 //! Invariants (pi's loader, spec §5.1, except where noted):
 //! - the header is the first truthy JSON value of the file; lines before it that do not parse are
@@ -221,6 +221,9 @@ struct HeldLine {
     offset: u64,
     crlf: bool,
     terminated: bool,
+    /// A line pi's `JSON.parse` fails on although it holds records (glued, or the marked first
+    /// line); otherwise a line without a value (junk, blank, a falsy value), read as usual.
+    pi_skips: bool,
 }
 
 impl HeldLine {
@@ -298,9 +301,14 @@ impl ReadState {
         };
         match probe {
             Probe::Whole(true) if !self.held.is_empty() => {
-                // pi skips the glued lines and reads this one as its header: so do we.
+                // pi skips the glued lines and reads this one as its header: so do we. The
+                // lines between them without a value are what they are before any header.
                 for held in std::mem::take(&mut self.held) {
-                    self.skip_glued(&held.line(), f)?;
+                    if held.pi_skips {
+                        self.skip_glued(&held.line(), f)?;
+                    } else {
+                        self.take(&held.line(), f)?;
+                    }
                 }
                 self.held_bytes = 0;
                 self.take(line, f)
@@ -314,17 +322,26 @@ impl ReadState {
             }
             Probe::Nothing if self.held.is_empty() => self.take(line, f),
             Probe::Glued | Probe::Nothing => {
-                self.held_bytes += line.bytes.len();
+                // What holding the line costs, its bookkeeping included (a run of blank lines
+                // is no free ride). Past the cap the held lines are read as they are, and so
+                // is this one, never copied.
+                let cost = line.bytes.len() + std::mem::size_of::<HeldLine>();
+                if self.held_bytes + cost > MAX_HELD_BYTES {
+                    self.replay_held(f)?;
+                    if self.summary.rejected {
+                        return Ok(());
+                    }
+                    return self.take(line, f);
+                }
+                self.held_bytes += cost;
                 self.held.push(HeldLine {
                     bytes: line.bytes.to_vec(),
                     number: line.number,
                     offset: line.offset,
                     crlf: line.crlf,
                     terminated: line.terminated,
+                    pi_skips: matches!(probe, Probe::Glued),
                 });
-                if self.held_bytes > MAX_HELD_BYTES {
-                    self.replay_held(f)?;
-                }
                 Ok(())
             }
         }
@@ -824,10 +841,13 @@ mod tests {
         let glued_header = r#"{"type":"session","id":"old"}{"type":"a","id":"x"}"#;
         let glued_entries = r#"{"type":"a","id":"y"}{"type":"b","id":"z"}"#;
         let header = r#"{"type":"session","version":3,"id":"new"}"#;
-        // pi's JSON.parse fails on both glued lines and on the junk: line 4 is its header.
+        // pi's JSON.parse fails on both glued lines and on the junk (1,000 lines of it, so
+        // that a 4 KiB chunk ends among the held lines), and skips `null`: line 1,004 is its
+        // header.
+        let junk = "{oops\n".repeat(1000);
         let src =
-            format!("{glued_header}\n{{oops\n{glued_entries}\n{header}\n{{\"type\":\"c\"}}\n");
-        for chunk in [4096, 7, 60] {
+            format!("{glued_header}\n{junk}{glued_entries}\nnull\n{header}\n{{\"type\":\"c\"}}\n");
+        for chunk in [4096, 8192, 1 << 20] {
             let mut records = Vec::new();
             let mut problems = Vec::new();
             let summary = SessionReader::with_chunk_size(src.as_bytes(), chunk)
@@ -841,17 +861,29 @@ mod tests {
                 })
                 .unwrap();
             let h = summary.header.unwrap();
-            assert_eq!((h.id(), h.line), ("new", 4), "chunk {chunk}");
-            assert_eq!(records, [(1, 5)], "chunk {chunk}");
+            assert_eq!((h.id(), h.line), ("new", 1004), "chunk {chunk}");
+            assert_eq!(records, [(1, 1005)], "chunk {chunk}");
+            // The `null` is noted as it is before any header, not counted as junk.
+            let null_note = problems.iter().find(|p| p.1 == 1003).map(|p| p.0.as_str());
+            assert!(
+                null_note.is_some_and(|n| n.contains("null")),
+                "{problems:?}"
+            );
             assert_eq!(
-                problems,
-                [(
-                    "3 unparsable line(s) before the header (skipped)".to_owned(),
+                problems.iter().filter(|p| p.1 != 1003).collect::<Vec<_>>(),
+                [&(
+                    "1002 unparsable line(s) before the header (skipped)".to_owned(),
                     1
                 )],
                 "chunk {chunk}"
             );
         }
+        // Held lines are bounded (their bookkeeping counted): past MAX_HELD_BYTES of them the
+        // glued line's header is taken, even if a whole-line header follows.
+        let many = "x\n".repeat(MAX_HELD_BYTES / std::mem::size_of::<HeldLine>() + 1);
+        let (h, r, _) = read(&format!("{glued_header}\n{many}{header}\n"));
+        assert_eq!(h.unwrap().id(), "old");
+        assert_eq!(r.len(), 2);
         // No whole-line header follows: the glued line's first record is the header (pi finds
         // no session), and the lines held back are read as records after it.
         let (h, r, p) = read(&format!("{glued_header}\n{{oops\n{{\"type\":\"c\"}}\n"));

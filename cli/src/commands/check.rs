@@ -73,8 +73,10 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
     let file = open_regular(path)?;
     let mut report = FileReport::default();
     let mut tree: Option<TreeCheck> = None;
-    // Each record's place (line, byte), for a v1 file's migrated copy.
+    // Each record's place (line, byte), for a v1 file's migrated copy, and whether the file
+    // has a record whose migration the tree checks judge (a compaction, a label).
     let mut places: Vec<(u64, u64)> = Vec::new();
+    let mut judged = false;
     let summary = SessionReader::new(file).read(|ev| {
         match ev {
             Event::Header(h) => {
@@ -85,6 +87,13 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
                 report.entries += 1;
                 if report.version.is_some_and(|v| v < 2.0) {
                     places.push((r.line, r.offset));
+                    judged |= r.entry.as_ref().is_ok_and(|e| {
+                        matches!(
+                            e.entry_type(),
+                            pisess_formats::EntryType::Compaction
+                                | pisess_formats::EntryType::Label
+                        )
+                    });
                 }
                 let odd;
                 let bad = match &r.entry {
@@ -140,10 +149,19 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
         Err(pisess_formats::ReadError::Io(e)) => return Err(e),
         Err(pisess_formats::ReadError::Stopped(never)) => match never {},
     }
+    let v1 = report.version.is_some_and(|v| v < 2.0);
     if let Some(t) = tree {
-        report.problems.extend(t.finish());
+        // pi's migration gives a v1 file's entries new ids: its first-kept and label
+        // problems are those of the migrated copy, below.
+        report.problems.extend(t.finish().into_iter().filter(|p| {
+            !(v1 && matches!(
+                p.kind,
+                pisess_formats::ProblemKind::FirstKeptNotOnPath { .. }
+                    | pisess_formats::ProblemKind::LabelTargetMissing { .. }
+            ))
+        }));
     }
-    if report.version.is_some_and(|v| v < 2.0) {
+    if v1 && judged {
         report
             .problems
             .extend(migrated_tree_problems(path, &places));

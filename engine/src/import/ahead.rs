@@ -81,7 +81,8 @@ impl FirstChunk {
         self.prepared.rebase(session, first_key);
         let mut st = FileState::new(SessionKey(session), SessionRecord::default(), 0, path);
         // A file that is no session (or needs migration) fails this the same way when it is
-        // read as usual, which reports it; the rows are left untouched by a failure.
+        // read as usual, which reports it. A failure may leave rows of lines pi skips before
+        // the header turned into junk rows: a second `classify` makes the same change.
         if st
             .classify(&mut self.prepared.rows, self.chunk.bytes())
             .is_err()
