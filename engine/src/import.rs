@@ -1367,10 +1367,9 @@ fn prepare_chunk(
         rows.push(first);
         rows.extend(more);
     }
-    if bom {
+    if bom && let Some(first) = rows.first().map(|r| r.rec.line) {
         // pi's `JSON.parse` fails on the first line: the mark is no JSON white space.
-        let first = rows.first().map(|r| r.rec.line);
-        for r in rows.iter_mut().take_while(|r| Some(r.rec.line) == first) {
+        for r in rows.iter_mut().take_while(|r| r.rec.line == first) {
             r.pi_skips = r.rec.kind != RowKind::Junk;
         }
     }

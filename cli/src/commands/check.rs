@@ -153,13 +153,11 @@ fn check_file(path: &Path) -> std::io::Result<FileReport> {
     if let Some(t) = tree {
         // pi's migration gives a v1 file's entries new ids: its first-kept and label
         // problems are those of the migrated copy, below.
-        report.problems.extend(t.finish().into_iter().filter(|p| {
-            !(v1 && matches!(
-                p.kind,
-                pisess_formats::ProblemKind::FirstKeptNotOnPath { .. }
-                    | pisess_formats::ProblemKind::LabelTargetMissing { .. }
-            ))
-        }));
+        report.problems.extend(
+            t.finish()
+                .into_iter()
+                .filter(|p| !(v1 && judged_by_migration(p))),
+        );
     }
     if v1 && judged {
         report
@@ -231,14 +229,18 @@ fn migrated_tree_problems(path: &Path, places: &[(u64, u64)]) -> Vec<Problem> {
     sink.check
         .finish()
         .into_iter()
-        .filter(|p| {
-            matches!(
-                p.kind,
-                pisess_formats::ProblemKind::FirstKeptNotOnPath { .. }
-                    | pisess_formats::ProblemKind::LabelTargetMissing { .. }
-            )
-        })
+        .filter(judged_by_migration)
         .collect()
+}
+
+/// Whether a v1 file's problem is one its migration decides (the ids the migration gives are
+/// what a `firstKeptEntryId` or a label's target must name): reported from the migrated copy.
+fn judged_by_migration(p: &Problem) -> bool {
+    matches!(
+        p.kind,
+        pisess_formats::ProblemKind::FirstKeptNotOnPath { .. }
+            | pisess_formats::ProblemKind::LabelTargetMissing { .. }
+    )
 }
 
 /// Runs `pisess check`.

@@ -729,24 +729,16 @@ fn write_blocks(ui: &mut Ui, t: &comfy_table::Table) -> std::io::Result<()> {
         .header()
         .map(|h| h.cell_iter().map(|c| c.content()).collect())
         .unwrap_or_default();
-    let title_w = titles
-        .iter()
-        .skip(1)
-        .map(|s| s.chars().count())
-        .max()
-        .unwrap_or(0);
+    // The widest of the count cells (the first cell is the group's name).
+    let widest = |cells: &[String]| cells.iter().skip(1).map(|s| s.chars().count()).max();
+    let title_w = widest(&titles).unwrap_or(0);
     for (n, row) in t.row_iter().enumerate() {
         if n > 0 {
             writeln!(ui.out())?;
         }
         let cells: Vec<String> = row.cell_iter().map(|c| c.content()).collect();
         writeln!(ui.out(), "{}", cells.first().map_or("", String::as_str))?;
-        let value_w = cells
-            .iter()
-            .skip(1)
-            .map(|s| s.chars().count())
-            .max()
-            .unwrap_or(0);
+        let value_w = widest(&cells).unwrap_or(0);
         for (title, value) in titles.iter().zip(&cells).skip(1) {
             writeln!(ui.out(), "  {title:<title_w$}  {value:>value_w$}")?;
         }
