@@ -1004,19 +1004,18 @@ impl Session {
     /// The line of the session's last entry (a row that is an entry or a kept value), walking
     /// back from its last row; `None` when it has none.
     fn last_entry_line(&self) -> Result<Option<u64>, CommandError> {
-        use pisess_engine::record::ArchivedRowKind;
-        for run in self.snap.row_runs(self.key)?.into_iter().rev() {
-            for k in run.rev() {
-                let found = self.snap.with_entry(EntryKey(k), |a| {
-                    matches!(a.kind, ArchivedRowKind::Entry | ArchivedRowKind::Value)
-                        .then(|| u64::from(a.line))
-                })?;
-                if let Some(Some(line)) = found {
-                    return Ok(Some(line));
-                }
-            }
-        }
-        Ok(None)
+        let Some(last) = self.snap.last_entry(self.key)? else {
+            return Ok(None);
+        };
+        Ok(self.snap.with_entry(last, |a| u64::from(a.line))?)
+    }
+
+    /// The entry `context` and `log` start from when none is given: the leaf, or, when the
+    /// last entry has no string id, that entry (pi's context falls back to the last entry
+    /// when its leaf id is undefined: [`pisess_engine::Snapshot::context_leaf`]). `None` for a
+    /// session without entries.
+    pub fn context_leaf(&self) -> Result<Option<EntryKey>, CommandError> {
+        Ok(self.snap.context_leaf(self.key)?)
     }
 
     /// The leaf pi resumes at.
@@ -1113,22 +1112,22 @@ impl Session {
     }
 
     /// The path root → `e` (inclusive) as a [`PathSource`] that reads each entry from the
-    /// store when asked: only the keys are held.
+    /// store when asked: only the keys are held. `e` may be [`Self::context_leaf`]'s id-less
+    /// entry ([`pisess_engine::Snapshot::context_path`]).
     pub fn path_source(&self, e: EntryKey) -> Result<StoredPath<'_>, CommandError> {
         Ok(StoredPath {
             session: self,
-            keys: self.snap.path_to_root(e)?,
+            keys: self.snap.context_path(self.key, e)?,
         })
     }
 
     /// The path pi builds its context from when a session has no entries at all (a header
-    /// only): empty. `None` when the session has entries (then it has a leaf, or its last
-    /// record has no id and [`Self::leaf`] says so).
-    pub fn empty_path(&self) -> Option<StoredPath<'_>> {
-        (self.record.entries == 0).then(|| StoredPath {
+    /// only): empty.
+    pub fn empty_path(&self) -> StoredPath<'_> {
+        StoredPath {
             session: self,
             keys: Vec::new(),
-        })
+        }
     }
 
     /// Every label of the session: target id → label.

@@ -1518,7 +1518,7 @@ fn context_of_a_session_without_entries_is_empty_as_pis() {
 }
 
 /// A session with entries whose last one has a numeric id: the leaf cannot be named, and the
-/// error says so instead of claiming there are no entries.
+/// error of `@leaf` says so instead of claiming there are no entries.
 #[test]
 fn a_last_entry_without_a_string_id_is_named_as_the_reason_for_no_leaf() {
     let env = TestEnv::new();
@@ -1532,7 +1532,9 @@ fn a_last_entry_without_a_string_id_is_named_as_the_reason_for_no_leaf() {
          \"message\":{\"role\":\"user\",\"content\":\"hi\",\"timestamp\":0}}\n",
     );
     std::fs::write(&numeric, text).unwrap();
-    let log = run(&env, &["log", numeric.to_str().unwrap()]);
+    // `log` and `context` start from such an entry, as pi's context does; `@leaf` names the
+    // leaf, which must be an entry pisess can name.
+    let log = run(&env, &["log", numeric.to_str().unwrap(), "--at", "@leaf"]);
     assert_eq!(log.code, 2, "{}", log.stdout);
     // With the line, which the brief asks every error about bad input to name.
     assert!(
@@ -1540,6 +1542,128 @@ fn a_last_entry_without_a_string_id_is_named_as_the_reason_for_no_leaf() {
             .contains("has no leaf (its last entry (line 3) has no string id"),
         "{}",
         log.stderr
+    );
+}
+
+/// When the last entry has no string id pi's leaf id is not text, and its context falls back
+/// to the last entry and walks up from its `parentId` (`buildSessionPath`); an `"id": null`
+/// makes the path empty. pisess refused ("has no leaf") where pi answers: the standard
+/// corpus's `edge/v2-missing-ids-tail.jsonl` is such a file. Each case against the live
+/// oracle; `log` lists the same path and `files` marks its hits active.
+#[test]
+fn context_log_and_files_start_from_a_last_entry_without_an_id_as_pi_s_context() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(session("02-small-branches")).unwrap();
+    let lines: Vec<&str> = base.lines().collect();
+    let id_of = |l: &str| -> String {
+        serde_json::from_str::<Value>(l).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (leaf, mid) = (id_of(lines[lines.len() - 1]), id_of(lines[12]));
+    let user = |id: &str, parent: &str, text: &str| {
+        format!(
+            "{{\"type\":\"message\",{id}{parent}\"timestamp\":\"2026-07-25T09:00:05.000Z\",\
+             \"message\":{{\"role\":\"user\",\"content\":\"{text}\",\"timestamp\":5}}}}"
+        )
+    };
+    let p = |id: &str| format!("\"parentId\":\"{id}\",");
+    let edit = format!(
+        "{{\"type\":\"message\",{}\"timestamp\":\"2026-07-25T09:00:06.000Z\",\"message\":\
+         {{\"role\":\"assistant\",\"content\":[{{\"type\":\"toolCall\",\"id\":\"c1\",\
+         \"name\":\"edit\",\"arguments\":{{\"path\":\"src/only_idless.rs\"}}}}],\
+         \"provider\":\"p\",\"model\":\"m\",\"usage\":{{\"totalTokens\":9}},\
+         \"stopReason\":\"toolUse\",\"timestamp\":6}}}}",
+        p(&mid)
+    );
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        ("noid-under-leaf", vec![user("", &p(&leaf), "a")]),
+        ("noid-under-mid", vec![user("", &p(&mid), "b")]),
+        ("noid-no-parent", vec![user("", "", "c")]),
+        ("noid-unknown-parent", vec![user("", &p("nope"), "d")]),
+        ("numeric-id", vec![user("\"id\":42,", &p(&leaf), "e")]),
+        ("null-id", vec![user("\"id\":null,", &p(&leaf), "f")]),
+        ("value-line", vec!["5".to_owned()]),
+        (
+            "two-idless",
+            vec![user("", &p(&mid), "g"), user("", &p(&leaf), "h")],
+        ),
+        ("idless-edit", vec![edit]),
+    ];
+    let mut files: Vec<PathBuf> = vec![fixture("edge/v2-missing-ids-tail.jsonl")];
+    for (name, extra) in &cases {
+        let f = dir.path().join(format!("{name}.jsonl"));
+        let mut text = base.clone();
+        for l in extra {
+            text.push_str(l);
+            text.push('\n');
+        }
+        std::fs::write(&f, text).unwrap();
+        files.push(f);
+    }
+    for file in &files {
+        let f = file.to_str().unwrap();
+        let want = oracle(&["context", f]);
+        let got = json(&env, &["context", f, "--json"], 0);
+        assert_eq!(got["leafId"], want["resolvedLeafId"], "{f}");
+        assert_eq!(got["messages"], want["messages"], "{f}");
+        assert_eq!(got["entryIds"], want["contextEntryIds"], "{f}");
+        assert_eq!(got["model"], want["model"], "{f}");
+        assert_eq!(got.get("thinkingLevel"), want.get("thinkingLevel"), "{f}");
+        assert_eq!(got["estimate"], want["estimate"]["projected"], "{f}");
+        let log = run(&env, &["log", f, "--reverse", "--json"]);
+        if want["messages"].as_array().unwrap().is_empty() && file.ends_with("null-id.jsonl") {
+            // pi's path is empty: there is nothing to list.
+            assert_eq!(log.code, 2, "{f}: {}", log.stdout);
+            assert!(log.stderr.contains("has no leaf"), "{}", log.stderr);
+            continue;
+        }
+        assert_eq!(log.code, 0, "{f}: {}", log.stderr);
+        // Without a compaction the context's entries are the path, and `log` lists it (its
+        // `id` is null for an id that is not text).
+        let listed: Vec<Value> = log
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].clone())
+            .collect();
+        let path: Vec<Value> = want["contextEntryIds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| {
+                if id.is_string() {
+                    id.clone()
+                } else {
+                    Value::Null
+                }
+            })
+            .collect();
+        assert_eq!(listed, path, "{f}");
+    }
+    // The id-less entry's tool call is on the path pi's context walks: active, as is its
+    // parent path's; the leaf's branch above `mid` is not.
+    let f = dir.path().join("idless-edit.jsonl");
+    let hits = json_lines(
+        &env,
+        &["files", "--session", f.to_str().unwrap(), "**", "--json"],
+    );
+    let active = |p: &str| -> Vec<bool> {
+        hits.iter()
+            .filter(|h| h["path"] == p)
+            .map(|h| h["active"].as_bool().unwrap())
+            .collect()
+    };
+    assert_eq!(active("src/only_idless.rs"), vec![true]);
+    assert!(
+        hits.iter()
+            .any(|h| h["active"] == true && h["entry"].is_string()),
+        "no hit of the parent path is active: {hits:?}"
+    );
+    assert!(
+        hits.iter().any(|h| h["active"] == false),
+        "the leaf's branch is no longer the active path: {hits:?}"
     );
 }
 

@@ -888,9 +888,19 @@ impl Ctx<'_> {
     }
 }
 
-fn check_context(c: &Ctx<'_>, o: &mut Oracle, id: &str) -> Vec<String> {
-    let want = o.ask(&["context", &c.ofile, "--leaf", id]);
-    let got = c.pisess(&["--json", "context", &c.file, "--at", &c.ours(id)]);
+/// `context` at entry `id`, or, with `None`, at the leaf each side loads (pi falls back to the
+/// last entry when its leaf id is not text).
+fn check_context(c: &Ctx<'_>, o: &mut Oracle, id: Option<&str>) -> Vec<String> {
+    let (want, got) = match id {
+        Some(id) => (
+            o.ask(&["context", &c.ofile, "--leaf", id]),
+            c.pisess(&["--json", "context", &c.file, "--at", &c.ours(id)]),
+        ),
+        None => (
+            o.ask(&["context", &c.ofile]),
+            c.pisess(&["--json", "context", &c.file]),
+        ),
+    };
     if want.get("error").is_some() {
         return c.both_refuse(&got, &want);
     }
@@ -1216,8 +1226,14 @@ fn check_file(s: &Subject, r: &mut Report) {
         .as_deref()
         .is_none_or(|l| !tree.by_id.contains_key(l))
     {
-        r.notes
-            .push("pi's leaf has no id (an entry without one): no leaf sampled".to_owned());
+        // Not sampled by id; pi's context at its loaded leaf starts from the last entry.
+        r.notes.push(
+            "pi's leaf has no id (an entry without one): its context checked at the default leaf"
+                .to_owned(),
+        );
+        let d = check_context(&c, &mut o, None);
+        r.fail("context", "@leaf", d);
+        r.context += 1;
     }
     let big = s.bytes > BIG_FILE;
     let (cuts, forks, navs) = if big {
@@ -1229,7 +1245,7 @@ fn check_file(s: &Subject, r: &mut Report) {
         for k in &sm.kinds[id] {
             *r.kinds.entry(k).or_default() += 1;
         }
-        let d = check_context(&c, &mut o, id);
+        let d = check_context(&c, &mut o, Some(id));
         r.fail("context", id, d);
         r.context += 1;
         if i < cuts {

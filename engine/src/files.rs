@@ -2831,12 +2831,14 @@ impl Snapshot {
 
     /// The session's active path (leaf → root) as sorted, disjoint key ranges [start, end].
     fn active_runs(&self, s: SessionKey) -> Result<Vec<(u64, u64)>, StoreError> {
-        let Some(leaf) = self.leaf(s)? else {
+        // The path pi's context walks: from the leaf, or from the last entry when that has no
+        // string id.
+        let Some(leaf) = self.context_leaf(s)? else {
             return Ok(Vec::new());
         };
         // Bounded by the leaf's depth: a damaged store cannot make it loop.
         let mut out: Vec<(u64, u64)> = self
-            .path_runs(leaf)?
+            .context_runs(s, leaf)?
             .into_iter()
             .map(|(start, end)| (start.0, end.0))
             .collect();

@@ -2,7 +2,9 @@
 //!
 //! Invariants:
 //! - every query reads the store only, never a session file;
-//! - tree walks read the fixed-width `parents.v1` table only (no record is decoded);
+//! - tree walks read the fixed-width `parents.v1` table only (no record is decoded; the one
+//!   exception is [`Snapshot::context_path`] from a record that is no tree node, whose own
+//!   `parentId` is read once);
 //! - the k-th ancestor and the LCA take O(log depth) steps, using each entry's skip pointer
 //!   (Myers' jump pointers: a node's jump depends only on its depth, so two nodes at the same
 //!   depth jump to the same depth, and the usual binary-lifting argument applies);
@@ -19,7 +21,8 @@ use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
 use crate::error::StoreError;
 use crate::ids::{EntryKey, Link, SessionKey};
 use crate::record::{
-    ArchivedEntryRecord, EntryRecord, Rkyv, SessionRecord, decode_entry, decode_session,
+    ArchivedEntryRecord, ArchivedRowKind, EntryRecord, Rkyv, SessionRecord, decode_entry,
+    decode_session,
 };
 use crate::row_block::Block;
 use crate::schema;
@@ -428,6 +431,76 @@ impl Snapshot {
             cur = l.parent();
         }
         out.reverse();
+        Ok(out)
+    }
+
+    /// The entry pi's context is built from when no entry is given (its `buildSessionPath`
+    /// with the loaded leaf, the last entry's `id`): the leaf ([`Self::leaf`]), or, when the
+    /// last entry has no string id, that entry itself — pi's leaf id is then not text and it
+    /// falls back to the last entry of the list — except when that id is `null`, for which
+    /// pi's path is empty. `None` for a session without entries, or a last `"id": null`.
+    pub fn context_leaf(&self, s: SessionKey) -> Result<Option<EntryKey>, StoreError> {
+        if let Some(leaf) = self.leaf(s)? {
+            return Ok(Some(leaf));
+        }
+        let Some(last) = self.last_entry(s)? else {
+            return Ok(None);
+        };
+        let id_null = matches!(
+            self.entry_value(last)?.get("id"),
+            Some(serde_json::Value::Null)
+        );
+        Ok((!id_null).then_some(last))
+    }
+
+    /// The last entry in file order (a record pi loads as an entry, with an id or not).
+    pub fn last_entry(&self, s: SessionKey) -> Result<Option<EntryKey>, StoreError> {
+        for run in self.row_runs(s)?.into_iter().rev() {
+            for k in run.rev() {
+                let entry = self.with_entry(EntryKey(k), |a| {
+                    matches!(a.kind, ArchivedRowKind::Entry | ArchivedRowKind::Value)
+                })?;
+                if entry == Some(true) {
+                    return Ok(Some(EntryKey(k)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The parent pi's path walk takes from `e` when `e` is no tree node (an entry whose `id`
+    /// is not a string, which pi reaches only as the leaf it falls back to): the entry its
+    /// `parentId` names, when that is non-empty text (pi's walk stops at a falsy one) and an
+    /// entry has that id. `None` for a tree node: its parent is its link's.
+    pub(crate) fn unlinked_parent(
+        &self,
+        s: SessionKey,
+        e: EntryKey,
+    ) -> Result<Option<EntryKey>, StoreError> {
+        if self.link(e)?.is_some() {
+            return Ok(None);
+        }
+        // From the JSON, not the record: a record whose typed view failed (an `id` that is
+        // a number) has no `parent_id`.
+        let value = self.entry_value(e)?;
+        match value.get("parentId").and_then(serde_json::Value::as_str) {
+            Some(p) if !p.is_empty() => self.entry_by_id(s, p),
+            _ => Ok(None),
+        }
+    }
+
+    /// The path root → `e` (inclusive) as pi's context walks it: [`Self::path_to_root`] for a
+    /// tree node; for a record that is none ([`Self::context_leaf`]'s fallback) the record
+    /// itself after the path of the entry its `parentId` names.
+    pub fn context_path(&self, s: SessionKey, e: EntryKey) -> Result<Vec<EntryKey>, StoreError> {
+        if self.link(e)?.is_some() {
+            return self.path_to_root(e);
+        }
+        let mut out = match self.unlinked_parent(s, e)? {
+            Some(p) => self.path_to_root(p)?,
+            None => Vec::new(),
+        };
+        out.push(e);
         Ok(out)
     }
 

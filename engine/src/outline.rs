@@ -1446,6 +1446,25 @@ impl Snapshot {
         Ok(out)
     }
 
+    /// [`Self::path_runs`] of the path pi's context walks from `e`
+    /// ([`Snapshot::context_path`]): for a record that is no tree node (the last entry without
+    /// a string id, pi's fallback leaf), `(e, e)` first, then the runs of the entry its
+    /// `parentId` names.
+    pub fn context_runs(
+        &self,
+        s: SessionKey,
+        e: EntryKey,
+    ) -> Result<Vec<(EntryKey, EntryKey)>, StoreError> {
+        if self.link(e)?.is_some() {
+            return self.path_runs(e);
+        }
+        let mut runs = vec![(e, e)];
+        if let Some(p) = self.unlinked_parent(s, e)? {
+            runs.extend(self.path_runs(p)?);
+        }
+        Ok(runs)
+    }
+
     /// The session's tree in memory: every node's key, parent and children (file order) and
     /// the roots, from the blocks' headers and the run starts (a node that starts no run is
     /// the child of the key just before it); nothing is decompressed. Rows are read through

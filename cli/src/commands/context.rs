@@ -12,7 +12,7 @@
 
 use std::io::Write;
 
-use pisess_engine::agent::lean::LeanContext;
+use pisess_engine::agent::lean::{LeanContext, PathSource};
 use pisess_engine::agent::project::convert_to_llm;
 use pisess_engine::agent::tokens::estimate_tokens;
 use serde_json::Value;
@@ -56,20 +56,37 @@ pub struct ContextArgs {
 /// output.
 pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
-    // A session without entries has no leaf; pi's context there is empty, and so is ours.
-    let (leaf_id, path) = match (&args.at, session.empty_path()) {
-        (None, Some(empty)) => (None, empty),
-        (at, _) => {
-            let at = match at {
-                Some(a) => session.entry(a)?,
-                None => session.leaf()?,
-            };
-            (Some(session.id(at)?), session.path_source(at)?)
-        }
+    let at = match &args.at {
+        Some(a) => Some(session.entry(a)?),
+        // A session without entries has no leaf; pi's context there is empty, and so is ours.
+        // When the last entry has no string id, pi starts from that entry.
+        None => session.context_leaf()?,
     };
-    let plan = LeanContext::plan(&path)?;
+    let (leaf_id, path) = match at {
+        Some(at) => (leaf_id(&session, at)?, session.path_source(at)?),
+        None => (Value::Null, session.empty_path()),
+    };
+    let mut plan = LeanContext::plan(&path)?;
+    if leaf_id.is_null() && !path.is_empty() {
+        // pi's `getBranch()` of a falsy leaf id is empty: its estimate counts no usage.
+        plan = plan.with_empty_branch();
+    }
     if ui.json {
-        write_json(ui.out(), leaf_id.as_deref(), &path, &plan, args.llm)?;
+        // An entry without a string id is only ever the start: pi's fallback leaf.
+        let start_id = match at {
+            Some(at) if session.snap.link(at)?.is_none() => {
+                Some(session.value(at)?.get("id").cloned().unwrap_or(Value::Null))
+            }
+            _ => None,
+        };
+        write_json(
+            ui.out(),
+            &leaf_id,
+            start_id.as_ref(),
+            &path,
+            &plan,
+            args.llm,
+        )?;
         return Ok(Outcome::Success);
     }
     let mut count = 0usize;
@@ -100,11 +117,24 @@ pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
         .get("tokens")
         .and_then(Value::as_f64)
         .unwrap_or(0.0);
+    let at = match (at, &leaf_id) {
+        (None, _) if session.record.entries == 0 => "(no entries)".to_owned(),
+        (None, _) => "(no entry: the last entry's id is null)".to_owned(),
+        (Some(_), Value::String(id)) => safe(id).into_owned(),
+        (Some(at), other) => {
+            let line = session
+                .snap
+                .with_entry(at, |a| u64::from(a.line))?
+                .unwrap_or(0);
+            let id = match other {
+                Value::Null => "no id".to_owned(),
+                v => format!("id {}", safe(&v.to_string())),
+            };
+            format!("the entry of line {line} ({id})")
+        }
+    };
     let header = format!(
-        "context at {} — {count} message(s), ~{total} tokens, model {}, thinking {}",
-        leaf_id
-            .as_deref()
-            .map_or_else(|| "(no entries)".into(), safe),
+        "context at {at} — {count} message(s), ~{total} tokens, model {}, thinking {}",
         safe(&model),
         safe(thinking)
     );
@@ -123,13 +153,14 @@ pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
 /// read.
 fn write_json(
     out: &mut impl Write,
-    leaf_id: Option<&str>,
+    leaf_id: &Value,
+    start_id: Option<&Value>,
     path: &StoredPath<'_>,
     plan: &LeanContext,
     llm: bool,
 ) -> Result<(), CommandError> {
     out.write_all(b"{\"leafId\":")?;
-    pisess_formats::js::to_writer(&mut *out, &leaf_id)?;
+    pisess_formats::js::to_writer(&mut *out, leaf_id)?;
     out.write_all(b",\"messages\":[")?;
     let mut first = true;
     let estimate = plan.messages(path, |m| Ok::<(), CommandError>(item(out, &mut first, m)?))?;
@@ -142,9 +173,15 @@ fn write_json(
     pisess_formats::js::to_writer(&mut *out, plan.model())?;
     out.write_all(b",\"entryIds\":[")?;
     let mut first = true;
-    plan.entry_ids(path, |id| {
-        Ok::<(), CommandError>(item(out, &mut first, &id)?)
-    })?;
+    // The entry without a string id is only ever the path's end (pi's fallback leaf): its
+    // `id` as the file has it (`null` when it has none), where the record holds none.
+    let end = path.len().checked_sub(1);
+    for i in plan.selected() {
+        match start_id {
+            Some(id) if Some(i) == end => item(out, &mut first, id)?,
+            _ => path.meta(i, |_, id| item(out, &mut first, &id))??,
+        }
+    }
     out.write_all(b"]")?;
     let estimate = estimate.to_json();
     out.write_all(b",\"tokens\":")?;
@@ -159,6 +196,28 @@ fn write_json(
     }
     out.write_all(b"}\n")?;
     Ok(())
+}
+
+/// The `leafId` pi's context reports for the entry it starts from (the oracle's
+/// `resolvedLeafId`: the entry's `id` when pi's id index finds the entry by it, i.e. when the
+/// id is truthy; else `null`). Only an entry without a string id is decoded for it.
+fn leaf_id(
+    session: &session_arg::Session,
+    at: pisess_engine::EntryKey,
+) -> Result<Value, CommandError> {
+    let id = session.id(at)?;
+    if !id.is_empty() {
+        return Ok(Value::String(id));
+    }
+    if session.snap.link(at)?.is_some() {
+        // The empty id: falsy, so pi's walk finds no entry by it.
+        return Ok(Value::Null);
+    }
+    let v = session.value(at)?;
+    Ok(match v.get("id") {
+        Some(id) if pisess_engine::agent::js::truthy(Some(id)) => id.clone(),
+        _ => Value::Null,
+    })
 }
 
 fn write_message(ui: &mut Ui, m: &Value) -> std::io::Result<()> {

@@ -76,14 +76,15 @@ pub fn cmd_log(ui: &mut Ui, args: &LogArgs) -> CommandResult {
 fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
     let at = match &args.at {
         Some(a) => session.entry(a)?,
-        None => session.leaf()?,
+        // The path pi's context walks: from the leaf, or from the last entry when that has
+        // no string id; a session without entries has none ([`Session::leaf`] says so).
+        None => match session.context_leaf()? {
+            Some(at) => at,
+            None => session.leaf()?,
+        },
     };
     let labels = session.label_map()?;
-    let mut runs = session.snap.path_runs(at)?;
-    if runs.is_empty() && !args.reverse {
-        // An entry without a link (a damaged store) is still shown, as itself.
-        runs.push((at, at));
-    }
+    let mut runs = session.snap.context_runs(session.key, at)?;
     let firsts = session.snap.outline_firsts(session.key)?;
     // `--reverse -n N` is git's: the N entries `-n N` shows, oldest first.
     let mut max_count = args.max_count;

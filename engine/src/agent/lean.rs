@@ -160,6 +160,8 @@ pub struct LeanContext {
     model: Value,
     /// The latest `context_edit` or `compaction` on the whole path.
     invalidating: Option<usize>,
+    /// Whether pi's `getBranch()` of the leaf is empty ([`Self::with_empty_branch`]).
+    empty_branch: bool,
 }
 
 /// What a walk up the path is still looking for.
@@ -313,7 +315,18 @@ impl LeanContext {
                 .unwrap_or_else(|| Some(Value::String("off".into()))),
             model: w.model.unwrap_or(Value::Null),
             invalidating: w.invalidating,
+            empty_branch: false,
         })
+    }
+
+    /// The plan for a context pi builds from its fallback leaf (the last entry, when the
+    /// loaded leaf id is falsy): pi estimates with `getBranch()` of that leaf id, which is
+    /// empty, so no assistant usage is found on it and the estimate is the characters'
+    /// (`estimateProjectedContextTokens` with `usageEntryIndex` -1).
+    #[must_use]
+    pub fn with_empty_branch(mut self) -> Self {
+        self.empty_branch = true;
+        self
     }
 
     /// The thinking level in force (`None` when a `thinking_level_change` left it undefined).
@@ -424,7 +437,7 @@ impl LeanContext {
             }
             f(pos, i, entry, messages)
         })?;
-        Ok(acc.finish(self.invalidating))
+        Ok(acc.finish(self.invalidating, self.empty_branch))
     }
 
     /// Calls `f` with each message of the context in order (pi's `buildSessionContext`
@@ -513,7 +526,8 @@ impl<S: PathSource> ContextCursor<'_, S> {
     /// The projected token estimate (`estimateProjectedContextTokens`) of the context, once
     /// every entry has been read (before that, of the entries read so far).
     pub fn estimate(&self) -> ContextEstimate {
-        self.acc.finish(self.plan.invalidating)
+        self.acc
+            .finish(self.plan.invalidating, self.plan.empty_branch)
     }
 }
 
@@ -549,9 +563,10 @@ impl EstimateAcc {
         self.count += 1;
     }
 
-    fn finish(&self, invalidating: Option<usize>) -> ContextEstimate {
+    fn finish(&self, invalidating: Option<usize>, empty_branch: bool) -> ContextEstimate {
         if let Some((k, at, id_truthy, usage)) = self.last_usage
             && id_truthy
+            && !empty_branch
             && invalidating.is_none_or(|i| at > i)
         {
             return ContextEstimate {
