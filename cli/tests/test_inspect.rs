@@ -1667,6 +1667,35 @@ fn context_log_and_files_start_from_a_last_entry_without_an_id_as_pi_s_context()
     );
 }
 
+/// pi's tree lists entries without a string id (no `id`, children `null`); pisess's tree holds
+/// the entries it can name, and says on stderr how many it left out rather than drop them
+/// silently.
+#[test]
+fn tree_says_how_many_entries_without_an_id_it_leaves_out() {
+    let env = TestEnv::new();
+    let file = fixture("edge/v2-missing-ids-tail.jsonl");
+    let f = file.to_str().unwrap();
+    let want = oracle(&["tree", f]);
+    assert_eq!(
+        want["roots"],
+        serde_json::json!(["u1", null]),
+        "the oracle changed"
+    );
+    for args in [vec!["tree", f], vec!["tree", f, "--json"]] {
+        let r = run(&env, &args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("note: 1 entry without a string id is not in the tree (pi lists it)"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    let clean = run(&env, &["tree", session("01-tiny").to_str().unwrap()]);
+    assert_eq!(clean.code, 0);
+    assert!(!clean.stderr.contains("note:"), "{}", clean.stderr);
+}
+
 /// A file whose first record is no session header is refused with the line of that record
 /// (junk lines before it are skipped, as pi skips them, so it need not be line 1).
 #[test]

@@ -148,18 +148,50 @@ pub(crate) fn node(
 /// Only nodes the outline cannot show are decoded from their lines.
 pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
-    let outcome = draw(ui, args, &session)?;
+    let (outcome, nodes) = draw(ui, args, &session)?;
+    let left_out = session.record.entries.saturating_sub(nodes as u64);
+    if left_out > 0 {
+        // pi's tree lists them (without an id); pisess's tree holds the entries it can name.
+        // After the tree: stdout is buffered, stderr is not.
+        ui.flush()?;
+        eprintln!(
+            "note: {left_out} entr{} without a string id {} not in the tree (pi lists {}); \
+             `pisess check {}` names {} line{}",
+            if left_out == 1 { "y" } else { "ies" },
+            if left_out == 1 { "is" } else { "are" },
+            if left_out == 1 { "it" } else { "them" },
+            safe(&session.record.path),
+            if left_out == 1 { "its" } else { "their" },
+            if left_out == 1 { "" } else { "s" },
+        );
+    }
     Ok(session.finish(ui, outcome))
 }
 
-/// Writes the tree (or its `--json`).
-fn draw(ui: &mut Ui, args: &TreeArgs, session: &Session) -> CommandResult {
+/// Writes the tree (or its `--json`); also gives the number of its nodes.
+fn draw(
+    ui: &mut Ui,
+    args: &TreeArgs,
+    session: &Session,
+) -> Result<(Outcome, usize), crate::command_error::CommandError> {
     let labels = session.label_map()?;
     let tree = session.snap.session_tree(session.key)?;
+    let nodes = tree.len();
+    draw_tree(ui, args, session, &tree, &labels).map(|o| (o, nodes))
+}
+
+/// [`draw`] of a tree read.
+fn draw_tree(
+    ui: &mut Ui,
+    args: &TreeArgs,
+    session: &Session,
+    tree: &SessionTree,
+    labels: &sa::LabelMap,
+) -> CommandResult {
     let leaf = session.snap.leaf(session.key)?;
     let leaf_i = leaf.and_then(|l| tree.index_of(l));
     if ui.json {
-        return write_json(ui, session, &tree, leaf, &labels);
+        return write_json(ui, session, tree, leaf, labels);
     }
     if tree.is_empty() {
         // Nothing to draw; say why rather than print nothing (`--json` gives `[]`, as pi).
@@ -180,7 +212,7 @@ fn draw(ui: &mut Ui, args: &TreeArgs, session: &Session) -> CommandResult {
     // lines need no cold frame and all of them are drawn, the blocks are kept for them rather
     // than read again, up to KEEP_BLOCKS of them (memory grows with the session's size).
     let keep = !cold && args.depth.is_none() && tree.blocks() <= KEEP_BLOCKS;
-    let (shown, kept) = shown_nodes(session, &tree, args.filter, leaf_i, &labels, keep)?;
+    let (shown, kept) = shown_nodes(session, tree, args.filter, leaf_i, labels, keep)?;
     let (lines, prefixes, hidden) = {
         let mut reader = tree.reader(&session.snap, cold);
         let layout = Layout {
@@ -189,7 +221,7 @@ fn draw(ui: &mut Ui, args: &TreeArgs, session: &Session) -> CommandResult {
             depth: args.depth,
             shown_levels: shown_levels(width),
         };
-        order(&tree, &mut reader, &layout)?
+        order(tree, &mut reader, &layout)?
     };
     let marks = [ui.paint("1;32", "@"), ui.paint("32", "*"), "o".to_owned()];
     let style = LineStyle {
@@ -197,13 +229,13 @@ fn draw(ui: &mut Ui, args: &TreeArgs, session: &Session) -> CommandResult {
         width,
         leaf: leaf_i,
         active: &active,
-        labels: &labels,
+        labels,
         marks: &marks,
         prefixes: &prefixes,
     };
     // Chunks of lines, cut where the block changes, rendered a batch at a time into buffers
     // that are kept (allocating a batch's worth of fresh memory each time cost page faults).
-    let chunks = chunk_lines(&tree, &lines);
+    let chunks = chunk_lines(tree, &lines);
     let mut bufs: Vec<Vec<u8>> = (0..BATCH).map(|_| Vec::new()).collect();
     let mut done = 0;
     while done < chunks.len() {
@@ -238,7 +270,7 @@ fn draw(ui: &mut Ui, args: &TreeArgs, session: &Session) -> CommandResult {
         let items: Vec<Vec<Item>> = todo
             .par_iter()
             .zip(bufs.par_iter_mut())
-            .map(|(c, buf)| render_lines(&tree, &lines[c.clone()], &wanted, &blocks, &style, buf))
+            .map(|(c, buf)| render_lines(tree, &lines[c.clone()], &wanted, &blocks, &style, buf))
             .collect();
         for ((c, items), buf) in todo.iter().zip(items).zip(&bufs) {
             // A line is its prefix (shared by the lines of a branch, up to hundreds of spaces
@@ -268,7 +300,7 @@ fn draw(ui: &mut Ui, args: &TreeArgs, session: &Session) -> CommandResult {
                         listing::write_all_vectored(ui.out(), &mut slices)?;
                         slices.clear();
                         from = upto;
-                        decoded_line(ui, session, &tree, line, &style)?;
+                        decoded_line(ui, session, tree, line, &style)?;
                     }
                 }
             }
