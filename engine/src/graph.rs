@@ -440,8 +440,15 @@ impl Snapshot {
     /// falls back to the last entry of the list — except when that id is `null`, for which
     /// pi's path is empty. `None` for a session without entries, or a last `"id": null`.
     pub fn context_leaf(&self, s: SessionKey) -> Result<Option<EntryKey>, StoreError> {
-        if let Some(leaf) = self.leaf(s)? {
-            return Ok(Some(leaf));
+        let Some(rec) = self.session(s)? else {
+            return Ok(None);
+        };
+        if let Some(leaf) = rec.leaf {
+            return Ok(Some(EntryKey(leaf)));
+        }
+        if rec.entries == 0 {
+            // A header only (junk lines after it are not walked back over).
+            return Ok(None);
         }
         let Some(last) = self.last_entry(s)? else {
             return Ok(None);
