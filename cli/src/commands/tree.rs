@@ -149,14 +149,15 @@ pub(crate) fn node(
 pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
     let (outcome, nodes) = draw(ui, args, &session)?;
+    // `--json` lists them, as pi's tree does.
     let left_out = session.record.entries.saturating_sub(nodes as u64);
-    if left_out > 0 {
+    if left_out > 0 && !ui.json {
         // pi's tree lists them (without an id); pisess's tree holds the entries it can name.
         // After the tree: stdout is buffered, stderr is not.
         ui.flush()?;
         eprintln!(
-            "note: {left_out} entr{} without a string id {} not in the tree (pi lists {}); \
-             `pisess check {}` names {} line{}",
+            "note: {left_out} entr{} without a string id {} not drawn (pi lists {}; so does \
+             `--json`); `pisess check {}` names {} line{}",
             if left_out == 1 { "y" } else { "ies" },
             if left_out == 1 { "is" } else { "are" },
             if left_out == 1 { "it" } else { "them" },
@@ -871,18 +872,30 @@ fn write_json(
     // Written as it is walked, one node at a time (the same bytes as one `json!` object with
     // keys roots, leafId, nodes).
     let mut reader = tree.reader(&session.snap, false);
-    let mut root_ids: Vec<Value> = Vec::with_capacity(tree.roots.len());
-    for &r in &tree.roots {
-        root_ids.push(Value::String(reader.row(r)?.id.to_owned()));
+    let loose = Loose::of(session, tree)?;
+    // The roots in file order: the tree's, and the loose entries that are roots.
+    let mut roots: Vec<JsonNode> = tree.roots.iter().map(|&r| JsonNode::Node(r)).collect();
+    let loose_roots = (0..loose.entries.len()).filter(|&j| loose.entries[j].parent.is_none());
+    roots.extend(loose_roots.map(JsonNode::Loose));
+    roots.sort_by_key(|it| it.key(tree, &loose));
+    let mut root_ids: Vec<Value> = Vec::with_capacity(roots.len());
+    for it in &roots {
+        root_ids.push(it.id(&mut reader, &loose)?);
     }
+    // pi's `getLeafId()`: the last entry's `id` as written (left out when it has none).
     let leaf_id = match leaf {
-        Some(l) => json!(session.id(l)?),
-        None => Value::Null,
+        Some(l) => Some(json!(session.id(l)?)),
+        None => match session.snap.last_entry(session.key)? {
+            Some(last) => session.value_or_unreadable(last)?.get("id").cloned(),
+            None => Some(Value::Null),
+        },
     };
     write!(ui.out(), "{{\"roots\":")?;
     pisess_formats::js::to_writer(ui.out(), &root_ids)?;
-    write!(ui.out(), ",\"leafId\":")?;
-    pisess_formats::js::to_writer(ui.out(), &leaf_id)?;
+    if let Some(leaf_id) = &leaf_id {
+        write!(ui.out(), ",\"leafId\":")?;
+        pisess_formats::js::to_writer(ui.out(), leaf_id)?;
+    }
     write!(ui.out(), ",\"nodes\":[")?;
     // Roots where import cut a parent cycle keep their parentId as written; they are flagged,
     // so a walk over parentId links knows to stop there.
@@ -896,18 +909,32 @@ fn write_json(
     }
     let mut first = true;
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
-    let mut stack: Vec<usize> = tree.roots.iter().rev().copied().collect();
-    while let Some(nd) = stack.pop() {
-        let children = sorted_nodes(&mut reader, tree.children(nd).collect())?;
-        let mut ids: Vec<String> = Vec::with_capacity(children.len());
-        for &c in &children {
-            ids.push(reader.row(c)?.id.to_owned());
-        }
-        let row = reader.row(nd)?;
+    let mut stack: Vec<JsonNode> = roots.into_iter().rev().collect();
+    while let Some(item) = stack.pop() {
         if !first {
             buf.push(b',');
         }
         first = false;
+        let nd = match item {
+            JsonNode::Node(nd) => nd,
+            JsonNode::Loose(j) => {
+                pisess_formats::js::to_writer(&mut buf, &loose.entries[j].node_json())?;
+                listing::drain(ui, &mut buf, false)?;
+                continue;
+            }
+        };
+        let children = match loose.children.get(&nd) {
+            None => sorted_nodes(&mut reader, tree.children(nd).collect())?
+                .into_iter()
+                .map(JsonNode::Node)
+                .collect(),
+            Some(extra) => loose.sorted_children(&mut reader, tree, nd, extra)?,
+        };
+        let mut ids: Vec<Value> = Vec::with_capacity(children.len());
+        for c in &children {
+            ids.push(c.id(&mut reader, &loose)?);
+        }
+        let row = reader.row(nd)?;
         match row.facts {
             Some(f) => {
                 buf.extend_from_slice(b"{\"id\":");
@@ -944,7 +971,6 @@ fn write_json(
             }
             None => {
                 let (key, id) = (row.key, row.id.to_owned());
-                let ids = ids.into_iter().map(Value::String).collect();
                 let o = node_json(session, key, &id, ids, labels, cut.contains(&nd))?;
                 pisess_formats::js::to_writer(&mut buf, &o)?;
             }
@@ -955,6 +981,148 @@ fn write_json(
     listing::drain(ui, &mut buf, true)?;
     writeln!(ui.out(), "]}}")?;
     Ok(Outcome::Success)
+}
+
+/// A node of `tree --json`: one of the tree's, or an entry without a string id.
+#[derive(Debug, Clone, Copy)]
+enum JsonNode {
+    Node(usize),
+    Loose(usize),
+}
+
+impl JsonNode {
+    /// Its key, for file order.
+    fn key(self, tree: &SessionTree, loose: &Loose) -> u64 {
+        match self {
+            Self::Node(i) => tree.key(i).0,
+            Self::Loose(j) => loose.entries[j].key.0,
+        }
+    }
+
+    /// Its `id` as pi's tree gives it (`null` for an entry without one).
+    fn id(
+        self,
+        reader: &mut TreeReader<'_>,
+        loose: &Loose,
+    ) -> Result<Value, crate::command_error::CommandError> {
+        Ok(match self {
+            Self::Node(i) => Value::String(reader.row(i)?.id.to_owned()),
+            Self::Loose(j) => loose.entries[j]
+                .value
+                .get("id")
+                .cloned()
+                .unwrap_or(Value::Null),
+        })
+    }
+}
+
+/// The entries without a string id, which pi's `getTree` lists (no `id`, `null` among its
+/// parent's children) and the store's tree does not hold: found by reading the session's rows
+/// only when it has more entries than tree nodes. Each hangs under the entry its `parentId`
+/// names, or is a root; it has no children (pi hangs an entry with an id but no `parentId`
+/// under such an entry, and shows the last of them in place of each, as they all share the
+/// id `undefined`: pisess lists each in its own place).
+struct Loose {
+    entries: Vec<LooseEntry>,
+    /// Tree node → its loose children, in file order.
+    children: std::collections::HashMap<usize, Vec<usize>>,
+}
+
+struct LooseEntry {
+    key: EntryKey,
+    value: Value,
+    /// The tree node its `parentId` names (`None`: a root).
+    parent: Option<usize>,
+    time: Option<f64>,
+}
+
+impl Loose {
+    fn of(
+        session: &Session,
+        tree: &SessionTree,
+    ) -> Result<Self, crate::command_error::CommandError> {
+        let mut out = Self {
+            entries: Vec::new(),
+            children: std::collections::HashMap::new(),
+        };
+        if session.record.entries <= tree.len() as u64 {
+            return Ok(out);
+        }
+        for run in session.snap.row_runs(session.key)? {
+            for k in run {
+                let key = EntryKey(k);
+                let entry = session.snap.with_entry(key, |a| {
+                    matches!(
+                        a.kind,
+                        pisess_engine::record::ArchivedRowKind::Entry
+                            | pisess_engine::record::ArchivedRowKind::Value
+                    )
+                })?;
+                if entry != Some(true) || tree.index_of(key).is_some() {
+                    continue;
+                }
+                let value = session.value_or_unreadable(key)?;
+                // pi: a `parentId` that is null or equal to the id (both undefined) makes a
+                // root, one naming no entry an orphan root.
+                let parent = match value.get("parentId").and_then(Value::as_str) {
+                    Some(p) => session
+                        .snap
+                        .entry_by_id(session.key, p)?
+                        .and_then(|e| tree.index_of(e)),
+                    None => None,
+                };
+                let time = date_ms(value.get("timestamp")).as_f64();
+                let j = out.entries.len();
+                if let Some(p) = parent {
+                    out.children.entry(p).or_default().push(j);
+                }
+                out.entries.push(LooseEntry {
+                    key,
+                    value,
+                    parent,
+                    time,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The children of node `nd` with its loose ones `extra`, in pi's order (file order, then
+    /// sorted by time as [`sorted_nodes`] sorts).
+    fn sorted_children(
+        &self,
+        reader: &mut TreeReader<'_>,
+        tree: &SessionTree,
+        nd: usize,
+        extra: &[usize],
+    ) -> Result<Vec<JsonNode>, crate::command_error::CommandError> {
+        let mut items: Vec<JsonNode> = tree.children(nd).map(JsonNode::Node).collect();
+        items.extend(extra.iter().map(|&j| JsonNode::Loose(j)));
+        items.sort_by_key(|it| it.key(tree, self));
+        let mut times = Vec::with_capacity(items.len());
+        for it in &items {
+            times.push(match *it {
+                JsonNode::Node(i) => reader.date_ms(i)?,
+                JsonNode::Loose(j) => self.entries[j].time,
+            });
+        }
+        Ok(pi_order(&times).into_iter().map(|k| items[k]).collect())
+    }
+}
+
+impl LooseEntry {
+    /// Its node as pi's tree writes it: `id`, `parentId` and `type` as the entry has them (left
+    /// out when it has none), no children.
+    fn node_json(&self) -> Value {
+        let mut o = Map::new();
+        for k in ["id", "parentId", "type"] {
+            if let Some(v) = self.value.get(k) {
+                o.insert(k.into(), v.clone());
+            }
+        }
+        o.insert("children".into(), Value::Array(Vec::new()));
+        Value::Object(o)
+    }
 }
 
 /// One node of `tree --json` from its record (and, for a root, its line).
