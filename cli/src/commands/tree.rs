@@ -41,7 +41,9 @@ use crate::ui::{Ui, safe};
 /// With --json: one object `{roots, leafId, nodes}` whose nodes `{id, parentId, type, children,
 /// label?}` are listed depth-first, children in pi's order (the shape of pi's `getTree`). A
 /// root where pisess cut a parent cycle (pi hangs on one) keeps its parentId as written and
-/// has `cycleCut: true`.
+/// has `cycleCut: true`. An entry without a string id is listed as pi lists it (`id`,
+/// `parentId`, `type` as written, `null` among its parent's children); the drawing leaves it
+/// out and says so on stderr.
 /// --filter and --depth apply to the text output only.
 #[derive(Debug, clap::Args)]
 pub struct TreeArgs {
