@@ -1121,8 +1121,8 @@ impl Session {
         })
     }
 
-    /// The path pi builds its context from when a session has no entries at all (a header
-    /// only): empty.
+    /// The empty path: pi's context of a session without entries (a header only), or of one
+    /// whose last entry has the id `null` ([`Self::context_leaf`] is `None` for both).
     pub fn empty_path(&self) -> StoredPath<'_> {
         StoredPath {
             session: self,

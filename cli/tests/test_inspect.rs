@@ -1591,6 +1591,16 @@ fn context_log_and_files_start_from_a_last_entry_without_an_id_as_pi_s_context()
             vec![user("", &p(&mid), "g"), user("", &p(&leaf), "h")],
         ),
         ("idless-edit", vec![edit]),
+        // A second header whose `id` is no text (its typed view fails): pi passes over every
+        // `"type":"session"` record, so the leaf is the entry before it.
+        (
+            "second-header-numeric-id",
+            vec![
+                "{\"type\":\"session\",\"version\":3,\"id\":5,\
+                 \"timestamp\":\"2026-07-25T09:00:07.000Z\",\"cwd\":\"/x\"}"
+                    .to_owned(),
+            ],
+        ),
     ];
     let mut files: Vec<PathBuf> = vec![fixture("edge/v2-missing-ids-tail.jsonl")];
     for (name, extra) in &cases {
@@ -1735,9 +1745,29 @@ fn tree_json_lists_entries_without_an_id_as_pi_and_the_drawing_counts_them() {
         "{}",
         drawn.stderr
     );
+    // Entries, none with a string id: the note, not "has no entries".
+    let all = dir.path().join("all-idless.jsonl");
+    let header = base.lines().next().unwrap();
+    std::fs::write(&all, format!("{header}\n{}", user(""))).unwrap();
+    let drawn = run(&env, &["tree", all.to_str().unwrap()]);
+    assert_eq!(drawn.code, 0, "{}", drawn.stderr);
+    assert!(!drawn.stderr.contains("has no entries"), "{}", drawn.stderr);
+    assert!(drawn.stderr.contains("note: 1 entry"), "{}", drawn.stderr);
     let clean = run(&env, &["tree", session("01-tiny").to_str().unwrap()]);
     assert_eq!(clean.code, 0);
     assert!(!clean.stderr.contains("note:"), "{}", clean.stderr);
+    // A second header whose `id` is no text is passed over, as pi does: no entry left out.
+    let f = dir.path().join("second-header.jsonl");
+    std::fs::write(
+        &f,
+        format!("{base}{{\"type\":\"session\",\"id\":5,\"cwd\":\"/x\"}}\n"),
+    )
+    .unwrap();
+    let r = run(&env, &["tree", f.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("note:"), "{}", r.stderr);
+    let got = json(&env, &["tree", f.to_str().unwrap(), "--json"], 0);
+    assert_eq!(got, oracle(&["tree", f.to_str().unwrap()]));
 }
 
 /// A file whose first record is no session header is refused with the line of that record

@@ -2,9 +2,10 @@
 //!
 //! Invariants:
 //! - every query reads the store only, never a session file;
-//! - tree walks read the fixed-width `parents.v1` table only (no record is decoded; the one
-//!   exception is [`Snapshot::context_path`] from a record that is no tree node, whose own
-//!   `parentId` is read once);
+//! - tree walks read the fixed-width `parents.v1` table only (no record is decoded; the
+//!   exceptions start from a record that is no tree node, pi's fallback leaf:
+//!   [`Snapshot::context_leaf`], [`Snapshot::context_path`] and `context_runs` read that
+//!   record's JSON for its `id` and `parentId`);
 //! - the k-th ancestor and the LCA take O(log depth) steps, using each entry's skip pointer
 //!   (Myers' jump pointers: a node's jump depends only on its depth, so two nodes at the same
 //!   depth jump to the same depth, and the usual binary-lifting argument applies);
@@ -476,9 +477,11 @@ impl Snapshot {
     }
 
     /// The parent pi's path walk takes from `e` when `e` is no tree node (an entry whose `id`
-    /// is not a string, which pi reaches only as the leaf it falls back to): the entry its
+    /// is not a string, which pisess reaches only as pi's fallback leaf): the entry its
     /// `parentId` names, when that is non-empty text (pi's walk stops at a falsy one) and an
-    /// entry has that id. `None` for a tree node: its parent is its link's.
+    /// entry has that id. `None` for a tree node: its parent is its link's. (pi also follows
+    /// a `parentId` that is a number or `true` to an entry with that id; pisess links text
+    /// only.)
     pub(crate) fn unlinked_parent(
         &self,
         s: SessionKey,

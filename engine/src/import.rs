@@ -278,8 +278,7 @@ fn starts_with_session_line(path: &Path) -> bool {
     }
     let first = head.split(|&b| b == b'\n').next().unwrap_or(&[]);
     let first = first.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(first);
-    serde_json::from_slice::<serde_json::Value>(first)
-        .is_ok_and(|v| v.get("type").and_then(serde_json::Value::as_str) == Some("session"))
+    type_is_session(first)
 }
 
 /// The end of the "cut short" message when the missing bytes are a line the session writer
@@ -1728,6 +1727,13 @@ impl Draft {
     }
 }
 
+/// Whether a record's `type` is `"session"`, read from its JSON (for a record whose typed view
+/// failed, or a line not read yet; the last of repeated keys wins, as in JavaScript).
+fn type_is_session(json: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(json)
+        .is_ok_and(|v| v.get("type").and_then(serde_json::Value::as_str) == Some("session"))
+}
+
 /// Parses one physical line into its rows: the first, and the others of a line of glued
 /// records (none, but for such a line: no allocation per line). Junk lines are rows too. The
 /// first row's line bytes are the line and its terminator, where they lie in the chunk (`at`:
@@ -1782,6 +1788,10 @@ fn draft_line(
             } else if rec.id.is_some() {
                 facts.node = Some(NodeFacts::of(piece.json, e));
             }
+        } else if piece.is_object() && type_is_session(piece.json.as_bytes()) {
+            // A header whose typed view fails (an `id` that is a number, say): pi passes over
+            // every `"type":"session"` record all the same.
+            rec.kind = RowKind::Header;
         }
         let d = Draft {
             rec,

@@ -62,23 +62,17 @@ pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
         // When the last entry has no string id, pi starts from that entry.
         None => session.context_leaf()?,
     };
-    let (leaf_id, path) = match at {
-        Some(at) => (leaf_id(&session, at)?, session.path_source(at)?),
-        None => (Value::Null, session.empty_path()),
+    let (ids, path) = match at {
+        Some(at) => (start_ids(&session, at)?, session.path_source(at)?),
+        None => ((Value::Null, None), session.empty_path()),
     };
+    let (leaf_id, start_id) = ids;
     let mut plan = LeanContext::plan(&path)?;
     if leaf_id.is_null() && !path.is_empty() {
         // pi's `getBranch()` of a falsy leaf id is empty: its estimate counts no usage.
         plan = plan.with_empty_branch();
     }
     if ui.json {
-        // An entry without a string id is only ever the start: pi's fallback leaf.
-        let start_id = match at {
-            Some(at) if session.snap.link(at)?.is_none() => {
-                Some(session.value(at)?.get("id").cloned().unwrap_or(Value::Null))
-            }
-            _ => None,
-        };
         write_json(
             ui.out(),
             &leaf_id,
@@ -126,7 +120,9 @@ pub fn cmd_context(ui: &mut Ui, args: &ContextArgs) -> CommandResult {
                 .snap
                 .with_entry(at, |a| u64::from(a.line))?
                 .unwrap_or(0);
+            // `leafId` is null for an id pi's walk cannot find the entry by: none, or `""`.
             let id = match other {
+                Value::Null if session.snap.link(at)?.is_some() => "id \"\"".to_owned(),
                 Value::Null => "no id".to_owned(),
                 v => format!("id {}", safe(&v.to_string())),
             };
@@ -198,26 +194,30 @@ fn write_json(
     Ok(())
 }
 
-/// The `leafId` pi's context reports for the entry it starts from (the oracle's
+/// The start of pi's context, as `--json` reports it: `leafId` (the oracle's
 /// `resolvedLeafId`: the entry's `id` when pi's id index finds the entry by it, i.e. when the
-/// id is truthy; else `null`). Only an entry without a string id is decoded for it.
-fn leaf_id(
+/// id is truthy; else `null`) and, for an entry without a string id (pi's fallback leaf, only
+/// ever the path's end), its `id` as written (`null` when it has none) for `entryIds`. Only
+/// such an entry is decoded for it.
+fn start_ids(
     session: &session_arg::Session,
     at: pisess_engine::EntryKey,
-) -> Result<Value, CommandError> {
+) -> Result<(Value, Option<Value>), CommandError> {
     let id = session.id(at)?;
     if !id.is_empty() {
-        return Ok(Value::String(id));
+        return Ok((Value::String(id), None));
     }
     if session.snap.link(at)?.is_some() {
         // The empty id: falsy, so pi's walk finds no entry by it.
-        return Ok(Value::Null);
+        return Ok((Value::Null, None));
     }
-    let v = session.value(at)?;
-    Ok(match v.get("id") {
-        Some(id) if pisess_engine::agent::js::truthy(Some(id)) => id.clone(),
-        _ => Value::Null,
-    })
+    let raw = session.value(at)?.get("id").cloned().unwrap_or(Value::Null);
+    let leaf = if pisess_engine::agent::js::truthy(Some(&raw)) {
+        raw.clone()
+    } else {
+        Value::Null
+    };
+    Ok((leaf, Some(raw)))
 }
 
 fn write_message(ui: &mut Ui, m: &Value) -> std::io::Result<()> {

@@ -196,13 +196,17 @@ fn draw_tree(
     if ui.json {
         return write_json(ui, session, tree, leaf, labels);
     }
-    if tree.is_empty() {
+    if tree.is_empty() && session.record.entries == 0 {
         // Nothing to draw; say why rather than print nothing (`--json` gives `[]`, as pi).
         eprintln!(
             "session {} ({}) has no entries: the file holds only its header",
             safe(&session.record.session_id),
             safe(&session.record.path)
         );
+        return Ok(Outcome::Success);
+    }
+    if tree.is_empty() {
+        // Entries, none of them with a string id: `cmd_tree`'s note says so.
         return Ok(Outcome::Success);
     }
     let active: Vec<bool> = match leaf {
