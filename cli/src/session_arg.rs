@@ -1035,7 +1035,8 @@ impl Session {
                     .map_or_else(String::new, |l| format!(" (line {l})"));
                 (
                     format!("its last entry{at} has no string id; `pisess check` says more"),
-                    "give an entry explicitly",
+                    "give an entry explicitly (`context` and `log` without one start from that \
+                     last entry, as pi's context does)",
                 )
             };
             return Err(CommandError::with_hint(
