@@ -461,14 +461,21 @@ impl Snapshot {
         Ok((!id_null).then_some(last))
     }
 
-    /// The last entry in file order (a record pi loads as an entry, with an id or not).
+    /// Whether row `e` is a record pi loads as an entry (an object, or a truthy JSON value,
+    /// after the header; with an id or not), not a header or a junk line.
+    pub fn is_entry(&self, e: EntryKey) -> Result<bool, StoreError> {
+        Ok(self
+            .with_entry(e, |a| {
+                matches!(a.kind, ArchivedRowKind::Entry | ArchivedRowKind::Value)
+            })?
+            .unwrap_or(false))
+    }
+
+    /// The last entry in file order ([`Self::is_entry`]).
     pub fn last_entry(&self, s: SessionKey) -> Result<Option<EntryKey>, StoreError> {
         for run in self.row_runs(s)?.into_iter().rev() {
             for k in run.rev() {
-                let entry = self.with_entry(EntryKey(k), |a| {
-                    matches!(a.kind, ArchivedRowKind::Entry | ArchivedRowKind::Value)
-                })?;
-                if entry == Some(true) {
+                if self.is_entry(EntryKey(k))? {
                     return Ok(Some(EntryKey(k)));
                 }
             }

@@ -157,15 +157,15 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
         // pi's tree lists them (without an id); pisess's tree holds the entries it can name.
         // After the tree: stdout is buffered, stderr is not.
         ui.flush()?;
+        let (entries, are, them, their, lines) = if left_out == 1 {
+            ("entry", "is", "it", "its", "line")
+        } else {
+            ("entries", "are", "them", "their", "lines")
+        };
         eprintln!(
-            "note: {left_out} entr{} without a string id {} not drawn (pi lists {}; so does \
-             `--json`); `pisess check {}` names {} line{}",
-            if left_out == 1 { "y" } else { "ies" },
-            if left_out == 1 { "is" } else { "are" },
-            if left_out == 1 { "it" } else { "them" },
+            "note: {left_out} {entries} without a string id {are} not drawn (pi lists {them}; so \
+             does `--json`); `pisess check {}` names {their} {lines}",
             safe(&session.record.path),
-            if left_out == 1 { "its" } else { "their" },
-            if left_out == 1 { "" } else { "s" },
         );
     }
     Ok(session.finish(ui, outcome))
@@ -891,6 +891,7 @@ fn write_json(
     // pi's `getLeafId()`: the last entry's `id` as written (left out when it has none).
     let leaf_id = match leaf {
         Some(l) => Some(json!(session.id(l)?)),
+        None if session.record.entries == 0 => Some(Value::Null),
         None => match session.snap.last_entry(session.key)? {
             Some(last) => session.value_or_unreadable(last)?.get("id").cloned(),
             None => Some(Value::Null),
@@ -1057,14 +1058,7 @@ impl Loose {
         for run in session.snap.row_runs(session.key)? {
             for k in run {
                 let key = EntryKey(k);
-                let entry = session.snap.with_entry(key, |a| {
-                    matches!(
-                        a.kind,
-                        pisess_engine::record::ArchivedRowKind::Entry
-                            | pisess_engine::record::ArchivedRowKind::Value
-                    )
-                })?;
-                if entry != Some(true) || tree.index_of(key).is_some() {
+                if tree.index_of(key).is_some() || !session.snap.is_entry(key)? {
                     continue;
                 }
                 let value = session.value_or_unreadable(key)?;
