@@ -649,3 +649,32 @@ fn export_html_tree_nesting_stays_under_the_browsers_limit() {
     ids.sort();
     assert_eq!(nodes, ids);
 }
+
+/// A session whose last entry has no string id: pi's context (and its HTML export) falls back
+/// to that entry, and so does the transcript's default branch (it said "(no entries)").
+#[test]
+fn the_transcript_of_a_last_entry_without_an_id_is_pi_s_context_path() {
+    let env = TestEnv::new();
+    let file = fixture("edge/v2-missing-ids-tail.jsonl");
+    let out = env
+        .pisess()
+        .args(["export", file.to_str().unwrap(), "--format", "md"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.contains("- branch: root → `(no id)` (1 entry)"), "{md}");
+    let want = oracle(&["context", file.to_str().unwrap()]);
+    assert_eq!(
+        want["messages"][0]["content"], "no id",
+        "the oracle changed"
+    );
+    assert!(
+        md.contains("## user — 2026-02-01 10:00:02 <sub>(no id)</sub>\n\nno id"),
+        "{md}"
+    );
+}

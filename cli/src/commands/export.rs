@@ -2,7 +2,8 @@
 //! one branch) as JSONL, or a branch as a Markdown transcript or a self-contained HTML page.
 //!
 //! Invariants: a whole v3 session is written byte for byte as imported (v1/v2: migrated);
-//! `md` and `html` show the path root → ENTRY (default: the leaf), streamed entry by entry, and
+//! `md` and `html` show the path root → ENTRY (default: the leaf, or the last entry when it has
+//! no string id, where pi's context starts), streamed entry by entry, and
 //! `html` escapes every text of the session (see `render::html`); `-o` writes by
 //! [`crate::output`]'s rule: a file (or a symlink's target) is replaced atomically, so a reader
 //! never sees a half-written file; a device or FIFO is written into; a directory is refused,
@@ -105,9 +106,11 @@ fn write(sess: &Session, args: &ExportArgs, out: &mut dyn Write) -> Result<(), C
         }
         (f, b) => {
             // A session without entries has no leaf: its page shows the header facts only.
+            // When the last entry has no string id the transcript ends there, as pi's context
+            // and its HTML export fall back to the last entry.
             let target = match b {
                 Some(b) => Some(sess.entry(b)?),
-                None => sess.snap.leaf(sess.key)?,
+                None => sess.context_leaf()?,
             };
             transcript(sess, f, target, out)?;
         }
@@ -123,7 +126,7 @@ fn transcript(
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
     let path = match target {
-        Some(t) => sess.snap.path_to_root(t)?,
+        Some(t) => sess.snap.context_path(sess.key, t)?,
         None => Vec::new(),
     };
     let labels = sess.label_map()?;
@@ -135,6 +138,7 @@ fn transcript(
         file: r.path.clone(),
         created: r.created.clone(),
         branch_id: match target {
+            Some(t) if sess.snap.link(t)?.is_none() => "(no id)".to_owned(),
             Some(t) => sess.id(t)?,
             None => String::new(),
         },

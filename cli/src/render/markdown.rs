@@ -397,7 +397,12 @@ pub fn entry(out: &mut dyn Write, r: &Rendered, label: Option<&str>) -> io::Resu
         out,
         "## {}{label}{meta} <sub>{}</sub>\n",
         inline_text(&r.kind),
-        inline_code(&r.id)
+        // An entry without a string id (pi's fallback leaf) has none to show.
+        if r.id.is_empty() {
+            "(no id)".to_owned()
+        } else {
+            inline_code(&r.id)
+        }
     )?;
     for p in &r.parts {
         match p {
