@@ -52,8 +52,10 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
     let n_nodes = tree.len();
     let leaf = snap.leaf(session.key)?;
     let leaf_i = leaf.and_then(|l| tree.index_of(l));
-    let active: Vec<bool> = match leaf {
-        Some(l) => tree.marks(&snap.path_runs(l)?),
+    // The active path is the one pi's context walks: from the leaf, or from the last entry
+    // when that has no string id (not drawn: no tree node; `note_undrawn` says so).
+    let active: Vec<bool> = match snap.context_leaf(session.key)? {
+        Some(l) => tree.marks(&snap.context_runs(session.key, l)?),
         None => vec![false; n_nodes],
     };
     let labels = session.label_map()?;
@@ -227,6 +229,9 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
     listing::drain(ui, &mut buf, true)?;
     if shown == 0 {
         crate::commands::log::warn_unknown_type(args);
+    }
+    if !ui.json {
+        crate::commands::tree::note_undrawn(ui, session, n_nodes)?;
     }
     Ok(Outcome::Success)
 }

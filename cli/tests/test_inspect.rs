@@ -1652,6 +1652,32 @@ fn context_log_and_files_start_from_a_last_entry_without_an_id_as_pi_s_context()
             .collect();
         assert_eq!(listed, path, "{f}");
     }
+    // `log --all` marks that path active (the entry itself is no tree node: not drawn, and
+    // said so); before, no entry was active.
+    let f = dir.path().join("noid-under-mid.jsonl");
+    let f = f.to_str().unwrap();
+    let all = run(&env, &["log", "--all", "--json", f]);
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    let mut active: Vec<Value> = all
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["active"] == true)
+        .map(|e| e["id"].clone())
+        .collect();
+    active.reverse();
+    let mut want = oracle(&["context", f])["contextEntryIds"].clone();
+    let want = want.as_array_mut().unwrap();
+    assert_eq!(want.pop(), Some(Value::Null));
+    assert_eq!(&active, want);
+    let drawn = run(&env, &["log", "--all", f]);
+    assert!(
+        drawn
+            .stderr
+            .contains("note: 1 entry without a string id is not drawn"),
+        "{}",
+        drawn.stderr
+    );
     // The id-less entry's tool call is on the path pi's context walks: active, as is its
     // parent path's; the leaf's branch above `mid` is not.
     let f = dir.path().join("idless-edit.jsonl");

@@ -152,23 +152,37 @@ pub fn cmd_tree(ui: &mut Ui, args: &TreeArgs) -> CommandResult {
     let session = open_session_read(&args.session)?;
     let (outcome, nodes) = draw(ui, args, &session)?;
     // `--json` lists them, as pi's tree does.
-    let left_out = session.record.entries.saturating_sub(nodes as u64);
-    if left_out > 0 && !ui.json {
-        // pi's tree lists them (without an id); pisess's tree holds the entries it can name.
-        // After the tree: stdout is buffered, stderr is not.
-        ui.flush()?;
-        let (entries, are, them, their, lines) = if left_out == 1 {
-            ("entry", "is", "it", "its", "line")
-        } else {
-            ("entries", "are", "them", "their", "lines")
-        };
-        eprintln!(
-            "note: {left_out} {entries} without a string id {are} not drawn (pi lists {them}; so \
-             does `--json`); `pisess check {}` names {their} {lines}",
-            safe(&session.record.path),
-        );
+    if !ui.json {
+        note_undrawn(ui, &session, nodes)?;
     }
     Ok(session.finish(ui, outcome))
+}
+
+/// After a drawing of a session's `nodes` tree nodes (`tree`, `log --all`): says on stderr how
+/// many entries it left out, those without a string id, which the store's tree does not hold
+/// (pi's tree lists them; so does `tree --json`).
+pub(crate) fn note_undrawn(
+    ui: &mut Ui,
+    session: &Session,
+    nodes: usize,
+) -> Result<(), crate::command_error::CommandError> {
+    let left_out = session.record.entries.saturating_sub(nodes as u64);
+    if left_out == 0 {
+        return Ok(());
+    }
+    // After the drawing: stdout is buffered, stderr is not.
+    ui.flush()?;
+    let (entries, are, them, their, lines) = if left_out == 1 {
+        ("entry", "is", "it", "its", "line")
+    } else {
+        ("entries", "are", "them", "their", "lines")
+    };
+    eprintln!(
+        "note: {left_out} {entries} without a string id {are} not drawn (pi lists {them}; so \
+         does `tree --json`); `pisess check {}` names {their} {lines}",
+        safe(&session.record.path),
+    );
+    Ok(())
 }
 
 /// Writes the tree (or its `--json`); also gives the number of its nodes.
