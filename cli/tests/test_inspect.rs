@@ -1794,6 +1794,12 @@ fn tree_json_lists_entries_without_an_id_as_pi_and_the_drawing_counts_them() {
     assert!(!r.stderr.contains("note:"), "{}", r.stderr);
     let got = json(&env, &["tree", f.to_str().unwrap(), "--json"], 0);
     assert_eq!(got, oracle(&["tree", f.to_str().unwrap()]));
+    // Read as a header, the line is still kept: `export` gives the file back, `verify` passes.
+    let export = run(&env, &["export", f.to_str().unwrap()]);
+    assert_eq!(export.code, 0, "{}", export.stderr);
+    assert_eq!(export.stdout, std::fs::read_to_string(&f).unwrap());
+    let verify = run(&env, &["verify"]);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
 }
 
 /// A file whose first record is no session header is refused with the line of that record
