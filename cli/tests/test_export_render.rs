@@ -413,6 +413,21 @@ fn assistant_content(id: &str, parent: &str, content: Value) -> Value {
           "stopReason":"stop","timestamp":2}})
 }
 
+/// `pisess export FILE --format md`, which must succeed: its output.
+fn export_md(env: &TestEnv, file: &Path) -> String {
+    let out = env
+        .pisess()
+        .args(["export", file.to_str().unwrap(), "--format", "md"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// The Markdown export of a session of these entries (after a header), and the ids in the
 /// headings of depth 2 that `marked` finds in it.
 fn export_md_headings(env: &TestEnv, entries: &[Value]) -> (String, Vec<String>) {
@@ -424,17 +439,7 @@ fn export_md_headings(env: &TestEnv, entries: &[Value]) -> (String, Vec<String>)
         .map(|l| serde_json::to_string(l).unwrap() + "\n")
         .collect();
     std::fs::write(&file, text).unwrap();
-    let out = env
-        .pisess()
-        .args(["export", file.to_str().unwrap(), "--format", "md"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let md = String::from_utf8(out.stdout).unwrap();
+    let md = export_md(env, &file);
     let ids = marked_headings(&md)
         .into_iter()
         .filter(|(depth, _)| *depth == 2)
@@ -656,17 +661,7 @@ fn export_html_tree_nesting_stays_under_the_browsers_limit() {
 fn the_transcript_of_a_last_entry_without_an_id_is_pi_s_context_path() {
     let env = TestEnv::new();
     let file = fixture("edge/v2-missing-ids-tail.jsonl");
-    let out = env
-        .pisess()
-        .args(["export", file.to_str().unwrap(), "--format", "md"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let md = String::from_utf8(out.stdout).unwrap();
+    let md = export_md(&env, &file);
     assert!(md.contains("- branch: root → `(no id)` (1 entry)"), "{md}");
     let want = oracle(&["context", file.to_str().unwrap()]);
     assert_eq!(
