@@ -1470,6 +1470,16 @@ impl Snapshot {
     /// the child of the key just before it); nothing is decompressed. Rows are read through
     /// [`SessionTree::reader`].
     pub fn session_tree(&self, s: SessionKey) -> Result<SessionTree, StoreError> {
+        self.session_tree_each(s, |_| {})
+    }
+
+    /// [`Self::session_tree`], handing `each` every block's first node key, in order, as soon
+    /// as its header is read: a caller can start reading the blocks while the tree is built.
+    pub fn session_tree_each(
+        &self,
+        s: SessionKey,
+        mut each: impl FnMut(u64),
+    ) -> Result<SessionTree, StoreError> {
         // The keys are in each block's header, at the start of its first part: parsed
         // straight into the node arrays (grown by doubling; a large `Vec` is moved by
         // `mremap`, so only the pages finally used are touched).
@@ -1487,6 +1497,7 @@ impl Snapshot {
             }
             starts.push(keys.len());
             firsts.push(first);
+            each(first);
             let whole = header_keys_into(first, part, &mut keys, &mut times)
                 .map_err(|e| corrupt(s, first, &e))?;
             if !whole {

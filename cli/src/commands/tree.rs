@@ -13,11 +13,12 @@
 //! so the output is the per-entry rendering's, byte for byte.
 
 use std::io::{IoSlice, Write};
+use std::sync::Mutex;
 
 use clap::ValueEnum;
-use pisess_engine::EntryKey;
 use pisess_engine::agent::js::date_ms;
 use pisess_engine::outline::{FactsRef, OutlineBlock, ParentId, SessionTree, TreeReader};
+use pisess_engine::{EntryKey, StoreError};
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -192,20 +193,89 @@ fn draw(
     session: &Session,
 ) -> Result<(Outcome, usize), crate::command_error::CommandError> {
     let labels = session.label_map()?;
-    let tree = session.snap.session_tree(session.key)?;
+    let leaf = session.snap.leaf(session.key)?;
+    // The drawing reads every block's hot frame for the filter (`shown_nodes`): the first
+    // KEEP_BLOCKS are read on the pool while this thread builds the tree.
+    let (tree, early) = if !ui.json && args.depth.is_none() && !listing::needs_cold(sa::width()) {
+        tree_reading_blocks(session, args.filter, leaf, &labels)?
+    } else {
+        (session.snap.session_tree(session.key)?, Vec::new())
+    };
     let nodes = tree.len();
-    draw_tree(ui, args, session, &tree, &labels).map(|o| (o, nodes))
+    draw_tree(ui, args, session, &tree, &labels, leaf, early).map(|o| (o, nodes))
 }
 
-/// [`draw`] of a tree read.
+/// A block read for the drawing: its nodes' filter verdicts ([`block_shown`]) and the block.
+type FilteredBlock = (Vec<Option<bool>>, OutlineBlock);
+
+/// The session's tree, and its first [`KEEP_BLOCKS`] blocks (in order) read, decoded and
+/// filtered on the pool while the tree is built: each block's header names it before the
+/// tree is whole, and a block needs nothing of the tree to be filtered. (The 1 GiB benchmark
+/// session: the tree and the filter pass took ~23 ms instead of ~28.)
+fn tree_reading_blocks(
+    session: &Session,
+    filter: Filter,
+    leaf: Option<EntryKey>,
+    labels: &sa::LabelMap,
+) -> Result<(SessionTree, Vec<Result<FilteredBlock, StoreError>>), crate::command_error::CommandError>
+{
+    let s = session.key;
+    let snap = &session.snap;
+    let read: Mutex<Vec<(usize, Result<FilteredBlock, StoreError>)>> = Mutex::new(Vec::new());
+    let mut n = 0usize;
+    let tree = rayon::scope(|scope| {
+        let read = &read;
+        snap.session_tree_each(s, |first| {
+            let b = n;
+            n += 1;
+            if b < KEEP_BLOCKS {
+                scope.spawn(move |_| {
+                    let got = snap
+                        .outline_block(s, first, false)
+                        .map(|blk| (block_shown(&blk, filter, leaf, labels), blk));
+                    read.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((b, got));
+                });
+            }
+        })
+    })?;
+    let mut read = read
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    read.sort_unstable_by_key(|r| r.0);
+    Ok((tree, read.into_iter().map(|r| r.1).collect()))
+}
+
+/// The filter's verdict on each row of a block: `None` where the row has no facts and its
+/// line must be decoded.
+fn block_shown(
+    blk: &OutlineBlock,
+    filter: Filter,
+    leaf: Option<EntryKey>,
+    labels: &sa::LabelMap,
+) -> Vec<Option<bool>> {
+    (0..blk.len())
+        .map(|j| {
+            let row = blk.row(j);
+            let f = row.facts?;
+            // Only `labeled` asks (a hash lookup per row saved for the others).
+            let labelled = filter == Filter::Labeled && labels.get(row.id).is_some();
+            Some(shown_fast(&f, filter, Some(row.key) == leaf, labelled))
+        })
+        .collect()
+}
+
+/// [`draw`] of a tree read; `early` holds the blocks [`tree_reading_blocks`] read, if any.
 fn draw_tree(
     ui: &mut Ui,
     args: &TreeArgs,
     session: &Session,
     tree: &SessionTree,
     labels: &sa::LabelMap,
+    leaf: Option<EntryKey>,
+    early: Vec<Result<FilteredBlock, StoreError>>,
 ) -> CommandResult {
-    let leaf = session.snap.leaf(session.key)?;
     let leaf_i = leaf.and_then(|l| tree.index_of(l));
     if ui.json {
         return write_json(ui, session, tree, leaf, labels);
@@ -233,7 +303,7 @@ fn draw_tree(
     // lines need no cold frame and all of them are drawn, the blocks are kept for them rather
     // than read again, up to KEEP_BLOCKS of them (memory grows with the session's size).
     let keep = !cold && args.depth.is_none() && tree.blocks() <= KEEP_BLOCKS;
-    let (shown, kept) = shown_nodes(session, tree, args.filter, leaf_i, labels, keep)?;
+    let (shown, kept) = shown_nodes(session, tree, args.filter, leaf_i, labels, keep, early)?;
     let (lines, prefixes, hidden) = {
         let mut reader = tree.reader(&session.snap, cold);
         let layout = Layout {
@@ -497,32 +567,34 @@ fn shown_nodes(
     leaf: Option<usize>,
     labels: &sa::LabelMap,
     keep: bool,
+    early: Vec<Result<FilteredBlock, StoreError>>,
 ) -> Result<(Vec<bool>, Vec<OutlineBlock>), crate::command_error::CommandError> {
     let s = tree.session();
     let snap = &session.snap;
+    let leaf_key = leaf.map(|l| tree.key(l));
+    // The blocks read early, then the others.
+    let mut early: Vec<Option<Result<FilteredBlock, StoreError>>> =
+        early.into_iter().map(Some).collect();
+    early.resize_with(tree.blocks(), || None);
     // Per block: Some(shown) from the facts, None where the line must be decoded.
     #[allow(clippy::type_complexity)]
-    let per_block: Vec<(Vec<Option<bool>>, Option<OutlineBlock>)> = (0..tree.blocks())
+    let per_block: Vec<(Vec<Option<bool>>, Option<OutlineBlock>)> = early
         .into_par_iter()
-        .map(|b| {
-            let blk = snap.outline_block(s, tree.block_first(b), false)?;
-            let shown = tree
-                .block_nodes(b)
-                .enumerate()
-                .map(|(j, nd)| {
-                    if j >= blk.len() {
-                        return None;
-                    }
-                    let row = blk.row(j);
-                    let f = row.facts?;
-                    // Only `labeled` asks (a hash lookup per row saved for the others).
-                    let labelled = filter == Filter::Labeled && labels.get(row.id).is_some();
-                    Some(shown_fast(&f, filter, Some(nd) == leaf, labelled))
-                })
-                .collect();
+        .enumerate()
+        .map(|(b, got)| {
+            let (mut shown, blk) = match got {
+                Some(got) => got?,
+                None => {
+                    let blk = snap.outline_block(s, tree.block_first(b), false)?;
+                    (block_shown(&blk, filter, leaf_key, labels), blk)
+                }
+            };
+            // One verdict per node of the block (a block shorter than its header's keys
+            // has its missing rows decoded from their lines).
+            shown.resize(tree.block_nodes(b).len(), None);
             Ok((shown, keep.then_some(blk)))
         })
-        .collect::<Result<_, pisess_engine::StoreError>>()?;
+        .collect::<Result<_, StoreError>>()?;
     let mut facts: Vec<Option<bool>> = Vec::with_capacity(tree.len());
     let mut kept = Vec::with_capacity(if keep { per_block.len() } else { 0 });
     for (v, blk) in per_block {
