@@ -19,7 +19,9 @@ use std::path::Path;
 
 use anyhow::anyhow;
 use pisess_engine::agent::lean::{Kind, PathSource};
-use pisess_engine::{EntryKey, Lookup, SessionKey, SessionRecord, Snapshot, Store, StoreError};
+use pisess_engine::{
+    EntryKey, Lookup, ReadCache, SessionKey, SessionRecord, Snapshot, Store, StoreError,
+};
 use serde_json::Value;
 
 use crate::command_error::{CommandError, Outcome};
@@ -58,7 +60,12 @@ pub fn set_store_wait(d: std::time::Duration) {
 /// that, or without `--wait`, the error names the holder. A command that writes also waits,
 /// quietly, up to [`WRITER_GRACE`] for readers to let go.
 pub fn open_store() -> Result<Store, CommandError> {
-    open_store_as(false, WRITER_GRACE, std::time::Duration::ZERO)
+    open_store_as(
+        false,
+        WRITER_GRACE,
+        std::time::Duration::ZERO,
+        ReadCache::Keep,
+    )
 }
 
 /// How long `compact` and `navigate --summarize` wait for the store, at least, once their
@@ -69,14 +76,24 @@ const AFTER_SUMMARY: std::time::Duration = std::time::Duration::from_secs(600);
 /// [`open_store`] for writing a summary already made: waits up to [`AFTER_SUMMARY`] (or
 /// `--wait`, when longer) for a store others hold, saying so after the usual grace.
 pub fn open_store_after_summary() -> Result<Store, CommandError> {
-    open_store_as(false, WRITER_GRACE, AFTER_SUMMARY)
+    open_store_as(false, WRITER_GRACE, AFTER_SUMMARY, ReadCache::Keep)
 }
 
 /// [`open_store`] for a command that only reads: redb's read-only mode (a shared lock, nothing
 /// written, no fsync), so such commands run side by side. A store that needs a repair is opened
 /// for writing instead.
 pub fn open_store_read() -> Result<Store, CommandError> {
-    open_store_as(true, std::time::Duration::ZERO, std::time::Duration::ZERO)
+    open_store_read_with(ReadCache::Keep)
+}
+
+/// [`open_store_read`] with `cache` for redb's page cache ([`ReadCache`]).
+pub fn open_store_read_with(cache: ReadCache) -> Result<Store, CommandError> {
+    open_store_as(
+        true,
+        std::time::Duration::ZERO,
+        std::time::Duration::ZERO,
+        cache,
+    )
 }
 
 /// [`open_store_read`] for a command that answers from the whole store (`ls`, `files`, `grep`,
@@ -98,7 +115,12 @@ pub fn open_store_to_query() -> Result<Store, CommandError> {
 /// did not change need nothing more): it waits, quietly, the writer's grace as [`open_store`]
 /// does, so that two imports started together do not fail for each other's first moments.
 pub fn open_store_read_to_write() -> Result<Store, CommandError> {
-    open_store_as(true, WRITER_GRACE, std::time::Duration::ZERO)
+    open_store_as(
+        true,
+        WRITER_GRACE,
+        std::time::Duration::ZERO,
+        ReadCache::Keep,
+    )
 }
 
 /// How long a command that writes keeps trying, without a word, to open a store that others
@@ -117,6 +139,7 @@ fn open_store_as(
     read_only: bool,
     quiet: std::time::Duration,
     floor: std::time::Duration,
+    cache: ReadCache,
 ) -> Result<Store, CommandError> {
     use pisess_engine::gate::Gate;
     use std::time::{Duration, Instant};
@@ -149,11 +172,11 @@ fn open_store_as(
     loop {
         let opened = if read_only && pisess_engine::no_store_at(&path) {
             // Read as empty, and nothing created: not even the gate.
-            Store::open_read_only(&path)
+            Store::open_read_only_with(&path, cache)
         } else if read_only {
             match Gate::try_reader(&path) {
                 // Let go as soon as the store is open (or the open failed).
-                Ok(_gate) => Store::open_read_only(&path),
+                Ok(_gate) => Store::open_read_only_with(&path, cache),
                 Err(taken) => Err(StoreError::WriterWaiting {
                     path: path.clone(),
                     holder: taken.holder.unwrap_or_else(|| "another process".into()),
@@ -252,7 +275,13 @@ pub fn open_session(arg: &str) -> Result<Session, CommandError> {
 /// for writing only when SESSION is a file, or names a session whose file, that must be
 /// imported or refreshed first.
 pub fn open_session_read(arg: &str) -> Result<Session, CommandError> {
-    let store = writable_if_needed(open_store_read()?, &[arg])?;
+    open_session_read_with(arg, ReadCache::Keep)
+}
+
+/// [`open_session_read`] with `cache` for redb's page cache when the store is opened
+/// read-only ([`ReadCache`]).
+pub fn open_session_read_with(arg: &str, cache: ReadCache) -> Result<Session, CommandError> {
+    let store = writable_if_needed(open_store_read_with(cache)?, &[arg])?;
     let (store, key) = resolve_fresh(store, arg)?;
     session_in(store, key)
 }

@@ -45,5 +45,5 @@ pub use ids::{EntryKey, Link, SessionKey};
 pub use import::{FileReport, ImportEvent, ImportOptions, ImportReport, Outcome};
 pub use prune::{DroppedBranch, PruneError, PrunePlan, RowFate};
 pub use record::{EntryRecord, RowKind, SessionRecord};
-pub use store::{Store, default_store_path, no_store_at, refuse_non_store, trash_dir};
+pub use store::{ReadCache, Store, default_store_path, no_store_at, refuse_non_store, trash_dir};
 pub use verify::{Finding, VerifyReport};
