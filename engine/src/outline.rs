@@ -713,6 +713,9 @@ impl Header {
         }
         let fields = plain[arena_len..plain.len() - 4].to_vec();
         plain.truncate(arena_len);
+        // The rows' bytes after the arena are copied out above; giving their room back lets
+        // the next allocation reuse it (`tree` keeps every block's arena).
+        plain.shrink_to_fit();
         let arena = String::from_utf8(plain).map_err(|_| OutlineError::Malformed("arena text"))?;
         Ok((arena, fields))
     }
@@ -1013,6 +1016,8 @@ impl OutlineBlock {
                 }
             }
         }
+        // Grown by doubling: the unused half of its last growth is given back.
+        extras.shrink_to_fit();
         Ok(Self {
             arena,
             rows,
