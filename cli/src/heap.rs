@@ -26,7 +26,7 @@
 //!   anonymous memory of the process, which changes how pages are backed, never their contents;
 //! - it is for commands that read the store and exit (their peak memory is a query's output
 //!   buffers, not a growing import): `main` calls it for those alone (`pisess_cli::short_query`:
-//!   `files`, and `tree`, whose on-the-fly import of a changed file it accepts),
+//!   `files`, and `tree` and `log`, whose on-the-fly import of a changed file it accepts),
 //!   before any thread starts;
 //! - memory beyond each heap's first [`PAD`] comes in normal pages, as without the call;
 //! - the skipped part of a heap (under 2 MiB each) is held, never written, until the process

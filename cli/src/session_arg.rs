@@ -279,7 +279,8 @@ pub fn open_session_read(arg: &str) -> Result<Session, CommandError> {
 }
 
 /// [`open_session_read`] with `cache` for redb's page cache when the store is opened
-/// read-only ([`ReadCache`]).
+/// read-only ([`ReadCache`]); a store reopened to import a changed file, or reopened
+/// read-only after that failed, keeps its pages as usual.
 pub fn open_session_read_with(arg: &str, cache: ReadCache) -> Result<Session, CommandError> {
     let store = writable_if_needed(open_store_read_with(cache)?, &[arg])?;
     let (store, key) = resolve_fresh(store, arg)?;

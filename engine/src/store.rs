@@ -135,15 +135,22 @@ pub enum ReadCache {
     None,
 }
 
+impl ReadCache {
+    /// redb's cache size for it.
+    fn bytes(self) -> usize {
+        match self {
+            Self::Keep => CACHE_BYTES,
+            Self::None => 0,
+        }
+    }
+}
+
 /// Opens an existing store read-only; `Ok(None)` when redb says it needs a repair first.
 fn open_db_read_only(
     path: &Path,
     cache: ReadCache,
 ) -> Result<Option<ReadOnlyDatabase>, StoreError> {
-    let bytes = match cache {
-        ReadCache::Keep => CACHE_BYTES,
-        ReadCache::None => 0,
-    };
+    let bytes = cache.bytes();
     match guarded(|| {
         redb::Builder::new()
             .set_cache_size(bytes)
@@ -643,6 +650,9 @@ mod tests {
         let snap = none.snapshot().unwrap();
         let s = snap.sessions().unwrap()[0].0;
         assert_eq!(snap.session_tree(s).unwrap().len(), 3000);
+        // And it is what its name says: no page kept.
+        assert_eq!(ReadCache::None.bytes(), 0);
+        assert_eq!(ReadCache::Keep.bytes(), CACHE_BYTES);
     }
 
     #[test]

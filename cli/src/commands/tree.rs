@@ -17,7 +17,9 @@ use std::sync::Mutex;
 
 use clap::ValueEnum;
 use pisess_engine::agent::js::date_ms;
-use pisess_engine::outline::{FactsRef, OutlineBlock, ParentId, SessionTree, TreeReader};
+use pisess_engine::outline::{
+    BLOCK_ROWS, FactsRef, OutlineBlock, ParentId, SessionTree, TreeReader,
+};
 use pisess_engine::{EntryKey, ReadCache, StoreError};
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
@@ -196,13 +198,17 @@ fn draw(
 ) -> Result<(Outcome, usize), crate::command_error::CommandError> {
     let labels = session.label_map()?;
     let leaf = session.snap.leaf(session.key)?;
-    // The drawing reads every block's hot frame for the filter (`shown_nodes`): the first
-    // KEEP_BLOCKS are read on the pool while this thread builds the tree.
-    let (tree, early) = if !ui.json && args.depth.is_none() && !listing::needs_cold(sa::width()) {
-        tree_reading_blocks(session, args.filter, leaf, &labels)?
-    } else {
-        (session.snap.session_tree(session.key)?, Vec::new())
-    };
+    // The drawing reads every block's hot frame for the filter (`shown_nodes`) and keeps the
+    // blocks when there are at most KEEP_BLOCKS: those are read on the pool while the tree
+    // is built. (A session that may have more blocks than that is not read early: its blocks
+    // would be held until the filter pass ends, then dropped.)
+    let kept_at_most = session.record.entries <= (KEEP_BLOCKS * BLOCK_ROWS) as u64;
+    let (tree, early) =
+        if kept_at_most && !ui.json && args.depth.is_none() && !listing::needs_cold(sa::width()) {
+            tree_reading_blocks(session, args.filter, leaf, &labels)?
+        } else {
+            (session.snap.session_tree(session.key)?, Vec::new())
+        };
     let nodes = tree.len();
     draw_tree(ui, args, session, &tree, &labels, leaf, early).map(|o| (o, nodes))
 }
@@ -241,12 +247,34 @@ fn tree_reading_blocks(
                 });
             }
         })
-    })?;
+    });
     let mut read = read
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A failed read ends the command here, before anything else reads the store: after a
+    // damaged page, redb fails every read with "a previous I/O error" ([`telling_error`]).
+    if tree.is_err() || read.iter().any(|r| r.1.is_err()) {
+        let blocks = read.into_iter().filter_map(|(_, got)| got.err());
+        return Err(telling_error(tree.err().into_iter().chain(blocks)).into());
+    }
+    let tree = tree?;
     read.sort_unstable_by_key(|r| r.0);
     Ok((tree, read.into_iter().map(|r| r.1).collect()))
+}
+
+/// Of errors met by reads on several threads, the one that says what is wrong: the first
+/// that shows damage, else the first. (A damaged page fails one read; redb then fails every
+/// later read with "a previous I/O error", which would hide the damage and the advice that
+/// goes with it.) `errors` is never empty.
+fn telling_error(errors: impl Iterator<Item = StoreError>) -> StoreError {
+    let mut first = None;
+    for e in errors {
+        if e.is_damage() {
+            return e;
+        }
+        first.get_or_insert(e);
+    }
+    first.unwrap_or_else(|| StoreError::Inconsistent("a read failed without an error".into()))
 }
 
 /// The filter's verdict on each row of a block: `None` where the row has no facts and its
@@ -580,7 +608,7 @@ fn shown_nodes(
     early.resize_with(tree.blocks(), || None);
     // Per block: Some(shown) from the facts, None where the line must be decoded.
     #[allow(clippy::type_complexity)]
-    let per_block: Vec<(Vec<Option<bool>>, Option<OutlineBlock>)> = early
+    let per_block: Vec<Result<(Vec<Option<bool>>, Option<OutlineBlock>), StoreError>> = early
         .into_par_iter()
         .enumerate()
         .map(|(b, got)| {
@@ -596,10 +624,13 @@ fn shown_nodes(
             shown.resize(tree.block_nodes(b).len(), None);
             Ok((shown, keep.then_some(blk)))
         })
-        .collect::<Result<_, StoreError>>()?;
+        .collect();
+    if per_block.iter().any(Result::is_err) {
+        return Err(telling_error(per_block.into_iter().filter_map(Result::err)).into());
+    }
     let mut facts: Vec<Option<bool>> = Vec::with_capacity(tree.len());
     let mut kept = Vec::with_capacity(if keep { per_block.len() } else { 0 });
-    for (v, blk) in per_block {
+    for (v, blk) in per_block.into_iter().flatten() {
         facts.extend(v);
         kept.extend(blk);
     }
@@ -1261,4 +1292,35 @@ fn node_json(
         o.insert("label".into(), l.clone().into());
     }
     Ok(Value::Object(o))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// redb's "previous I/O error", which every read after a damaged page gets, never hides
+    /// the damage another thread met: the damage is reported wherever it comes in the list.
+    #[test]
+    fn the_damage_is_told_before_a_previous_io_error() {
+        let previous = || StoreError::Redb(redb::Error::PreviousIo);
+        let eof = || {
+            StoreError::Redb(redb::Error::Io(std::io::Error::from(
+                std::io::ErrorKind::UnexpectedEof,
+            )))
+        };
+        for errors in [
+            vec![previous(), eof()],
+            vec![eof(), previous()],
+            vec![previous(), previous(), eof()],
+        ] {
+            assert!(telling_error(errors.into_iter()).is_damage());
+        }
+        // Without damage, the first error.
+        let denied = StoreError::Redb(redb::Error::Io(std::io::Error::from(
+            std::io::ErrorKind::PermissionDenied,
+        )));
+        assert!(!denied.is_damage());
+        let e = telling_error([previous(), denied].into_iter());
+        assert!(matches!(e, StoreError::Redb(redb::Error::PreviousIo)));
+    }
 }
