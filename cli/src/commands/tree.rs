@@ -225,8 +225,7 @@ fn tree_reading_blocks(
     filter: Filter,
     leaf: Option<EntryKey>,
     labels: &sa::LabelMap,
-) -> Result<(SessionTree, Vec<Result<FilteredBlock, StoreError>>), crate::command_error::CommandError>
-{
+) -> Result<(SessionTree, Vec<FilteredBlock>), crate::command_error::CommandError> {
     let s = session.key;
     let snap = &session.snap;
     let read: Mutex<Vec<(usize, Result<FilteredBlock, StoreError>)>> = Mutex::new(Vec::new());
@@ -259,7 +258,8 @@ fn tree_reading_blocks(
     }
     let tree = tree?;
     read.sort_unstable_by_key(|r| r.0);
-    Ok((tree, read.into_iter().map(|r| r.1).collect()))
+    let blocks = read.into_iter().map(|r| r.1).collect::<Result<_, _>>()?;
+    Ok((tree, blocks))
 }
 
 /// Of errors met by reads on several threads, the one that says what is wrong: the first
@@ -304,7 +304,7 @@ fn draw_tree(
     tree: &SessionTree,
     labels: &sa::LabelMap,
     leaf: Option<EntryKey>,
-    early: Vec<Result<FilteredBlock, StoreError>>,
+    early: Vec<FilteredBlock>,
 ) -> CommandResult {
     let leaf_i = leaf.and_then(|l| tree.index_of(l));
     if ui.json {
@@ -597,14 +597,13 @@ fn shown_nodes(
     leaf: Option<usize>,
     labels: &sa::LabelMap,
     keep: bool,
-    early: Vec<Result<FilteredBlock, StoreError>>,
+    early: Vec<FilteredBlock>,
 ) -> Result<(Vec<bool>, Vec<OutlineBlock>), crate::command_error::CommandError> {
     let s = tree.session();
     let snap = &session.snap;
     let leaf_key = leaf.map(|l| tree.key(l));
     // The blocks read early, then the others.
-    let mut early: Vec<Option<Result<FilteredBlock, StoreError>>> =
-        early.into_iter().map(Some).collect();
+    let mut early: Vec<Option<FilteredBlock>> = early.into_iter().map(Some).collect();
     early.resize_with(tree.blocks(), || None);
     // Per block: Some(shown) from the facts, None where the line must be decoded.
     #[allow(clippy::type_complexity)]
@@ -613,7 +612,7 @@ fn shown_nodes(
         .enumerate()
         .map(|(b, got)| {
             let (mut shown, blk) = match got {
-                Some(got) => got?,
+                Some(got) => got,
                 None => {
                     let blk = snap.outline_block(s, tree.block_first(b), false)?;
                     (block_shown(&blk, filter, leaf_key, labels), blk)
