@@ -415,9 +415,14 @@ fn assistant_content(id: &str, parent: &str, content: Value) -> Value {
 
 /// `pisess export FILE --format md`, which must succeed: its output.
 fn export_md(env: &TestEnv, file: &Path) -> String {
+    export_as(env, file, "md")
+}
+
+/// `pisess export FILE --format FORMAT`, which must succeed: its output.
+fn export_as(env: &TestEnv, file: &Path, format: &str) -> String {
     let out = env
         .pisess()
-        .args(["export", file.to_str().unwrap(), "--format", "md"])
+        .args(["export", file.to_str().unwrap(), "--format", format])
         .output()
         .unwrap();
     assert!(
@@ -617,17 +622,7 @@ fn export_html_tree_nesting_stays_under_the_browsers_limit() {
         parent = json!(format!("p{i:05}"));
     }
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
-    let out = env
-        .pisess()
-        .args(["export", file.to_str().unwrap(), "--format", "html"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let page = String::from_utf8(out.stdout).unwrap();
+    let page = export_as(&env, &file, "html");
     let tree = &page[page.find("<nav id=\"tree\">").unwrap()..];
     let tree = &tree[..tree.find("</nav>").unwrap() + 6];
     // Element depth, tag by tag (the tree holds no void elements).
