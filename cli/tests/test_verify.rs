@@ -443,6 +443,97 @@ fn a_session_file_given_as_the_store_is_named_no_store_and_left_alone() {
     }
 }
 
+/// `tree` reads a session's blocks on the pool while it builds the tree; a damaged page that
+/// one of those reads meets first makes redb fail every later read with "a previous I/O
+/// error". Whichever page of the store is damaged (one byte flipped in each 4 KiB page, in
+/// turn), `tree` either draws the tree or exits 2 naming the damage with the rebuild hint —
+/// it once said only "Previous I/O error" for one page of this store — and the store's bytes
+/// are as they were.
+#[test]
+fn a_damaged_page_met_by_trees_early_reads_is_told_as_damage() {
+    use std::os::unix::fs::FileExt;
+    let env = TestEnv::new();
+    let store = env.home.path().join("store.redb");
+    let file = env.home.path().join("s.jsonl");
+    let id = |i: u64| format!("{:08x}", (i * 2_654_435_761 + 12_345) & 0xffff_ffff);
+    let mut text = String::from(
+        r#"{"type":"session","version":3,"id":"sweep","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+    );
+    text.push('\n');
+    for i in 0..20_000u64 {
+        let parent = match i {
+            0 => "null".to_owned(),
+            // A branch now and then, so the tree has run starts.
+            _ if i > 10 && i % 487 == 0 => {
+                format!("\"{}\"", id((i - 1).saturating_sub(i * 7919 % 4000)))
+            }
+            _ => format!("\"{}\"", id(i - 1)),
+        };
+        let time = format!(
+            "2026-01-01T{:02}:{:02}:{:02}.{:03}Z",
+            i / 3_600_000 % 24,
+            i / 60_000 % 60,
+            i / 1000 % 60,
+            i % 1000
+        );
+        let message = match i % 5 {
+            0 => format!(
+                r#"{{"role":"user","content":"question {i} {}"}}"#,
+                "y".repeat((i % 50) as usize)
+            ),
+            1 | 3 => format!(
+                r#"{{"role":"assistant","content":[{{"type":"text","text":"answer {i}"}},{{"type":"toolCall","id":"t{i}","name":"read","arguments":{{"path":"src/x{i}.rs"}}}}],"model":"m","provider":"p","stopReason":"toolUse","timestamp":0}}"#
+            ),
+            _ => format!(
+                r#"{{"role":"toolResult","toolCallId":"t{}","toolName":"read","content":[{{"type":"text","text":"ok {i}"}}],"isError":false,"timestamp":0}}"#,
+                i - 1
+            ),
+        };
+        text.push_str(&format!(
+            r#"{{"type":"message","id":"{}","parentId":{parent},"timestamp":"{time}","message":{message}}}"#,
+            id(i)
+        ));
+        text.push('\n');
+    }
+    fs::write(&file, text).unwrap();
+    let out = env
+        .pisess()
+        .args(["import", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let good = fs::read(&store).unwrap();
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&store)
+        .unwrap();
+    let mut failed = 0;
+    for at in (4096 + 1500..good.len() as u64).step_by(4096) {
+        let byte = good[at as usize];
+        f.write_all_at(&[byte ^ 0x5a], at).unwrap();
+        let out = env.pisess_child().args(["tree", "sweep"]).output().unwrap();
+        f.write_all_at(&[byte], at).unwrap();
+        if out.status.success() {
+            continue;
+        }
+        failed += 1;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "byte {at}: {err}");
+        assert!(
+            err.contains("hint: the store file is damaged"),
+            "byte {at}: {err}"
+        );
+    }
+    // Else the sweep proved nothing (no flipped byte made a read fail).
+    assert!(failed > 0, "no flipped byte made tree fail");
+    drop(f);
+    assert!(
+        fs::read(&store).unwrap() == good,
+        "the store's bytes changed"
+    );
+}
+
 /// A store whose pages redb cannot read — their type byte flipped, which redb 4 meets with
 /// `unreachable!()` while opening — a store cut inside its header and a file that is no store
 /// are reported as damaged (exit 2, the rebuild hint), never with a panic.
