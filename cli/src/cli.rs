@@ -30,6 +30,12 @@ pub struct GlobalArgs {
     /// while one waits for it); a command that writes waits up to 5 s for readers.
     #[arg(long, global = true, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
+    /// Do not page the output. Listings (log, tree, show, diff, context, grep, files, ls,
+    /// stats) bound for a terminal go through $PISESS_PAGER, else $PAGER, else `less` when
+    /// TERM is set and not "dumb" (with LESS=FRX when LESS is unset: it exits at once when the
+    /// output fits on the screen); a pager set to "" or "cat" is none.
+    #[arg(long, global = true)]
+    pub no_pager: bool,
 }
 
 /// When to colour the output.

@@ -27,6 +27,7 @@ pub mod graphlog;
 pub mod json_stream;
 pub mod listing;
 pub mod output;
+pub mod pager;
 pub mod render;
 pub mod session_arg;
 pub mod table;
@@ -55,7 +56,7 @@ pub fn status_with(prepare: impl FnOnce(&commands::Command)) -> u8 {
     let args = parse_args(std::env::args_os().collect());
     prepare(&args.command);
     session_arg::set_store_wait(std::time::Duration::from_secs(args.global.wait));
-    let mut ui = ui::Ui::new(&args.global);
+    let mut ui = ui::Ui::new(&args.global, commands::pages(&args.command));
     // redb meets some damaged pages with a panic (see `pisess_engine::panic_guard`): that is
     // the store's damage, reported as such (exit 2, with the rebuild hint); any other panic
     // still ends the process with status 101.
@@ -69,6 +70,8 @@ pub fn status_with(prepare: impl FnOnce(&commands::Command)) -> u8 {
                 ))
             });
     let flushed = ui.flush();
+    // The pager shows the answer; the prompt, and an error message, come after it.
+    ui.finish_pager();
     let result = match (flushed, outcome) {
         // The answer is whole; only its last bytes found the reader gone (`| head`): the
         // status is the answer's, as when the reader takes everything.
@@ -177,6 +180,7 @@ fn plain_import(argv: &[OsString]) -> Option<cli::Args> {
             json: false,
             color: cli::ColorChoice::Auto,
             wait: 0,
+            no_pager: false,
         },
         command: commands::Command::Import(commands::import::ImportArgs { paths, full: false }),
     })

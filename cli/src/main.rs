@@ -19,8 +19,25 @@
 #![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 mod heap;
 
+/// Once a pager shows the output, a Ctrl-C (SIGINT) or a quit key (SIGQUIT) at the terminal is
+/// the pager's: pisess ignores them and ends when the pager closes its input, as git waits for
+/// its pager. (Killed by the signal, it would leave the pager reading a terminal that the shell
+/// has taken back.)
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+fn leave_keyboard_signals_to_the_pager() {
+    // SAFETY: `signal` with a valid signal number and `SIG_IGN` changes nothing but that
+    // signal's disposition.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
+}
+
 /// Runs the command line; its exit status.
 fn run() -> u8 {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    pisess_cli::pager::set_start_hook(leave_keyboard_signals_to_the_pager);
     pisess_cli::status_with(|command| {
         if pisess_cli::short_query(command) && heap::prefer_huge_pages() {
             // The global pool, built before anything else could build it, so that each worker

@@ -7,6 +7,7 @@
 use std::io::{self, BufWriter, IsTerminal, Write};
 
 use crate::cli::{ColorChoice, GlobalArgs};
+use crate::pager::Pager;
 
 /// Output state shared by all commands.
 pub struct Ui {
@@ -20,9 +21,14 @@ pub struct Ui {
 }
 
 impl Ui {
-    /// Decides colour and buffering from the flags and the environment.
-    pub fn new(args: &GlobalArgs) -> Self {
+    /// Decides colour, buffering and paging from the flags and the environment; `lists` says
+    /// whether the command is one whose output a terminal pages ([`crate::pager`]).
+    pub fn new(args: &GlobalArgs, lists: bool) -> Self {
         let tty = io::stdout().is_terminal();
+        let pager = (tty && lists && !args.no_pager)
+            .then(crate::pager::command_from_env)
+            .flatten()
+            .map(Pager::new);
         // `NO_COLOR`, and a terminal that says it cannot show colour (`TERM=dumb`), as git
         // and ripgrep read it.
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
@@ -39,6 +45,7 @@ impl Ui {
                     inner: io::stdout(),
                     json_tty: args.json && tty,
                     pending: Vec::new(),
+                    pager,
                 },
             ),
             json: args.json,
@@ -71,6 +78,22 @@ impl Ui {
     pub fn flush(&mut self) -> Result<(), crate::command_error::CommandError> {
         self.out.flush().map_err(Into::into)
     }
+
+    /// Ends the pager, if one runs: closes its input and waits for it. Call after the last
+    /// flush; what is written afterwards fails as to a closed pipe.
+    pub fn finish_pager(&mut self) {
+        let out = self.out.get_mut();
+        if out.pager.is_some() {
+            // The start of a character the output ended in, as `Drop` would write it.
+            let pending = std::mem::take(&mut out.pending);
+            if !pending.is_empty() {
+                let _ = out.send(&pending);
+            }
+        }
+        if let Some(p) = out.pager.as_mut() {
+            p.finish();
+        }
+    }
 }
 
 /// stdout, whose write errors say that stdout failed ("cannot write to stdout: No space left
@@ -84,6 +107,8 @@ pub struct Stdout {
     json_tty: bool,
     /// The start of such a character that the last write cut (at most 2 bytes).
     pending: Vec<u8>,
+    /// The pager the output goes through, started at the first write ([`crate::pager`]).
+    pager: Option<Pager>,
 }
 
 /// The failure of a write to stdout (the cause of the [`io::Error`] [`Stdout`] returns).
@@ -100,7 +125,12 @@ impl Stdout {
     /// is kept for the next write.
     fn write_json_tty(&mut self, buf: &[u8]) -> io::Result<()> {
         let out = json_tty_bytes(&mut self.pending, buf);
-        self.inner.write_all(&out).map_err(Self::wrap)
+        self.send(&out)
+    }
+
+    /// Writes `buf` to the pager, or to stdout when there is none.
+    fn send(&mut self, buf: &[u8]) -> io::Result<()> {
+        crate::pager::write_all(self.pager.as_mut(), &mut self.inner, buf).map_err(Self::wrap)
     }
 }
 
@@ -162,6 +192,10 @@ impl Write for Stdout {
             self.write_json_tty(buf)?;
             return Ok(buf.len());
         }
+        if self.pager.is_some() {
+            self.send(buf)?;
+            return Ok(buf.len());
+        }
         self.inner.write(buf).map_err(Self::wrap)
     }
 
@@ -169,10 +203,11 @@ impl Write for Stdout {
         if self.json_tty {
             return self.write_json_tty(buf);
         }
-        self.inner.write_all(buf).map_err(Self::wrap)
+        self.send(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        // The pager's input is a pipe, which holds no buffer of its own.
         self.inner.flush().map_err(Self::wrap)
     }
 }
@@ -180,7 +215,10 @@ impl Write for Stdout {
 impl Drop for Stdout {
     fn drop(&mut self) {
         // The output ended inside a character: its bytes as they are.
-        let _ = self.inner.write_all(&std::mem::take(&mut self.pending));
+        let pending = std::mem::take(&mut self.pending);
+        if !pending.is_empty() {
+            let _ = self.send(&pending);
+        }
     }
 }
 

@@ -12,6 +12,7 @@ mod test_inspect;
 mod test_migrate;
 mod test_migrate_stdout;
 mod test_output;
+mod test_pager;
 mod test_process;
 mod test_prune;
 mod test_query;

@@ -118,7 +118,24 @@ pub fn lone(name: &str) -> Option<clap::Command> {
     Some(augment(clap::Command::new(name)))
 }
 
-/// Runs a command.
+/// Whether `command` lists something that a terminal pages ([`crate::pager`]): the commands
+/// that only read and print, as git pages `log`, `show` and `diff`.
+pub fn pages(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Log(_)
+            | Command::Tree(_)
+            | Command::Show(_)
+            | Command::Diff(_)
+            | Command::Context(_)
+            | Command::Grep(_)
+            | Command::Files(_)
+            | Command::Ls(_)
+            | Command::Stats(_)
+    )
+}
+
+/// Runs `command`, writing its answer through `ui`.
 pub fn run(ui: &mut Ui, command: Command) -> CommandResult {
     match command {
         Command::Check(args) => check::cmd_check(ui, &args),
