@@ -2432,6 +2432,40 @@ fn a_header_only_session_is_said_to_have_no_entries() {
     );
 }
 
+/// `show SESSION` shows the leaf, as `git show` shows `HEAD`: the same bytes as `show SESSION
+/// @leaf` in every form; a session without entries has no leaf to show.
+#[test]
+fn show_without_an_entry_shows_the_leaf() {
+    let env = TestEnv::new();
+    let f = session("04-many-branches");
+    let f = f.to_str().unwrap();
+    for extra in [&[][..], &["--json"], &["--raw"]] {
+        let mut bare = vec!["show", f];
+        bare.extend_from_slice(extra);
+        let mut leaf = vec!["show", f, "@leaf"];
+        leaf.extend_from_slice(extra);
+        let (a, b) = (run(&env, &bare), run(&env, &leaf));
+        assert_eq!(a.code, 0, "{extra:?}: {}", a.stderr);
+        assert!(!a.stdout.is_empty(), "{extra:?}");
+        assert_eq!(a.stdout, b.stdout, "{extra:?}");
+    }
+    // Not the first entry: the leaf's id is the last line's.
+    let last = std::fs::read_to_string(f).unwrap();
+    let last: Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();
+    let shown: Value = serde_json::from_str(&run(&env, &["--json", "show", f]).stdout).unwrap();
+    assert_eq!(shown["id"], last["id"]);
+    let header_only = env.home.path().join("header.jsonl");
+    std::fs::write(
+        &header_only,
+        r#"{"type":"session","version":3,"id":"00000000-0000-4000-8000-0000000000d1","timestamp":"2026-03-01T00:00:00.000Z","cwd":"/p"}"#.to_owned() + "\n",
+    )
+    .unwrap();
+    let r = run(&env, &["show", header_only.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stdout.is_empty());
+    assert!(r.stderr.contains("leaf"), "{}", r.stderr);
+}
+
 /// `show` of an assistant entry pairs each tool call with the result on the active path when
 /// the entry is on it (a result on an abandoned branch, earlier in the file, comes second),
 /// and otherwise with the first result below it.

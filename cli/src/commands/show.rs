@@ -25,7 +25,9 @@ const RESULT_SEARCH: usize = 256;
 pub struct ShowArgs {
     /// The session: a file, a session id or unique prefix, or @latest.
     pub session: String,
-    /// The entry (id or prefix, @leaf, @root, label:NAME, ENTRY~N).
+    /// The entry (id or prefix, @leaf, @root, label:NAME, ENTRY~N); the leaf when left out,
+    /// as `git show` shows HEAD.
+    #[arg(default_value = "@leaf")]
     pub entry: String,
     /// Print the stored line exactly as it is in the file.
     #[arg(long)]
