@@ -19,6 +19,13 @@
 #![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 mod heap;
 
+/// The keyboard signals' dispositions before a pager took them (as `signal` returned them).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+static BEFORE_PAGER: [std::sync::atomic::AtomicUsize; 2] = [
+    std::sync::atomic::AtomicUsize::new(libc::SIG_DFL),
+    std::sync::atomic::AtomicUsize::new(libc::SIG_DFL),
+];
+
 /// Once a pager shows the output, a Ctrl-C (SIGINT) or a quit key (SIGQUIT) at the terminal is
 /// the pager's: pisess ignores them and ends when the pager closes its input, as git waits for
 /// its pager. (Killed by the signal, it would leave the pager reading a terminal that the shell
@@ -26,18 +33,39 @@ mod heap;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 fn leave_keyboard_signals_to_the_pager() {
-    // SAFETY: `signal` with a valid signal number and `SIG_IGN` changes nothing but that
-    // signal's disposition.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    use std::sync::atomic::Ordering;
+    for (i, sig) in [libc::SIGINT, libc::SIGQUIT].into_iter().enumerate() {
+        // SAFETY: `signal` with a valid signal number and `SIG_IGN` changes nothing but that
+        // signal's disposition.
+        let before = unsafe { libc::signal(sig, libc::SIG_IGN) };
+        if before != libc::SIG_ERR {
+            BEFORE_PAGER[i].store(before, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Gives the keyboard signals back what they were before the pager (it could not start, or
+/// it has ended).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+fn take_keyboard_signals_back() {
+    use std::sync::atomic::Ordering;
+    for (i, sig) in [libc::SIGINT, libc::SIGQUIT].into_iter().enumerate() {
+        // SAFETY: as above; the disposition is one `signal` returned for this signal (the
+        // default, ignore, or a handler that is still installed: pisess installs none).
+        unsafe {
+            libc::signal(sig, BEFORE_PAGER[i].load(Ordering::Relaxed));
+        }
     }
 }
 
 /// Runs the command line; its exit status.
 fn run() -> u8 {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    pisess_cli::pager::set_start_hook(leave_keyboard_signals_to_the_pager);
+    pisess_cli::pager::set_signal_hooks(
+        leave_keyboard_signals_to_the_pager,
+        take_keyboard_signals_back,
+    );
     pisess_cli::status_with(|command| {
         if pisess_cli::short_query(command) && heap::prefer_huge_pages() {
             // The global pool, built before anything else could build it, so that each worker

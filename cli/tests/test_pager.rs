@@ -206,33 +206,95 @@ fn a_keyboard_interrupt_is_left_to_the_pager() {
     let big = corpus().join("15-large-50000.jsonl");
     let big = big.to_str().unwrap();
     assert_eq!(run(&test, &["import", big]).code, 0);
+    let listing = run(&test, &["log", big]).stdout;
     let got = test.home.path().join("got");
     let who = test.home.path().join("who");
     let pager = test.home.path().join("interrupting.sh");
-    // As a Ctrl-C does, SIGINT reaches pisess and the `sh` that runs the pager while the
-    // pager runs (and handles it, as less does); then the pager reads everything.
+    // As a Ctrl-C does, SIGINT reaches every process from the pager up to pisess (a `sh` that
+    // runs the pager, and pisess) while the pager runs and handles it, as less does; then the
+    // pager reads everything. The script names them.
     fs::write(
         &pager,
         format!(
-            "#!/bin/sh\ntrap '' INT\nsh=$PPID\npisess=$(cut -d' ' -f4 /proc/$sh/stat)\n\
-             echo $(cat /proc/$sh/comm /proc/$pisess/comm) > '{}'\n\
-             kill -INT $sh $pisess\nsleep 0.3\ncat > '{}'\n",
+            "#!/bin/sh\ntrap '' INT\np=$PPID\nnames=\n\
+             while [ \"$p\" -gt 1 ]; do\n\
+             n=$(cat /proc/$p/comm); names=\"$names $n\"; kill -INT $p\n\
+             [ \"$n\" = pisess ] && break\n\
+             p=$(cut -d' ' -f4 /proc/$p/stat)\ndone\n\
+             echo $names > '{}'\nsleep 0.3\ncat > '{}'\n",
             who.display(),
             got.display()
         ),
     )
     .unwrap();
     make_executable(&pager);
+    let path = pager.to_str().unwrap();
+    // Plain words run as they are; quotes make it a shell command (`sh -c`).
+    for (cmd, chain) in [
+        (path.to_owned(), "pisess"),
+        (format!("'{path}'"), "sh pisess"),
+    ] {
+        let _ = fs::remove_file(&got);
+        let (code, terminal) = on_terminal(&test, &[("PISESS_PAGER", &cmd)], &["log", big]);
+        assert_eq!(code, 0, "{cmd}: {terminal}");
+        assert_eq!(fs::read_to_string(&who).unwrap().trim(), chain, "{cmd}");
+        assert!(fs::read_to_string(&got).unwrap() == listing, "{cmd}");
+    }
+}
+
+/// A warning or note written after the listing (here `tree`'s note on an entry it cannot
+/// draw) goes into the pager after it when stderr is the terminal, not onto the screen behind
+/// the pager.
+#[test]
+fn notes_after_the_listing_are_paged_after_it() {
+    let test = TestEnv::new();
+    let f = test.home.path().join("idless.jsonl");
+    let mut text = fs::read_to_string(session("01-tiny")).unwrap();
+    text.push_str(r#"{"type":"custom","customType":"x","parentId":null,"timestamp":"2026-07-25T09:02:00.000Z"}"#);
+    text.push('\n');
+    fs::write(&f, text).unwrap();
+    let f = f.to_str().unwrap();
+    let plain = run(&test, &["tree", f]);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    assert!(
+        plain.stderr.starts_with("note: 1 entry"),
+        "{}",
+        plain.stderr
+    );
+    let (pager, got, _) = recording_pager(test.home.path(), "pager");
     let (code, terminal) = on_terminal(
         &test,
         &[("PISESS_PAGER", pager.to_str().unwrap())],
-        &["log", big],
+        &["tree", f],
     );
     assert_eq!(code, 0, "{terminal}");
-    // The signals went to the pager's shell and to pisess.
-    assert_eq!(fs::read_to_string(&who).unwrap().trim(), "sh pisess");
     assert_eq!(
         fs::read_to_string(&got).unwrap(),
-        run(&test, &["log", big]).stdout
+        format!("{}{}", plain.stdout, plain.stderr)
     );
+    assert!(!terminal.contains("note:"), "{terminal}");
+}
+
+/// A pager that is not found is said so, and the listing goes to the terminal.
+#[test]
+fn a_pager_that_cannot_start_leaves_the_listing_on_the_terminal() {
+    let test = TestEnv::new();
+    let s = imported(&test);
+    let first = run(&test, &["log", &s])
+        .stdout
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let (code, terminal) = on_terminal(
+        &test,
+        &[("PISESS_PAGER", "/nonexistent/pager -R")],
+        &["log", &s],
+    );
+    assert_eq!(code, 0, "{terminal}");
+    assert!(
+        terminal.contains("warning: cannot start the pager `/nonexistent/pager -R`"),
+        "{terminal}"
+    );
+    assert!(terminal.contains(&first), "{terminal}");
 }
