@@ -955,6 +955,15 @@ fn session_by_id_prefix_and_latest() {
     let r = run_in(&env, &["log", "@latest", "--json"], Some(&cwd));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.lines().count(), 10);
+    // Without a session, `log`, `tree` and `context` read @latest (as `git log` reads the
+    // current repository).
+    for cmd in ["log", "tree", "context"] {
+        let bare = run_in(&env, &["--json", cmd], Some(&cwd));
+        let latest = run_in(&env, &["--json", cmd, "@latest"], Some(&cwd));
+        assert_eq!(bare.code, 0, "{cmd}: {}", bare.stderr);
+        assert!(!bare.stdout.is_empty(), "{cmd}");
+        assert_eq!(bare.stdout, latest.stdout, "{cmd}");
+    }
 
     // As `pi -c`: the latest file by mtime in pi's folder for this cwd, though never imported
     // (and a newer file there that is not a session is passed over).

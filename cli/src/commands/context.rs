@@ -34,7 +34,9 @@ use crate::ui::{Ui, safe};
 /// `estimate` its parts.
 #[derive(Debug, clap::Args)]
 pub struct ContextArgs {
-    /// The session: a file, a session id or unique prefix, or @latest.
+    /// The session: a file, a session id or unique prefix, or @latest (the default: the
+    /// session `pi -c` continues in this folder, as `git log` reads the current repository).
+    #[arg(default_value = "@latest")]
     pub session: String,
     /// The entry to look from (id or prefix, @leaf, @root, label:NAME, ENTRY~N). Default: the leaf.
     #[arg(long, value_name = "ENTRY")]

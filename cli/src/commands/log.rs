@@ -33,7 +33,9 @@ use crate::ui::{Ui, safe};
 /// graph lane), `leaf` and `active` (on the path to the leaf) added.
 #[derive(Debug, clap::Args)]
 pub struct LogArgs {
-    /// The session: a file, a session id or unique prefix, or @latest.
+    /// The session: a file, a session id or unique prefix, or @latest (the default: the
+    /// session `pi -c` continues in this folder, as `git log` reads the current repository).
+    #[arg(default_value = "@latest")]
     pub session: String,
     /// Start from this entry (id or prefix, @leaf, @root, label:NAME, ENTRY~N). Default: the leaf.
     #[arg(long, value_name = "ENTRY")]

@@ -50,7 +50,9 @@ use crate::ui::{Ui, safe};
 /// --filter and --depth apply to the text output only.
 #[derive(Debug, clap::Args)]
 pub struct TreeArgs {
-    /// The session: a file, a session id or unique prefix, or @latest.
+    /// The session: a file, a session id or unique prefix, or @latest (the default: the
+    /// session `pi -c` continues in this folder, as `git log` reads the current repository).
+    #[arg(default_value = "@latest")]
     pub session: String,
     /// Which entries to show (pi's /tree filter modes).
     #[arg(long, value_enum, default_value_t = Filter::Default)]
