@@ -19,7 +19,11 @@
 #![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 mod heap;
 
-/// The keyboard signals' dispositions before a pager took them (as `signal` returned them).
+/// The signals a terminal's keyboard sends (Ctrl-C, the quit key), which a pager takes.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const KEYBOARD_SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGQUIT];
+
+/// The [`KEYBOARD_SIGNALS`]' dispositions before a pager took them (as `signal` returned them).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 static BEFORE_PAGER: [std::sync::atomic::AtomicUsize; 2] = [
     std::sync::atomic::AtomicUsize::new(libc::SIG_DFL),
@@ -34,7 +38,7 @@ static BEFORE_PAGER: [std::sync::atomic::AtomicUsize; 2] = [
 #[allow(unsafe_code)]
 fn leave_keyboard_signals_to_the_pager() {
     use std::sync::atomic::Ordering;
-    for (i, sig) in [libc::SIGINT, libc::SIGQUIT].into_iter().enumerate() {
+    for (i, sig) in KEYBOARD_SIGNALS.into_iter().enumerate() {
         // SAFETY: `signal` with a valid signal number and `SIG_IGN` changes nothing but that
         // signal's disposition.
         let before = unsafe { libc::signal(sig, libc::SIG_IGN) };
@@ -50,7 +54,7 @@ fn leave_keyboard_signals_to_the_pager() {
 #[allow(unsafe_code)]
 fn take_keyboard_signals_back() {
     use std::sync::atomic::Ordering;
-    for (i, sig) in [libc::SIGINT, libc::SIGQUIT].into_iter().enumerate() {
+    for (i, sig) in KEYBOARD_SIGNALS.into_iter().enumerate() {
         // SAFETY: as above; the disposition is one `signal` returned for this signal (the
         // default, ignore, or a handler that is still installed: pisess installs none).
         unsafe {

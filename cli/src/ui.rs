@@ -84,11 +84,8 @@ impl Ui {
     pub fn finish_pager(&mut self) {
         let out = self.out.get_mut();
         if out.pager.is_some() {
-            // The start of a character the output ended in, as `Drop` would write it.
-            let pending = std::mem::take(&mut out.pending);
-            if !pending.is_empty() {
-                let _ = out.send(&pending);
-            }
+            // What `Drop` would write, while the pager still reads.
+            out.send_pending();
         }
         if let Some(p) = out.pager.as_mut() {
             p.finish();
@@ -126,6 +123,15 @@ impl Stdout {
     fn write_json_tty(&mut self, buf: &[u8]) -> io::Result<()> {
         let out = json_tty_bytes(&mut self.pending, buf);
         self.send(&out)
+    }
+
+    /// Writes the start of a character the output ended in, as it is (a write error is
+    /// dropped: the output is over).
+    fn send_pending(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        if !pending.is_empty() {
+            let _ = self.send(&pending);
+        }
     }
 
     /// Writes `buf` to the pager, or to stdout when there is none.
@@ -215,10 +221,7 @@ impl Write for Stdout {
 impl Drop for Stdout {
     fn drop(&mut self) {
         // The output ended inside a character: its bytes as they are.
-        let pending = std::mem::take(&mut self.pending);
-        if !pending.is_empty() {
-            let _ = self.send(&pending);
-        }
+        self.send_pending();
     }
 }
 
