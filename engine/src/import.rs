@@ -2,8 +2,11 @@
 //!
 //! For each file, one `stat` decides what to do:
 //! - **unchanged** (same size and mtime as at the last import): nothing is read;
-//! - **grown** (larger, the old bytes ended with a newline, and the blake3 hashes of the first
-//!   and last [`WINDOW`] bytes of the old prefix still match): only the new lines are read;
+//! - **grown** (larger, and the blake3 hashes of the first and last [`WINDOW`] bytes of the
+//!   old prefix still match): only the new lines are read; when the old bytes ended in a line
+//!   cut short (pi still writing it), that line is read again from its start, its junk row
+//!   taken out first ([`Writer::drop_torn_line`]), unless it holds a record (then the file is
+//!   read in full);
 //! - **cut short** (smaller, a byte prefix of the stored v3 copy, and what is missing holds more
 //!   than white space): nothing is read or written, the import fails for that file
 //!   ([`FileError::CutShort`]): the store may hold the only copy of the lost entries
@@ -689,9 +692,10 @@ impl Store {
                 );
             }
             Some((s, rec)) => {
+                // (Old bytes that end in a line cut short are checked again once the
+                // store is open for writing: `Writer::drop_torn_line`.)
                 let grown = !opts.full
                     && size > rec.file_size
-                    && rec.ends_with_newline
                     && rec.version >= 3.0
                     && windows_match(&canon, &rec).unwrap_or(false);
                 if grown {
@@ -1002,7 +1006,11 @@ impl Store {
                 w.mark_fresh(s);
                 (s, SessionRecord::default(), Outcome::Rewritten, 0)
             }
-            Plan::Append(s, old) => {
+            Plan::Append(s, mut old) => {
+                // The old bytes ended in a line cut short: read it again from its start.
+                if !old.ends_with_newline && !w.drop_torn_line(s, &mut old)? {
+                    return Ok(Ok(Err(Conflict)));
+                }
                 let start = old.file_size;
                 (s, old, Outcome::Grown, start)
             }
@@ -2069,6 +2077,97 @@ impl<'t> Writer<'t> {
         self.session_ids.remove((old.session_id.as_str(), s.0))?;
         crate::files::delete_session_ops(self, s, &old.cwd)?;
         Ok(())
+    }
+
+    /// Before an append to a file whose stored bytes ended in a line cut short (pi was still
+    /// writing it when the file was read): when that line is the session's last row and a
+    /// junk row of its own (the whole line, no record), takes the row out, so that the append
+    /// reads the line again from its start as a single read of the grown file reads it. The
+    /// row's key is given back when it was the store's last, so the store then equals one
+    /// import of the grown file. `rec` becomes the record of the rows before the line.
+    /// Returns whether it did; if not (the last row is a record, or shares its line), nothing
+    /// was changed and the file must be read in full.
+    fn drop_torn_line(
+        &mut self,
+        s: SessionKey,
+        rec: &mut SessionRecord,
+    ) -> Result<bool, StoreError> {
+        let Some(run) = self
+            .session_runs
+            .range((s.0, 0)..=(s.0, u64::MAX))?
+            .next_back()
+        else {
+            return Ok(false);
+        };
+        let (seq, (first, n)) = {
+            let (k, v) = run?;
+            (k.value().1, v.value())
+        };
+        let Some(last) = first.checked_add(n).and_then(|end| end.checked_sub(1)) else {
+            return Ok(false);
+        };
+        let (at, value) = match self.entries.range(..=last)?.next_back() {
+            Some(row) => {
+                let (k, v) = row?;
+                (k.value(), v.value().to_vec())
+            }
+            None => return Ok(false),
+        };
+        let corrupt = |source| StoreError::CorruptBlock {
+            table: schema::ENTRIES_NAME,
+            key: at,
+            source,
+        };
+        let block = Block::decode(&value).map_err(corrupt)?;
+        let rows = block.rows();
+        if at.checked_add(u64::from(rows)) != Some(last + 1) {
+            return Err(StoreError::Inconsistent(format!(
+                "session {s}: its rows end at key {}, its last block at {}",
+                last + 1,
+                at.saturating_add(u64::from(rows))
+            )));
+        }
+        let row = block.record(rows - 1).map_err(corrupt)?;
+        let row = RecordRef::<EntryRecord>::new(row)
+            .archived()
+            .map_err(|source| StoreError::CorruptRecord {
+                table: schema::ENTRIES_NAME,
+                key: last.to_string(),
+                source,
+            })?;
+        let (offset, raw_len) = (row.offset.to_native(), row.raw_len.to_native());
+        let torn = row.kind == RowKind::Junk
+            && raw_len > 0
+            && offset > 0
+            && offset.checked_add(raw_len) == Some(rec.file_size)
+            && row.line.to_native() == rec.lines
+            && rec.rows > 0
+            && rec.lines > 0;
+        if !torn {
+            return Ok(false);
+        }
+        self.entries.remove(at)?;
+        if rows > 1 {
+            let mut kept = RowBlockBuilder::new();
+            for i in 0..rows - 1 {
+                kept.push(block.record(i).map_err(corrupt)?);
+            }
+            self.entries.insert(at, kept.finish().as_slice())?;
+        }
+        if n > 1 {
+            self.session_runs.insert((s.0, seq), (first, n - 1))?;
+        } else {
+            self.session_runs.remove((s.0, seq))?;
+        }
+        if self.next_entry == last + 1 {
+            self.next_entry = last;
+        }
+        rec.rows -= 1;
+        rec.lines -= 1;
+        rec.file_size = offset;
+        // The line starts after a newline: the rows before it end with one.
+        rec.ends_with_newline = true;
+        Ok(true)
     }
 
     /// Writes a prepared chunk and counts it.

@@ -338,6 +338,88 @@ fn appended_lines_are_the_only_lines_read() {
     );
 }
 
+/// A file read while pi was still writing its last line holds that line cut short (a junk row
+/// without a newline). When the file has grown by the rest of the line and more, the next
+/// import reads from the start of that line only, and the store is the one a single import of
+/// the grown file makes, key for key; when another file was imported in between (the cut
+/// line's key is no longer the store's last), the session still exports as the file and the
+/// store passes `verify`. The same when the write never finished and later lines were appended
+/// after the cut one (glued onto it, as pi would append them). Every line of the file is cut
+/// once, so the cut line is sometimes the first row of a block of rows and sometimes a later one.
+#[test]
+fn a_line_cut_short_by_a_write_in_progress_is_read_again_from_its_start() {
+    let full = std::fs::read(corpus_file("03-small-100.jsonl")).unwrap();
+    let lines = full.iter().filter(|&&b| b == b'\n').count();
+    let other = corpus_file("02-small-40.jsonl");
+    for n in 1..lines {
+        let (head, rest) = split_after_lines(&full, n);
+        let line = rest.iter().position(|&b| b == b'\n').unwrap() + 1;
+        // Cut inside the line: its first byte, its middle, all but the closing brace.
+        let cuts = match n % 10 {
+            0 => vec![1, line / 2, line - 2],
+            _ => vec![line / 2],
+        };
+        for cut in cuts {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("s.jsonl");
+            let store = Store::open(dir.path().join("store.redb")).unwrap();
+            let torn = [head, &rest[..cut]].concat();
+            std::fs::write(&file, &torn).unwrap();
+            let r = store.import_file(&file).unwrap();
+            assert_eq!((r.outcome, r.warned_lines), (Outcome::New, 1), "line {n}");
+            assert_eq!(export(&store, &file), torn);
+            let between = n % 3 == 0;
+            if between {
+                store.import_file(&other).unwrap();
+            }
+            // The rest of the line and up to two more lines; or, as when the write never
+            // finished and pi appended after it, the lines after the cut one (glued onto it).
+            let (more, _) = split_after_lines(&full, (n + 3).min(lines));
+            let never = n % 10 == 5;
+            let added = if never {
+                &more[head.len() + line..]
+            } else {
+                &more[torn.len()..]
+            };
+            let grown = [&torn, added].concat();
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&file)
+                .unwrap()
+                .write_all(added)
+                .unwrap();
+            let r = store.import_file(&file).unwrap();
+            let read = &grown[head.len()..];
+            assert_eq!(
+                r.outcome,
+                Outcome::Grown,
+                "line {n}, cut {cut}: {:?}",
+                r.error
+            );
+            assert_eq!(r.bytes_read, read.len() as u64, "line {n}, cut {cut}");
+            assert_eq!(
+                r.lines_read,
+                read.iter().filter(|&&b| b == b'\n').count() as u64
+            );
+            assert_eq!(r.warned_lines, u64::from(never));
+            assert_eq!(export(&store, &file), grown);
+            if between {
+                let mut store = store;
+                let v = store.verify().unwrap();
+                assert!(v.findings.is_empty(), "line {n}: {:?}", v.findings);
+            } else {
+                let once = Store::open(dir.path().join("once.redb")).unwrap();
+                once.import_file(&file).unwrap();
+                assert_eq!(
+                    once.content_digest().unwrap(),
+                    store.content_digest().unwrap(),
+                    "line {n}, cut {cut}"
+                );
+            }
+        }
+    }
+}
+
 /// Three BOM bytes at the start of appended lines are those lines' bytes, not a file's byte
 /// order mark: the import of the append keeps them (export gives back the file) and reads the
 /// lines as an import of the whole file does (a BOM-prefixed line is no JSON there).
@@ -463,12 +545,34 @@ fn odd_bytes_survive_the_round_trip() {
         .map(|k| snap.entry_id(k).unwrap().unwrap())
         .collect();
     assert_eq!(ids, ["a", "b", "c", "d"]);
-    // The torn last line is junk; the file did not end with a newline, so growing it re-reads.
+    // The torn last line is junk: when it is completed, it alone is read again.
     std::fs::OpenOptions::new()
         .append(true)
         .open(&file)
         .unwrap()
         .write_all(b"age\"}\n")
+        .unwrap();
+    let r = store.import_file(&file).unwrap();
+    assert_eq!(r.outcome, Outcome::Grown, "{:?}", r.error);
+    assert_eq!(r.bytes_read, b"{\"type\":\"message\"}\n".len() as u64);
+    assert_eq!(export(&store, &file), std::fs::read(&file).unwrap());
+    let once = Store::open(dir.path().join("once.redb")).unwrap();
+    once.import_file(&file).unwrap();
+    assert_eq!(
+        once.content_digest().unwrap(),
+        store.content_digest().unwrap()
+    );
+    // A line that is a whole record without its newline is read in full when the file grows.
+    std::fs::write(&file, [&bytes[..bytes.len() - 13], b"{}"].concat()).unwrap();
+    assert_eq!(
+        store.import_file(&file).unwrap().outcome,
+        Outcome::Rewritten
+    );
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap()
+        .write_all(b"\n[3]\n")
         .unwrap();
     let r = store.import_file(&file).unwrap();
     assert_eq!(r.outcome, Outcome::Rewritten);
