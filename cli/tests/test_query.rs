@@ -1255,10 +1255,14 @@ fn stats_human_snapshots() {
 
 /// Entry ids whose searchable strings, numbers and booleans (anything under `message.content`,
 /// a bash execution's `command`/`output`, a summary, a custom message's `content`) match, by
-/// a generic walk.
-fn scan_grep(f: &Path, re: &regex::Regex, role: Option<&str>) -> Vec<String> {
+/// a generic walk; with `since`, only entries whose `timestamp` is at or after it (pi's times
+/// are fixed-width UTC, so they order as strings).
+fn scan_grep(f: &Path, re: &regex::Regex, role: Option<&str>, since: Option<&str>) -> Vec<String> {
     let mut hits = Vec::new();
     for (_, v) in file_entries(f) {
+        if since.is_some_and(|t| v["timestamp"].as_str().is_none_or(|at| at < t)) {
+            continue;
+        }
         let kind = if v["type"] == "message" {
             v["message"]["role"].as_str().unwrap_or("").to_owned()
         } else {
@@ -1336,6 +1340,8 @@ fn grep_finds_what_an_independent_scan_finds() {
         ),
     ];
     let dir = tempfile::tempdir().unwrap();
+    // Whether some --since case kept some of the entries it would otherwise find, not all.
+    let mut narrowed = false;
     for name in [
         "03-compactions",
         "04-many-branches",
@@ -1353,10 +1359,30 @@ fn grep_finds_what_an_independent_scan_finds() {
         } else {
             f.clone()
         };
-        for (args, re, role) in cases {
-            let want = scan_grep(&scanned, &regex::Regex::new(re).unwrap(), *role);
+        // --since the middle entry's time.
+        let mut times: Vec<String> = file_entries(&scanned)
+            .iter()
+            .filter_map(|(_, v)| v["timestamp"].as_str().map(str::to_owned))
+            .collect();
+        times.sort_unstable();
+        let mid = times[times.len() / 2].clone();
+        let since = cases.iter().take(4).map(|(args, re, role)| {
+            let args: Vec<&str> = args.iter().copied().chain(["--since", &mid]).collect();
+            (args, *re, *role, Some(mid.as_str()))
+        });
+        let cases = cases
+            .iter()
+            .map(|(args, re, role)| (args.to_vec(), *re, *role, None))
+            .chain(since);
+        for (args, re, role, since) in cases {
+            let re = regex::Regex::new(re).unwrap();
+            let want = scan_grep(&scanned, &re, role, since);
+            if since.is_some() {
+                let all = scan_grep(&scanned, &re, role, None).len();
+                narrowed |= !want.is_empty() && want.len() < all;
+            }
             let mut cmd = vec!["grep"];
-            cmd.extend_from_slice(args);
+            cmd.extend_from_slice(&args);
             cmd.extend(["--session", fs, "--json"]);
             if let Some(r) = role {
                 cmd.extend(["--role", r]);
@@ -1373,6 +1399,7 @@ fn grep_finds_what_an_independent_scan_finds() {
             }
         }
     }
+    assert!(narrowed);
 }
 
 /// `-l`, `-c` and `-m` against the plain listing: the sessions, counts and first matches it

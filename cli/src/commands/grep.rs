@@ -67,6 +67,11 @@ pub struct GrepArgs {
     /// `log`).
     #[arg(long, visible_alias = "type", value_name = "R")]
     pub role: Option<String>,
+    /// Only entries written on or after DATE (`YYYY-MM-DD`, midnight UTC; an RFC 3339 time
+    /// such as `2026-01-31T12:00:00Z` or `…+02:00`; or an age such as `7d`), by their
+    /// `timestamp`; an entry without a readable one is left out.
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
     /// Treat PATTERN as a literal text, not a regex.
     #[arg(short = 'F', long = "fixed-strings")]
     pub fixed: bool,
@@ -285,7 +290,15 @@ struct Counts {
 
 /// Runs `pisess grep`.
 pub fn cmd_grep(ui: &mut Ui, args: &GrepArgs) -> CommandResult {
-    let matcher = Matcher::new(args)?;
+    let query = Query {
+        matcher: Matcher::new(args)?,
+        role: args.role.as_deref(),
+        since_ms: args
+            .since
+            .as_deref()
+            .map(super::util::parse_since)
+            .transpose()?,
+    };
     let mut counts = Counts::default();
     if let Some(arg) = &args.session {
         let session = open_session_read(arg)?;
@@ -294,7 +307,7 @@ pub fn cmd_grep(ui: &mut Ui, args: &GrepArgs) -> CommandResult {
             &session.snap,
             session.key,
             &session.record,
-            &matcher,
+            &query,
             args,
             &mut counts,
         )?;
@@ -312,7 +325,7 @@ pub fn cmd_grep(ui: &mut Ui, args: &GrepArgs) -> CommandResult {
                 .then_with(|| a.session_id.cmp(&b.session_id))
         });
         for (key, record) in &sessions {
-            search_session(ui, &snap, *key, record, &matcher, args, &mut counts)?;
+            search_session(ui, &snap, *key, record, &query, args, &mut counts)?;
         }
     }
     if ui.json {
@@ -369,15 +382,35 @@ enum RowResult {
     Hits(Value, Vec<LineHit>),
 }
 
+/// What a search looks for: the pattern, and which entries it reads.
+struct Query<'a> {
+    matcher: Matcher,
+    /// `--role`.
+    role: Option<&'a str>,
+    /// `--since`, in milliseconds since the epoch.
+    since_ms: Option<i64>,
+}
+
 fn search_row(
     snap: &Snapshot,
     row: pisess_engine::EntryKey,
-    matcher: &Matcher,
-    role: Option<&str>,
+    query: &Query<'_>,
     detail: bool,
 ) -> Result<RowResult, pisess_engine::StoreError> {
+    let (matcher, role) = (&query.matcher, query.role);
     let decoded = snap
         .with_entry(row, |a| {
+            // The time is the record's own field: a row written before `--since` is passed
+            // over without reading its JSON.
+            if let Some(since) = query.since_ms {
+                let at = a
+                    .timestamp
+                    .as_ref()
+                    .and_then(|t| pisess_engine::import::iso_to_ms(t.as_str()));
+                if at.is_none_or(|t| t < since) {
+                    return None;
+                }
+            }
             let text = a.json_text()?;
             if !matcher.may_match(text.as_bytes()) {
                 return None;
@@ -437,7 +470,7 @@ fn search_session(
     snap: &Snapshot,
     key: SessionKey,
     record: &SessionRecord,
-    matcher: &Matcher,
+    query: &Query<'_>,
     args: &GrepArgs,
     counts: &mut Counts,
 ) -> Result<(), CommandError> {
@@ -455,15 +488,7 @@ fn search_session(
     'blocks: for block in rows.chunks(BLOCK) {
         let results: Vec<Result<RowResult, pisess_engine::StoreError>> = block
             .par_iter()
-            .map(|&row| {
-                search_row(
-                    snap,
-                    row,
-                    matcher,
-                    args.role.as_deref(),
-                    mode == Mode::Lines,
-                )
-            })
+            .map(|&row| search_row(snap, row, query, mode == Mode::Lines))
             .collect();
         counts.rows_scanned += block.len() as u64;
         for r in results {
@@ -712,6 +737,7 @@ mod tests {
             pattern: pattern.into(),
             session: None,
             role: None,
+            since: None,
             fixed: false,
             ignore_case: ic,
             word: false,
