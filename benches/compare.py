@@ -581,6 +581,24 @@ if not skip(f"big: a {os.path.getsize(BIG):,}-byte session (issues 3, 4 and 5)")
     ap.show(), fr.show()
     row("import 1 MB appended to 1 GiB / fresh 1 MB", ap, fr, "<= 2x", lambda x: x <= 2, faster=False)
 
+    # The same 1 MB read while pi was still writing it: the first import sees its last line cut
+    # short (kept as a junk row), the timed one the rest of that line (session 51: only that
+    # line is read again; before, the whole 1 GiB file was).
+    tc = M("pisess import, the rest of a line cut short, big session")
+    for k in range(max(RUNS, 5)):
+        text = mb_lines(f"t{k:02d}", last_id)
+        cut = text.rstrip("\n").rfind("\n") + 1 + 100
+        with open(bigf, "a") as f:
+            f.write(text[:cut])
+        run([PISESS, "import", bigf], {"PISESS_STORE": bstore})
+        with open(bigf, "a") as f:
+            f.write(text[cut:])
+        last_id = f"t{k:02d}" + "%06x" % 0
+        w, c, r = run([PISESS, "import", bigf], {"PISESS_STORE": bstore})
+        tc.wall.append(w), tc.cpu.append(c), tc.rss.append(r)
+    tc.show()
+    row("import completing a line cut short in 1 GiB / fresh 1 MB", tc, fr, faster=False)
+
 # ----------------------------------------------------------------------------- images
 if not skip(f"images: a {os.path.getsize(IMAGES):,}-byte session of base64 screenshots"):
     istore = os.path.join(WORK, "images.redb")
