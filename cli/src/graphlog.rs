@@ -38,9 +38,8 @@ use std::io::Write;
 use serde_json::Value;
 
 use crate::command_error::{CommandResult, Outcome};
-use crate::commands::log::{LogArgs, boundary, entry_json, line_text};
+use crate::commands::log::{LogArgs, Shown, boundary, entry_json, line_text};
 use crate::commands::tree::shown_levels;
-use crate::commands::util::kind_matches;
 use crate::listing;
 use crate::session_arg::{self as sa, Session};
 use crate::ui::{Ui, safe};
@@ -81,32 +80,29 @@ pub fn log_all(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult 
         stack.extend(kids);
     }
 
-    // With --type, the graph is that of the entries shown: each linked to its nearest shown
-    // ancestor (as `git log --graph` simplifies history), so branches of hidden entries draw
-    // nothing. Pre-order lists ancestors first, so one pass finds each node's link.
-    let (keep, link) = match &args.kind {
-        None => (None, Vec::new()),
-        Some(t) => {
-            let mut keep = vec![false; n_nodes];
-            let mut facts_reader = tree.reader(snap, false);
-            for (i, k) in keep.iter_mut().enumerate() {
-                let row = facts_reader.row(i)?;
-                *k = match row.facts {
-                    Some(f) => kind_matches(t, f.entry_type(), f.role),
-                    None => {
-                        let v = session.value_or_unreadable(row.key)?;
-                        kind_matches(t, sa::entry_type(&v), sa::role(&v))
-                    }
-                };
-            }
-            let mut link: Vec<Option<usize>> = vec![None; n_nodes];
-            for &n in &pre {
-                link[n] = tree
-                    .parent(n)
-                    .and_then(|p| if keep[p] { Some(p) } else { link[p] });
-            }
-            (Some(keep), link)
+    // With --type or --since, the graph is that of the entries shown: each linked to its
+    // nearest shown ancestor (as `git log --graph` simplifies history), so branches of hidden
+    // entries draw nothing. Pre-order lists ancestors first, so one pass finds each node's link.
+    let filter = Shown::of(args)?;
+    let (keep, link) = if filter.all() {
+        (None, Vec::new())
+    } else {
+        let mut keep = vec![false; n_nodes];
+        let mut facts_reader = tree.reader(snap, false);
+        for (i, k) in keep.iter_mut().enumerate() {
+            let row = facts_reader.row(i)?;
+            *k = match filter.row(&row) {
+                Some(s) => s,
+                None => filter.value(&session.value_or_unreadable(row.key)?),
+            };
         }
+        let mut link: Vec<Option<usize>> = vec![None; n_nodes];
+        for &n in &pre {
+            link[n] = tree
+                .parent(n)
+                .and_then(|p| if keep[p] { Some(p) } else { link[p] });
+        }
+        (Some(keep), link)
     };
     let parent_of = |n: usize| match &keep {
         None => tree.parent(n),

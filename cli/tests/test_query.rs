@@ -260,6 +260,105 @@ fn log_all_human_snapshots() {
     );
 }
 
+/// `log --since DATE` shows the entries `log` shows whose `timestamp` is at or after DATE (pi's
+/// times are fixed-width UTC, so they order as strings), with `-n`, `--reverse`, `--type` and
+/// `--all` as without it; the same instant written with an offset gives the same lines.
+#[test]
+fn log_since_keeps_the_entries_written_on_or_after_the_date() {
+    let env = TestEnv::new();
+    let ids = |lines: &[Value]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for name in [
+        "03-compactions",
+        "04-many-branches",
+        "05-context-edits-labels",
+    ] {
+        let path = session(name);
+        let f = path.to_str().unwrap();
+        let every = json_lines(&env, &["log", f, "--all", "--json"], 0);
+        let mut times: Vec<&str> = every
+            .iter()
+            .filter_map(|l| l["timestamp"].as_str())
+            .collect();
+        times.sort_unstable();
+        let mid = times[times.len() / 2].to_owned();
+        let after = |lines: &[Value]| -> Vec<String> {
+            ids(&lines
+                .iter()
+                .filter(|l| l["timestamp"].as_str().is_some_and(|t| t >= mid.as_str()))
+                .cloned()
+                .collect::<Vec<_>>())
+        };
+        let mut narrowed = false;
+        for extra in [
+            &[][..],
+            &["--reverse"],
+            &["--type", "user"],
+            &["--all"],
+            &["--all", "--type", "assistant"],
+        ] {
+            let mut plain = vec!["log", f, "--json"];
+            plain.extend_from_slice(extra);
+            let want = after(&json_lines(&env, &plain, 0));
+            let mut since = plain.clone();
+            since.extend(["--since", &mid]);
+            let got = json_lines(&env, &since, 0);
+            assert_eq!(ids(&got), want, "{name} {since:?}");
+            narrowed |= !want.is_empty() && want.len() < json_lines(&env, &plain, 0).len();
+            // -n counts the entries shown; with --reverse, the oldest of the first N.
+            if !extra.contains(&"--all") {
+                let mut n3 = since.clone();
+                n3.extend(["-n", "3"]);
+                let got = ids(&json_lines(&env, &n3, 0));
+                let mut first3: Vec<String> = if extra.contains(&"--reverse") {
+                    let mut newest_first = want.clone();
+                    newest_first.reverse();
+                    newest_first.truncate(3);
+                    newest_first.reverse();
+                    newest_first
+                } else {
+                    want.clone()
+                };
+                first3.truncate(3);
+                assert_eq!(got, first3, "{name} {n3:?}");
+            }
+        }
+        assert!(
+            narrowed,
+            "{name}: --since {mid} showed everything or nothing"
+        );
+        // The same instant at +02:00.
+        let ms = pisess_engine::import::iso_to_ms(&mid).unwrap();
+        let local = pisess_engine::export::ms_to_iso(ms + 120 * 60_000);
+        let t = format!("{}+02:00", local.trim_end_matches('Z'));
+        assert_eq!(
+            run(&env, &["log", f, "--since", &t]).stdout,
+            run(&env, &["log", f, "--since", &mid]).stdout,
+            "{name} --since {t}"
+        );
+    }
+    // A date that does not read is refused, naming the forms.
+    let r = run(
+        &env,
+        &[
+            "log",
+            session("02-small-branches").to_str().unwrap(),
+            "--since",
+            "soon",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot read the date \"soon\""),
+        "{}",
+        r.stderr
+    );
+}
+
 /// `log --all --type T` draws the graph of the entries it shows, each linked to its nearest
 /// shown ancestor (git's history simplification): the graph read back from the text (lanes,
 /// joins, and `~` where an entry's ancestors are all hidden) links each entry shown to exactly

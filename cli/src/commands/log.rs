@@ -56,6 +56,68 @@ pub struct LogArgs {
     /// `--role` is the same option (its name in `grep`).
     #[arg(long = "type", visible_alias = "role", value_name = "T")]
     pub kind: Option<String>,
+    /// Only entries written on or after DATE (`YYYY-MM-DD`, midnight UTC; an RFC 3339 time
+    /// such as `2026-01-31T12:00:00Z` or `…+02:00`; or an age such as `7d`), by their
+    /// `timestamp` read as pi's `new Date(…)` reads it; an entry without a valid one is left
+    /// out. With --all, the graph links each entry shown to its nearest shown ancestor.
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+}
+
+/// Which entries `log` shows: `--type` and `--since`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shown<'a> {
+    kind: Option<&'a str>,
+    since_ms: Option<i64>,
+}
+
+impl<'a> Shown<'a> {
+    pub(crate) fn of(args: &'a LogArgs) -> Result<Self, crate::command_error::CommandError> {
+        Ok(Self {
+            kind: args.kind.as_deref(),
+            since_ms: args
+                .since
+                .as_deref()
+                .map(super::util::parse_since)
+                .transpose()?,
+        })
+    }
+
+    /// Whether every entry is shown.
+    pub(crate) fn all(&self) -> bool {
+        self.kind.is_none() && self.since_ms.is_none()
+    }
+
+    /// From an outline row: `None` when the entry's line must be decoded to say (the row
+    /// has no facts, or `--since` is given and the row has no string time).
+    pub(crate) fn row(&self, row: &pisess_engine::outline::OutlineRow<'_>) -> Option<bool> {
+        let f = row.facts.as_ref()?;
+        let time = match (self.since_ms, &row.timestamp) {
+            (None, _) => None,
+            (Some(_), pisess_engine::outline::Timestamp::None) => return None,
+            (Some(_), t) => t.date_ms(),
+        };
+        Some(self.kind_ok(f.entry_type(), f.role) && self.time_ok(time))
+    }
+
+    /// From the entry's value.
+    pub(crate) fn value(&self, v: &Value) -> bool {
+        let time = self
+            .since_ms
+            .and_then(|_| pisess_engine::agent::js::date_ms(v.get("timestamp")).as_f64());
+        self.kind_ok(sa::entry_type(v), sa::role(v)) && self.time_ok(time)
+    }
+
+    fn kind_ok(&self, entry_type: &str, role: Option<&str>) -> bool {
+        self.kind.is_none_or(|t| kind_matches(t, entry_type, role))
+    }
+
+    /// `time`: milliseconds, `None` for no time or `NaN`.
+    #[allow(clippy::cast_precision_loss)]
+    fn time_ok(&self, time: Option<f64>) -> bool {
+        self.since_ms
+            .is_none_or(|since| time.is_some_and(|t| t >= since as f64))
+    }
 }
 
 /// Runs `pisess log`.
@@ -85,13 +147,14 @@ fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
             None => session.leaf()?,
         },
     };
+    let shown = Shown::of(args)?;
     let labels = session.label_map()?;
     let mut runs = session.snap.context_runs(session.key, at)?;
     let firsts = session.snap.outline_firsts(session.key)?;
     // `--reverse -n N` is git's: the N entries `-n N` shows, oldest first.
     let mut max_count = args.max_count;
     if let (true, Some(n)) = (args.reverse, max_count) {
-        if let Some(oldest) = nth_shown(session, &runs, &firsts, n, args.kind.as_deref())? {
+        if let Some(oldest) = nth_shown(session, &runs, &firsts, n, shown)? {
             let i = runs
                 .iter()
                 .position(|&(start, end)| (start.0..=end.0).contains(&oldest.0))
@@ -107,7 +170,7 @@ fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
         json: ui.json,
         color: ui.color,
         width,
-        kind: args.kind.as_deref(),
+        shown,
         labels: &labels,
     };
     // Batches grow, so that `-n 10` decodes one block and a whole path runs in parallel.
@@ -186,7 +249,7 @@ fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
                 }
             }
         });
-        let mut shown = 0usize;
+        let mut count = 0usize;
         for (range, rendered) in batches.iter().zip(rx.iter()) {
             let rendered = rendered?;
             for (p, r) in pieces[range.clone()].iter().zip(rendered) {
@@ -194,26 +257,24 @@ fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
                 let mut from = 0;
                 let mut upto = 0;
                 for (item, k) in r.items.iter().zip(p.keys()) {
-                    if max_count.is_some_and(|n| shown >= n) {
+                    if max_count.is_some_and(|n| count >= n) {
                         ui.out().write_all(&r.bytes[from..upto])?;
                         return Ok(Outcome::Success);
                     }
                     match *item {
                         Item::Shown(end) => {
                             upto = end;
-                            shown += 1;
+                            count += 1;
                         }
                         Item::Left => {}
                         Item::Decode => {
                             ui.out().write_all(&r.bytes[from..upto])?;
                             from = upto;
                             let v = session.value_or_unreadable(EntryKey(k))?;
-                            if let Some(t) = &args.kind
-                                && !kind_matches(t, sa::entry_type(&v), sa::role(&v))
-                            {
+                            if !style.shown.value(&v) {
                                 continue;
                             }
-                            shown += 1;
+                            count += 1;
                             if ui.json {
                                 ui.json_line(&entry_json(&v, &labels))?;
                             } else {
@@ -228,7 +289,7 @@ fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
                 }
             }
         }
-        if shown == 0 {
+        if count == 0 {
             warn_unknown_type(args);
         }
         Ok(Outcome::Success)
@@ -236,14 +297,14 @@ fn log_path(ui: &mut Ui, session: &Session, args: &LogArgs) -> CommandResult {
 }
 
 /// The key of the `n`-th entry `log` shows walking the path's runs (leaf first) newest first,
-/// with `--type` `kind`; `None` when fewer than `n` are shown. Reads the outline's facts, and
-/// decodes only the entries it has none for.
+/// with `--type` and `--since`; `None` when fewer than `n` are shown. Reads the outline's
+/// facts, and decodes only the entries it has none for.
 fn nth_shown(
     session: &Session,
     runs: &[(EntryKey, EntryKey)],
     firsts: &[u64],
     n: usize,
-    kind: Option<&str>,
+    filter: Shown<'_>,
 ) -> Result<Option<EntryKey>, crate::command_error::CommandError> {
     if n == 0 {
         return Ok(None);
@@ -251,26 +312,22 @@ fn nth_shown(
     let mut seen = 0usize;
     for p in pieces(runs, firsts, false) {
         let block = match p.block {
-            Some(b) if kind.is_some() => {
+            Some(b) if !filter.all() => {
                 Some(session.snap.outline_block(session.key, firsts[b], false)?)
             }
             _ => None,
         };
         for k in p.keys() {
-            let shown = match kind {
-                None => true,
-                Some(t) => {
-                    let facts = block
-                        .as_ref()
-                        .and_then(|b| b.find(EntryKey(k)).map(|i| b.row(i)))
-                        .and_then(|r| r.facts);
-                    match facts {
-                        Some(f) => kind_matches(t, f.entry_type(), f.role),
-                        None => {
-                            let v = session.value_or_unreadable(EntryKey(k))?;
-                            kind_matches(t, sa::entry_type(&v), sa::role(&v))
-                        }
-                    }
+            let shown = if filter.all() {
+                true
+            } else {
+                let from_row = block
+                    .as_ref()
+                    .and_then(|b| b.find(EntryKey(k)).map(|i| b.row(i)))
+                    .and_then(|r| filter.row(&r));
+                match from_row {
+                    Some(s) => s,
+                    None => filter.value(&session.value_or_unreadable(EntryKey(k))?),
                 }
             };
             if shown {
@@ -352,7 +409,7 @@ struct Style<'a> {
     json: bool,
     color: bool,
     width: usize,
-    kind: Option<&'a str>,
+    shown: Shown<'a>,
     labels: &'a sa::LabelMap,
 }
 
@@ -401,11 +458,16 @@ fn render_piece(
             out.items.push(Item::Decode);
             continue;
         };
-        if let Some(t) = style.kind
-            && !kind_matches(t, f.entry_type(), f.role)
-        {
-            out.items.push(Item::Left);
-            continue;
+        match style.shown.row(&row) {
+            None => {
+                out.items.push(Item::Decode);
+                continue;
+            }
+            Some(false) => {
+                out.items.push(Item::Left);
+                continue;
+            }
+            Some(true) => {}
         }
         let written = if style.json {
             listing::write_log_json(&mut out.bytes, &row, f, style.labels, None)?
