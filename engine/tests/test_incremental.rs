@@ -40,6 +40,27 @@ fn split_after_lines(bytes: &[u8], n: usize) -> (&[u8], &[u8]) {
     bytes.split_at(at)
 }
 
+/// Appends `bytes` to `file`, as pi appends.
+fn append(file: &Path, bytes: &[u8]) {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(file)
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
+}
+
+/// `store` holds exactly what a fresh store importing `file` once holds (key for key).
+fn assert_same_as_one_import(dir: &Path, store: &Store, file: &Path, what: &str) {
+    let once = Store::open(dir.join("once.redb")).unwrap();
+    once.import_file(file).unwrap();
+    assert_eq!(
+        once.content_digest().unwrap(),
+        store.content_digest().unwrap(),
+        "{what}"
+    );
+}
+
 #[test]
 fn unchanged_files_are_not_read_and_importing_twice_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -309,12 +330,7 @@ fn appended_lines_are_the_only_lines_read() {
         if done == 0 {
             std::fs::write(&file, head).unwrap();
         } else {
-            std::fs::OpenOptions::new()
-                .append(true)
-                .open(&file)
-                .unwrap()
-                .write_all(new)
-                .unwrap();
+            append(&file, new);
         }
         let r = store.import_file(&file).unwrap();
         let new_lines = new.iter().filter(|&&b| b == b'\n').count() as u64;
@@ -330,12 +346,7 @@ fn appended_lines_are_the_only_lines_read() {
         done = head.len();
     }
     // The store equals one built from the whole file at once.
-    let once = Store::open(dir.path().join("once.redb")).unwrap();
-    once.import_file(&file).unwrap();
-    assert_eq!(
-        once.content_digest().unwrap(),
-        store.content_digest().unwrap()
-    );
+    assert_same_as_one_import(dir.path(), &store, &file, "");
 }
 
 /// A file read while pi was still writing its last line holds that line cut short (a junk row
@@ -382,12 +393,7 @@ fn a_line_cut_short_by_a_write_in_progress_is_read_again_from_its_start() {
                 &more[torn.len()..]
             };
             let grown = [&torn, added].concat();
-            std::fs::OpenOptions::new()
-                .append(true)
-                .open(&file)
-                .unwrap()
-                .write_all(added)
-                .unwrap();
+            append(&file, added);
             let r = store.import_file(&file).unwrap();
             let read = &grown[head.len()..];
             assert_eq!(
@@ -408,12 +414,11 @@ fn a_line_cut_short_by_a_write_in_progress_is_read_again_from_its_start() {
                 let v = store.verify().unwrap();
                 assert!(v.findings.is_empty(), "line {n}: {:?}", v.findings);
             } else {
-                let once = Store::open(dir.path().join("once.redb")).unwrap();
-                once.import_file(&file).unwrap();
-                assert_eq!(
-                    once.content_digest().unwrap(),
-                    store.content_digest().unwrap(),
-                    "line {n}, cut {cut}"
+                assert_same_as_one_import(
+                    dir.path(),
+                    &store,
+                    &file,
+                    &format!("line {n}, cut {cut}"),
                 );
             }
         }
@@ -433,27 +438,17 @@ fn a_bom_in_appended_lines_is_kept_and_read_as_a_whole_read_reads_it() {
     let store = Store::open(dir.path().join("store.redb")).unwrap();
     std::fs::write(&file, head).unwrap();
     assert_eq!(store.import_file(&file).unwrap().outcome, Outcome::New);
-    for append in [
+    for added in [
         [b"\xEF\xBB\xBF".as_slice(), next].concat(),
         b"\xEF\xBB\xBF\n".to_vec(),
     ] {
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&file)
-            .unwrap()
-            .write_all(&append)
-            .unwrap();
+        append(&file, &added);
         let r = store.import_file(&file).unwrap();
         assert_eq!(r.outcome, Outcome::Grown, "{:?}", r.error);
-        assert_eq!(r.bytes_read, append.len() as u64);
+        assert_eq!(r.bytes_read, added.len() as u64);
         assert_eq!(export(&store, &file), std::fs::read(&file).unwrap());
     }
-    let once = Store::open(dir.path().join("once.redb")).unwrap();
-    once.import_file(&file).unwrap();
-    assert_eq!(
-        once.content_digest().unwrap(),
-        store.content_digest().unwrap()
-    );
+    assert_same_as_one_import(dir.path(), &store, &file, "");
 }
 
 #[test]
@@ -477,12 +472,7 @@ fn rewrites_and_conflicting_appends_are_read_again() {
     let dup = format!(
         "{{\"type\":\"custom\",\"customType\":\"t\",\"id\":\"{first_id}\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\"}}\n"
     );
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&file)
-        .unwrap()
-        .write_all(dup.as_bytes())
-        .unwrap();
+    append(&file, dup.as_bytes());
     let r = store.import_file(&file).unwrap();
     assert_eq!(r.outcome, Outcome::Rewritten);
     assert_eq!(r.bytes_read, std::fs::metadata(&file).unwrap().len());
@@ -546,34 +536,19 @@ fn odd_bytes_survive_the_round_trip() {
         .collect();
     assert_eq!(ids, ["a", "b", "c", "d"]);
     // The torn last line is junk: when it is completed, it alone is read again.
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&file)
-        .unwrap()
-        .write_all(b"age\"}\n")
-        .unwrap();
+    append(&file, b"age\"}\n");
     let r = store.import_file(&file).unwrap();
     assert_eq!(r.outcome, Outcome::Grown, "{:?}", r.error);
     assert_eq!(r.bytes_read, b"{\"type\":\"message\"}\n".len() as u64);
     assert_eq!(export(&store, &file), std::fs::read(&file).unwrap());
-    let once = Store::open(dir.path().join("once.redb")).unwrap();
-    once.import_file(&file).unwrap();
-    assert_eq!(
-        once.content_digest().unwrap(),
-        store.content_digest().unwrap()
-    );
+    assert_same_as_one_import(dir.path(), &store, &file, "");
     // A line that is a whole record without its newline is read in full when the file grows.
     std::fs::write(&file, [&bytes[..bytes.len() - 13], b"{}"].concat()).unwrap();
     assert_eq!(
         store.import_file(&file).unwrap().outcome,
         Outcome::Rewritten
     );
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&file)
-        .unwrap()
-        .write_all(b"\n[3]\n")
-        .unwrap();
+    append(&file, b"\n[3]\n");
     let r = store.import_file(&file).unwrap();
     assert_eq!(r.outcome, Outcome::Rewritten);
     assert_eq!(export(&store, &file), std::fs::read(&file).unwrap());
