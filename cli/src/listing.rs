@@ -368,7 +368,13 @@ pub fn write_log_json(
     labels: &sa::LabelMap,
     extra: Option<(usize, bool, bool)>,
 ) -> io::Result<bool> {
-    if !f.summary_complete {
+    // A timestamp or parentId that is no string (a number, `true`) is printed as the line has
+    // it, which the row does not hold: it tells such a value from a missing or null one only
+    // by decoding the line (pi writes a string time; only roots have no parent id).
+    if !f.summary_complete
+        || row.timestamp == Timestamp::None
+        || !matches!(row.parent_id, ParentId::Id(_))
+    {
         return Ok(false);
     }
     let opt = |out: &mut Vec<u8>, s: Option<&str>| -> io::Result<()> {

@@ -260,6 +260,59 @@ fn log_all_human_snapshots() {
     );
 }
 
+/// `log --json` (the path and `--all`) prints each entry's `timestamp` and `parentId` as its
+/// line has them, as the decoded rendering does, also where the outline keeps no such value
+/// (a number or `true`; a `parentId` of 5 or false): every odd, generated and edge fixture.
+#[test]
+fn log_json_prints_the_time_and_parent_as_the_line_has_them() {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in [
+        fixture("odd"),
+        fixture("sessions"),
+        crate::common::corpus().join("edge"),
+    ] {
+        files.extend(
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl")),
+        );
+    }
+    files.sort();
+    let mut odd_values = 0;
+    for file in &files {
+        let env = TestEnv::new();
+        let f = file.to_str().unwrap();
+        // By id, the last line wins (pi's index); lines that are no JSON object are passed over.
+        let mut lines: HashMap<String, Value> = HashMap::new();
+        for line in String::from_utf8_lossy(&std::fs::read(file).unwrap()).lines() {
+            if let Ok(v) = serde_json::from_str::<Value>(line)
+                && let Some(id) = v.get("id").and_then(Value::as_str)
+            {
+                lines.insert(id.to_owned(), v);
+            }
+        }
+        for args in [&["log", f, "--json"][..], &["log", f, "--all", "--json"]] {
+            let r = run(&env, args);
+            for out in r
+                .stdout
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            {
+                let Some(v) = out["id"].as_str().and_then(|id| lines.get(id)) else {
+                    continue;
+                };
+                for k in ["timestamp", "parentId"] {
+                    let want = v.get(k).cloned().unwrap_or(Value::Null);
+                    odd_values += usize::from(!want.is_string() && !want.is_null());
+                    assert_eq!(out[k], want, "{f} {args:?} {}: {k}", out["id"]);
+                }
+            }
+        }
+    }
+    assert!(odd_values >= 4, "{odd_values}");
+}
+
 /// `log --since DATE` shows the entries `log` shows whose `timestamp` is at or after DATE (pi's
 /// times are fixed-width UTC, so they order as strings), with `-n`, `--reverse`, `--type` and
 /// `--all` as without it; the same instant written with an offset gives the same lines.
