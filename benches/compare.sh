@@ -34,7 +34,8 @@
 #              `oracle load` (issue 5: >= 100x; the oracle's own --timing separates node's start
 #              and pi's `SessionManager.open` from the oracle's output, which V8 cannot build for
 #              1 GiB), peak RSS of its import (< 256 MiB), and
-#              1 MB appended to it vs a fresh 1 MB session (issue 3: <= 2x). The oracle gets ONE
+#              1 MB appended to it vs a fresh 1 MB session (issue 3: <= 2x), and the import
+#              that completes its last line after an import saw it cut short (information). The oracle gets ONE
 #              run with ORACLE_TIMEOUT; if it does not finish, the ratio is printed as ">= X".
 #
 # Times are wall-clock, of the whole process (start included), of copies of the binaries made
