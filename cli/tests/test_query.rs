@@ -412,6 +412,31 @@ fn log_since_keeps_the_entries_written_on_or_after_the_date() {
     );
 }
 
+/// `grep --since` and `log --since` read a `timestamp` that is no string as pi's `new Date`
+/// does (a number is milliseconds, `true` 1 ms, `null` 0), so they keep the same entries.
+#[test]
+fn grep_and_log_since_read_odd_times_as_new_date_does() {
+    let env = TestEnv::new();
+    let file = fixture("odd/ts-number-sibling-order.jsonl");
+    let f = file.to_str().unwrap();
+    let since = "2026-02-01T10:00:02Z";
+    let grep = json_lines(
+        &env,
+        &["grep", ".", "--session", f, "--since", since, "--json"],
+        0,
+    );
+    let mut got = grep_ids(&grep);
+    assert_eq!(got, ["n1", "n2", "n3", "n6"]);
+    let log = json_lines(&env, &["log", f, "--all", "--since", since, "--json"], 0);
+    let mut shown: Vec<String> = log
+        .iter()
+        .map(|l| l["id"].as_str().unwrap().to_owned())
+        .collect();
+    got.sort();
+    shown.sort();
+    assert_eq!(got, shown);
+}
+
 /// `log --all --type T` draws the graph of the entries it shows, each linked to its nearest
 /// shown ancestor (git's history simplification): the graph read back from the text (lanes,
 /// joins, and `~` where an entry's ancestors are all hidden) links each entry shown to exactly

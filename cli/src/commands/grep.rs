@@ -69,7 +69,8 @@ pub struct GrepArgs {
     pub role: Option<String>,
     /// Only entries written on or after DATE (`YYYY-MM-DD`, midnight UTC; an RFC 3339 time
     /// such as `2026-01-31T12:00:00Z` or `…+02:00`; or an age such as `7d`), by their
-    /// `timestamp`; an entry without a readable one is left out.
+    /// `timestamp` read as pi's `new Date(…)` reads it; an entry without a valid one is left
+    /// out.
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
     /// Treat PATTERN as a literal text, not a regex.
@@ -400,15 +401,19 @@ fn search_row(
     let (matcher, role) = (&query.matcher, query.role);
     let decoded = snap
         .with_entry(row, |a| {
-            // The time is the record's own field: a row written before `--since` is passed
-            // over without reading its JSON.
+            // A string time is the record's own field: a row written before `--since` is
+            // passed over without reading its JSON. Any other `timestamp` (a number: pi's
+            // `new Date` reads it too) is read from the line once it is decoded.
+            let mut time_unread = false;
             if let Some(since) = query.since_ms {
-                let at = a
-                    .timestamp
-                    .as_ref()
-                    .and_then(|t| pisess_engine::import::iso_to_ms(t.as_str()));
-                if at.is_none_or(|t| t < since) {
-                    return None;
+                match a.timestamp.as_ref() {
+                    Some(t) => {
+                        let at = pisess_engine::import::iso_to_ms(t.as_str());
+                        if at.is_none_or(|t| t < since) {
+                            return None;
+                        }
+                    }
+                    None => time_unread = true,
                 }
             }
             let text = a.json_text()?;
@@ -420,10 +425,11 @@ fn search_row(
                 pisess_formats::value::parse_owned::<Value>(&text),
                 entry,
                 u64::from(a.line),
+                time_unread,
             ))
         })?
         .flatten();
-    let Some((parsed, entry, line)) = decoded else {
+    let Some((parsed, entry, line, time_unread)) = decoded else {
         return Ok(RowResult::Skipped);
     };
     let v = match parsed {
@@ -435,6 +441,14 @@ fn search_row(
     };
     if let Some(r) = role
         && !super::util::kind_matches(r, sa::entry_type(&v), Some(sa::kind(&v)))
+    {
+        return Ok(RowResult::NoMatch);
+    }
+    #[allow(clippy::cast_precision_loss)]
+    if let Some(since) = query.since_ms.filter(|_| time_unread)
+        && pisess_engine::agent::js::date_ms(v.get("timestamp"))
+            .as_f64()
+            .is_none_or(|t| t < since as f64)
     {
         return Ok(RowResult::NoMatch);
     }
