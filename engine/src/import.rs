@@ -60,7 +60,7 @@ use crate::error::StoreError;
 use crate::ids::{EntryKey, Link, SessionKey};
 use crate::outline::{BlockBuilder, NodeFacts, OUTLINE, RowIn};
 use crate::record::{EntryRecord, RecordRef, Rkyv, RowKind, SessionRecord, decode_session, encode};
-use crate::row_block::{Block, RowBlockBuilder};
+use crate::row_block::{self, Block, RowBlockBuilder};
 use crate::schema::{self, META, META_NEXT_ENTRY, META_NEXT_SESSION};
 use crate::source_copy::SourceCopy;
 use crate::store::{Store, meta_get};
@@ -2092,26 +2092,15 @@ impl<'t> Writer<'t> {
         s: SessionKey,
         rec: &mut SessionRecord,
     ) -> Result<bool, StoreError> {
-        let Some(run) = self
-            .session_runs
-            .range((s.0, 0)..=(s.0, u64::MAX))?
-            .next_back()
-        else {
+        let Some((seq, first, n)) = self.last_run(s)? else {
             return Ok(false);
-        };
-        let (seq, (first, n)) = {
-            let (k, v) = run?;
-            (k.value().1, v.value())
         };
         let Some(last) = first.checked_add(n).and_then(|end| end.checked_sub(1)) else {
             return Ok(false);
         };
-        let (at, value) = match self.entries.range(..=last)?.next_back() {
-            Some(row) => {
-                let (k, v) = row?;
-                (k.value(), v.value().to_vec())
-            }
-            None => return Ok(false),
+        let Some((at, value)) = self.block_ending(s, last + 1, |at, v| Ok((at, v.to_vec())))?
+        else {
+            return Ok(false);
         };
         let corrupt = |source| StoreError::CorruptBlock {
             table: schema::ENTRIES_NAME,
@@ -2120,13 +2109,6 @@ impl<'t> Writer<'t> {
         };
         let block = Block::decode(&value).map_err(corrupt)?;
         let rows = block.rows();
-        if at.checked_add(u64::from(rows)) != Some(last + 1) {
-            return Err(StoreError::Inconsistent(format!(
-                "session {s}: its rows end at key {}, its last block at {}",
-                last + 1,
-                at.saturating_add(u64::from(rows))
-            )));
-        }
         let row = block.record(rows - 1).map_err(corrupt)?;
         let row = RecordRef::<EntryRecord>::new(row)
             .archived()
@@ -2321,40 +2303,69 @@ impl<'t> Writer<'t> {
     /// The session's last block of rows, reopened, when an import starting at
     /// [`Self::next_entry`] continues its keys and it is not full: (its first key, its rows).
     fn open_rows(&self, s: SessionKey) -> Result<Option<(u64, RowBlockBuilder)>, StoreError> {
-        let last = match self
+        let Some((_, first, n)) = self.last_run(s)? else {
+            return Ok(None);
+        };
+        let last = first.saturating_add(n);
+        if last != self.next_entry || last == 0 {
+            return Ok(None);
+        }
+        let reopened = self.block_ending(s, last, |at, value| {
+            let corrupt = |source| StoreError::CorruptBlock {
+                table: schema::ENTRIES_NAME,
+                key: at,
+                source,
+            };
+            let block = Block::decode(value).map_err(corrupt)?;
+            let b = RowBlockBuilder::resume(&block).map_err(corrupt)?;
+            Ok((!b.is_full()).then_some((at, b)))
+        })?;
+        Ok(reopened.flatten())
+    }
+
+    /// Session `s`'s last run of rows: (sequence number of its first row, first key, rows).
+    fn last_run(&self, s: SessionKey) -> Result<Option<(u64, u64, u64)>, StoreError> {
+        match self
             .session_runs
             .range((s.0, 0)..=(s.0, u64::MAX))?
             .next_back()
         {
-            Some(row) => {
-                let (first, n) = row?.1.value();
-                first.saturating_add(n)
+            Some(run) => {
+                let (k, v) = run?;
+                let (first, n) = v.value();
+                Ok(Some((k.value().1, first, n)))
             }
-            None => return Ok(None),
-        };
-        if last != self.next_entry || last == 0 {
-            return Ok(None);
+            None => Ok(None),
         }
-        let Some(row) = self.entries.range(..last)?.next_back() else {
+    }
+
+    /// `f` of the stored block of rows just below key `end` (its key and bytes), checked (from
+    /// its trailer) to end at `end`, as the block that ends session `s`'s last run must;
+    /// `None` when no block lies below `end`.
+    fn block_ending<R>(
+        &self,
+        s: SessionKey,
+        end: u64,
+        f: impl FnOnce(u64, &[u8]) -> Result<R, StoreError>,
+    ) -> Result<Option<R>, StoreError> {
+        let Some(row) = self.entries.range(..end)?.next_back() else {
             return Ok(None);
         };
         let (k, v) = row?;
-        let first = k.value();
-        let corrupt = |source| StoreError::CorruptBlock {
-            table: schema::ENTRIES_NAME,
-            key: first,
-            source,
-        };
+        let at = k.value();
         let value = v.value();
-        let block = Block::decode(value).map_err(corrupt)?;
-        if first.saturating_add(u64::from(block.rows())) != last {
+        let rows = row_block::rows_of(value).map_err(|source| StoreError::CorruptBlock {
+            table: schema::ENTRIES_NAME,
+            key: at,
+            source,
+        })?;
+        if at.saturating_add(u64::from(rows)) != end {
             return Err(StoreError::Inconsistent(format!(
-                "session {s}: its rows end at key {last}, its last block at {}",
-                first.saturating_add(u64::from(block.rows()))
+                "session {s}: its rows end at key {end}, its last block at {}",
+                at.saturating_add(u64::from(rows))
             )));
         }
-        let b = RowBlockBuilder::resume(&block).map_err(corrupt)?;
-        Ok((!b.is_full()).then_some((first, b)))
+        f(at, value).map(Some)
     }
 
     /// Records a run of rows (sequence of its first row, first key, rows) of session `s`,
